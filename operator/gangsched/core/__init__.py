@@ -1,0 +1,1 @@
+"""The pure scheduling core: observations and an explicit now in, decisions out."""

@@ -1,0 +1,1 @@
+"""Translation between Kubernetes API JSON and the core models. Pure functions only."""
