@@ -1,0 +1,332 @@
+"""Nodes, their usage, and placement: filters, scoring, and the indexes that keep it fast.
+
+Usage counts every pod that holds capacity on a node, ours or another scheduler's,
+placeholders included, and pods assumed by the core but not yet confirmed bound.
+
+Placement runs in two stages:
+
+1. *Static* filters depend only on the node and the pod's constraints (readiness,
+   ``unschedulable``, nodeSelector, required node affinity, NoSchedule/NoExecute taints).
+   Their result is cached per :class:`Constraints` value and dropped only when a node is
+   added, removed, or changes labels, taints, readiness or schedulability.
+2. *Dynamic* filters check free capacity. Rather than scan every node for every pod, a
+   placement scores at most ``sample_size`` feasible nodes. Binpack scans from the front
+   of the (name-sorted) candidates, skipping a prefix that is known to be too full for
+   this request shape: the *watermark*, valid until some capacity is released. Spread
+   rotates its starting point. Both keep the cost per placement roughly independent of
+   the cluster size.
+
+Ties are broken by scan order, which is by node name: the same inputs give the same node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gangsched.core.constraints import (
+    ANY_NODE,
+    NodeAffinity,
+    Toleration,
+    matches_affinity,
+    matches_node_selector,
+    untolerated_taints,
+)
+from gangsched.core.model import Node, Pod, Scoring, TaskGroup
+from gangsched.core.resources import PODS, Resources
+
+ONE_POD = Resources({PODS: 1})
+
+
+@dataclass(frozen=True, slots=True)
+class Constraints:
+    """A pod's static placement constraints, hashable so placements can share caches."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    affinity: NodeAffinity = ANY_NODE
+
+    @classmethod
+    def build(
+        cls,
+        node_selector: Mapping[str, str],
+        tolerations: tuple[Toleration, ...],
+        affinity: NodeAffinity,
+    ) -> Constraints:
+        return cls(tuple(sorted(node_selector.items())), tolerations, affinity)
+
+    @classmethod
+    def of_pod(cls, pod: Pod) -> Constraints:
+        return cls.build(pod.node_selector, pod.tolerations, pod.affinity)
+
+    @classmethod
+    def of_group(cls, group: TaskGroup) -> Constraints:
+        return cls.build(group.node_selector, group.tolerations, group.affinity)
+
+
+NO_CONSTRAINTS = Constraints()
+
+
+def static_failure(node: Node, constraints: Constraints) -> str | None:
+    """The name of the first static filter ``node`` fails for ``constraints``, or None."""
+    if not node.ready:
+        return "NodeNotReady"
+    if node.unschedulable:
+        return "NodeUnschedulable"
+    if constraints.node_selector and not matches_node_selector(
+        dict(constraints.node_selector), node.labels
+    ):
+        return "NodeSelector"
+    if not matches_affinity(constraints.affinity, node.labels, node.name):
+        return "NodeAffinity"
+    if node.taints and untolerated_taints(constraints.tolerations, node.taints):
+        return "Taints"
+    return None
+
+
+class NodeState:
+    """A node and what is placed on it. ``free`` is kept equal to allocatable - used."""
+
+    __slots__ = ("free", "node", "pods", "used")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.used = Resources.ZERO
+        self.free = node.allocatable
+        self.pods: set[str] = set()
+
+    def score(self, request: Resources) -> float:
+        """Utilisation after placing ``request``: the sum of per-resource fractions."""
+        total = 0.0
+        alloc = self.node.allocatable
+        for name, amount in request.items():
+            capacity = alloc.get(name)
+            if capacity > 0:
+                total += (self.used.get(name) + amount) / capacity
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Why no node fits: counts of nodes per failed filter, and the best shortfall."""
+
+    nodes: int
+    by_filter: Mapping[str, int]
+    best_shortfall: Resources
+
+    def message(self, request: Resources) -> str:
+        if self.nodes == 0:
+            return "no nodes in the cluster"
+        parts = [f"{count} {name}" for name, count in sorted(self.by_filter.items())]
+        text = f"0/{self.nodes} nodes fit {request.format_short()}: " + ", ".join(parts)
+        if self.best_shortfall:
+            text += f"; the closest node is short of {self.best_shortfall.format_short()}"
+        return text
+
+    @property
+    def constraint_bound(self) -> bool:
+        """True when static constraints, not capacity, exclude every node."""
+        return self.by_filter.get("Insufficient", 0) == 0
+
+
+class Cluster:
+    """All nodes with their usage, and placement over them."""
+
+    def __init__(self, sample_size: int = 32) -> None:
+        self.nodes: dict[str, NodeState] = {}
+        self.sample_size = max(1, sample_size)
+        self.free_epoch = 0
+        """Bumped whenever capacity is released or added: cached "does not fit" is stale."""
+        self._sorted: list[NodeState] | None = None
+        self._static: dict[Constraints, list[NodeState]] = {}
+        self._watermarks: dict[tuple[Constraints, Resources], int] = {}
+        self._watermark_epoch = -1
+        self._cursor: dict[Constraints, int] = {}
+        self._diagnoses: dict[tuple[Constraints, Resources], Diagnosis] = {}
+        self._diagnosis_epoch = (-1, -1)
+        self._node_epoch = 0
+        self._orphan_usage: dict[str, dict[str, Resources]] = {}
+
+    # --- nodes ---------------------------------------------------------------------------
+
+    def upsert_node(self, node: Node) -> None:
+        """Add or update a node. Usage already recorded for that name is kept."""
+        state = self.nodes.get(node.name)
+        if state is None:
+            state = NodeState(node)
+            self.nodes[node.name] = state
+            for uid, request in self._orphan_usage.pop(node.name, {}).items():
+                state.pods.add(uid)
+                state.used = state.used + request
+            state.free = node.allocatable - state.used
+            self._nodes_changed()
+            self.free_epoch += 1
+            return
+        old = state.node
+        state.node = node
+        if old.allocatable != node.allocatable:
+            state.free = node.allocatable - state.used
+            self.free_epoch += 1
+        if (
+            old.labels != node.labels
+            or old.taints != node.taints
+            or old.unschedulable != node.unschedulable
+            or old.ready != node.ready
+        ):
+            self._nodes_changed()
+            self.free_epoch += 1
+
+    def remove_node(self, name: str) -> None:
+        """Forget a node. Pods still charged to it stay charged until they go."""
+        state = self.nodes.pop(name, None)
+        if state is None:
+            return
+        if state.pods:
+            self._orphan_usage[name] = {}
+        self._nodes_changed()
+
+    def _nodes_changed(self) -> None:
+        self._sorted = None
+        self._static.clear()
+        self._cursor.clear()
+        self._node_epoch += 1
+        self._watermarks.clear()
+
+    def sorted_nodes(self) -> list[NodeState]:
+        if self._sorted is None:
+            self._sorted = [self.nodes[name] for name in sorted(self.nodes)]
+        return self._sorted
+
+    # --- usage ---------------------------------------------------------------------------
+
+    def charge(self, node_name: str, uid: str, request: Resources) -> None:
+        """Record that pod ``uid`` uses ``request`` (pods slot included) on the node."""
+        state = self.nodes.get(node_name)
+        if state is None:
+            self._orphan_usage.setdefault(node_name, {})[uid] = request
+            return
+        if uid in state.pods:
+            return
+        state.pods.add(uid)
+        state.used = state.used + request
+        state.free = state.free - request
+
+    def release(self, node_name: str, uid: str, request: Resources) -> None:
+        state = self.nodes.get(node_name)
+        if state is None:
+            orphans = self._orphan_usage.get(node_name)
+            if orphans is not None:
+                orphans.pop(uid, None)
+            return
+        if uid not in state.pods:
+            return
+        state.pods.discard(uid)
+        state.used = state.used - request
+        state.free = state.free + request
+        self.free_epoch += 1
+
+    def capacity(self) -> Resources:
+        total = Resources.ZERO
+        for state in self.nodes.values():
+            if state.node.ready and not state.node.unschedulable:
+                total = total + state.node.allocatable
+        return total
+
+    def used(self) -> Resources:
+        total = Resources.ZERO
+        for state in self.nodes.values():
+            total = total + state.used
+        return total
+
+    # --- placement -----------------------------------------------------------------------
+
+    def candidates(self, constraints: Constraints) -> list[NodeState]:
+        """Nodes passing the static filters for ``constraints`` (cached)."""
+        found = self._static.get(constraints)
+        if found is None:
+            found = [s for s in self.sorted_nodes() if static_failure(s.node, constraints) is None]
+            self._static[constraints] = found
+        return found
+
+    def fits(self, node_name: str, request: Resources, constraints: Constraints) -> bool:
+        state = self.nodes.get(node_name)
+        if state is None or static_failure(state.node, constraints) is not None:
+            return False
+        return request.fits_in(state.free)
+
+    def place(
+        self, request: Resources, constraints: Constraints, scoring: Scoring
+    ) -> str | None:
+        """The best node for ``request`` (pods slot included), or None if none fits."""
+        if self._watermark_epoch != self.free_epoch:
+            self._watermarks.clear()
+            self._watermark_epoch = self.free_epoch
+        nodes = self.candidates(constraints)
+        count = len(nodes)
+        if count == 0:
+            return None
+        if scoring is Scoring.BINPACK:
+            key = (constraints, request)
+            start = self._watermarks.get(key, 0)
+            order = range(start, count)
+        else:
+            start = self._cursor.get(constraints, 0) % count
+            order = range(start, start + count)
+        best: NodeState | None = None
+        best_score = 0.0
+        first_fit = -1
+        found = 0
+        for i in order:
+            state = nodes[i % count]
+            if not request.fits_in(state.free):
+                continue
+            if first_fit < 0:
+                first_fit = i
+            score = state.score(request)
+            if (
+                best is None
+                or (scoring is Scoring.BINPACK and score > best_score)
+                or (scoring is Scoring.SPREAD and score < best_score)
+            ):
+                best, best_score = state, score
+            found += 1
+            if found >= self.sample_size:
+                break
+        if scoring is Scoring.BINPACK:
+            self._watermarks[(constraints, request)] = first_fit if first_fit >= 0 else count
+        else:
+            self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
+        return None if best is None else best.node.name
+
+    def diagnose(self, request: Resources, constraints: Constraints) -> Diagnosis:
+        """Why ``request`` fits no node. O(nodes), cached until nodes or capacity change."""
+        epoch = (self._node_epoch, self.free_epoch)
+        if self._diagnosis_epoch != epoch:
+            self._diagnoses.clear()
+            self._diagnosis_epoch = epoch
+        key = (constraints, request)
+        cached = self._diagnoses.get(key)
+        if cached is not None:
+            return cached
+        by_filter: dict[str, int] = {}
+        best: Resources | None = None
+        best_size = 0
+        for state in self.sorted_nodes():
+            failure = static_failure(state.node, constraints)
+            if failure is None:
+                if request.fits_in(state.free):
+                    failure = "Fits"
+                else:
+                    failure = "Insufficient"
+                    short = request.shortfall(state.free.clamp_non_negative())
+                    size = sum(1 for _ in short.items())
+                    if best is None or (size, _magnitude(short)) < (best_size, _magnitude(best)):
+                        best, best_size = short, size
+            by_filter[failure] = by_filter.get(failure, 0) + 1
+        diagnosis = Diagnosis(len(self.nodes), by_filter, best or Resources.ZERO)
+        self._diagnoses[key] = diagnosis
+        return diagnosis
+
+
+def _magnitude(resources: Resources) -> tuple[int, ...]:
+    return tuple(amount for _, amount in sorted(resources.items()))

@@ -1,0 +1,172 @@
+"""Decisions: what the core asks the shell (or the simulator) to do.
+
+Every decision is a frozen value and names the reason that users will see. The shell
+carries them out in order; none of them needs an answer to be safe: a failed bind comes
+back as a ``BindFailed`` observation, a failed deletion is simply asked for again.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from gangsched.core.model import AppKey, GroupKey, PodUID
+from gangsched.core.resources import Resources
+
+
+class DeleteReason(enum.StrEnum):
+    PLACEHOLDER_REPLACED = "PlaceholderReplaced"
+    PLACEHOLDER_TIMEOUT = "PlaceholderTimeout"
+    APP_COMPLETED = "ApplicationCompleted"
+    APP_KILLED = "ApplicationKilled"
+    APP_GONE = "ApplicationDeleted"
+    ORPHANED = "PlaceholderOrphaned"
+
+
+class EventType(enum.StrEnum):
+    NORMAL = "Normal"
+    WARNING = "Warning"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """What an event is about. ``kind`` is Pod, Node, Application, PodGroup or Queue."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BindPod:
+    uid: PodUID
+    namespace: str
+    name: str
+    node: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePlaceholder:
+    """Create placeholder pod ``name`` for member ``index`` of ``task_group`` of ``app``."""
+
+    app: AppKey
+    task_group: str
+    index: int
+    name: str
+    namespace: str
+    requests: Resources
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePod:
+    uid: PodUID
+    namespace: str
+    name: str
+    reason: DeleteReason
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodPending:
+    """Tell users why a pod is not bound (PodScheduled=False and an event)."""
+
+    uid: PodUID
+    namespace: str
+    name: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceholderCounts:
+    created: int = 0
+    allocated: int = 0
+    replaced: int = 0
+    released: int = 0
+    pending: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BlockingReason:
+    """Why a task group or PodGroup waits, with the numbers behind it."""
+
+    reason: str = "None"
+    message: str = ""
+    details: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGroupStatus:
+    name: str
+    min_member: int
+    placeholders: PlaceholderCounts
+    real_bound: int
+    real_pending: int
+    blocking: BlockingReason = BlockingReason()
+
+
+@dataclass(frozen=True, slots=True)
+class SetAppStatus:
+    key: AppKey
+    state: str
+    reason: str
+    message: str
+    queue: str
+    reserved: str
+    running: int
+    task_groups: tuple[TaskGroupStatus, ...]
+    state_since: float | None
+    placeholder_timer_start: float | None
+    waiting_since: float | None
+    starting_since: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetPodGroupStatus:
+    key: GroupKey
+    phase: str
+    reason: str
+    message: str
+    members: int
+    assumed: int
+    scheduled: int
+    running: int
+    succeeded: int
+    failed: int
+    schedule_start: float | None
+    blocking: BlockingReason = BlockingReason()
+
+
+@dataclass(frozen=True, slots=True)
+class SetQueueStatus:
+    name: str
+    allocated: Resources
+    pending: Resources
+    reserved_by_placeholders: Resources
+    max: Resources | None
+    guaranteed: Resources
+    applications: Mapping[str, int]
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordEvent:
+    target: ObjectRef
+    type: EventType
+    reason: str
+    message: str
+
+
+Decision = (
+    BindPod
+    | CreatePlaceholder
+    | DeletePod
+    | PodPending
+    | SetAppStatus
+    | SetPodGroupStatus
+    | SetQueueStatus
+    | RecordEvent
+)

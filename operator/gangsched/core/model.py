@@ -1,0 +1,291 @@
+"""The core's value types: nodes, pods, applications, pod groups, queues and settings.
+
+Everything here is a frozen value built once at the edge (the ``translate`` layer or the
+simulator) from raw input. Identifiers are ``NewType`` strings:
+
+* ``PodUID``: the pod's ``metadata.uid``.
+* ``AppKey`` and ``GroupKey``: ``"namespace/name"`` of an Application or a PodGroup.
+
+Resources are :class:`~gangsched.core.resources.Resources` integer vectors; a pod's
+``requests`` is its effective request *without* the ``pods: 1`` slot, which the core adds.
+
+An object that failed validation at the edge is still observed, with ``invalid`` set to a
+precise message: the core moves it into a well-defined state (``Rejected``, ``Failed``, a
+pending reason) instead of dropping it, so users see why.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import NewType
+
+from gangsched.core.constraints import ANY_NODE, ConstraintError, NodeAffinity, Taint, Toleration
+from gangsched.core.resources import Resources
+
+PodUID = NewType("PodUID", str)
+AppKey = NewType("AppKey", str)
+GroupKey = NewType("GroupKey", str)
+
+DEFAULT_QUEUE = "default"
+
+
+class _ParsedEnum(enum.StrEnum):
+    """A string enum whose ``from_string`` names the accepted values on error."""
+
+    @classmethod
+    def from_string(cls, text: str) -> _ParsedEnum:
+        for member in cls:
+            if member.value == text:
+                return member
+        accepted = ", ".join(m.value for m in cls)
+        raise ConstraintError(f"unknown {cls.__name__} {text!r} (accepted: {accepted})")
+
+
+class PodPhase(_ParsedEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+
+class Style(_ParsedEnum):
+    """Gang scheduling style: what happens when the placeholder timeout expires."""
+
+    HARD = "Hard"
+    SOFT = "Soft"
+
+
+class GangMode(_ParsedEnum):
+    """PodGroup mode: Strict rolls back a partial attempt; NonStrict keeps accumulating."""
+
+    STRICT = "Strict"
+    NON_STRICT = "NonStrict"
+
+
+class SortPolicy(_ParsedEnum):
+    FIFO = "fifo"
+    STATE_AWARE = "stateaware"
+    PRIORITY = "priority"
+    FAIR = "fair"
+
+
+class Scoring(_ParsedEnum):
+    """Node scoring: binpack fills the fullest feasible node, spread the emptiest."""
+
+    BINPACK = "binpack"
+    SPREAD = "spread"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node as the scheduler sees it. ``allocatable`` includes the ``pods`` slot count."""
+
+    name: str
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod: either an ask of ours (pending or bound) or a pod of another scheduler.
+
+    ``ours`` is False for pods with another ``schedulerName``: they only use capacity.
+    ``node_name`` is the bound node (``spec.nodeName``), None while pending.
+    Membership: ``app``/``task_group`` for Applications, ``pod_group`` for PodGroups,
+    ``placeholder`` (with ``member_index``) for the placeholders the operator creates.
+    """
+
+    uid: PodUID
+    namespace: str
+    name: str
+    requests: Resources = Resources.ZERO
+    priority: int = 0
+    creation: float = 0.0
+    node_name: str | None = None
+    phase: PodPhase = PodPhase.PENDING
+    terminating: bool = False
+    ours: bool = True
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    affinity: NodeAffinity = ANY_NODE
+    app: AppKey | None = None
+    task_group: str | None = None
+    pod_group: GroupKey | None = None
+    placeholder: bool = False
+    member_index: int = -1
+    queue: str | None = None
+    preemptible: bool = True
+    invalid: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def active(self) -> bool:
+        """Does this pod hold node capacity? Terminal pods do not (as in kube-scheduler)."""
+        return not self.phase.terminal
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingPolicy:
+    style: Style = Style.SOFT
+    placeholder_timeout: float = 900.0
+    waiting_timeout: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGroup:
+    """One role of a gang: ``min_member`` members of ``min_resource`` each."""
+
+    name: str
+    min_member: int
+    min_resource: Resources
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Toleration, ...] = ()
+    affinity: NodeAffinity = ANY_NODE
+
+    @property
+    def total(self) -> Resources:
+        return self.min_resource.scale(self.min_member)
+
+
+@dataclass(frozen=True, slots=True)
+class PersistedAppStatus:
+    """What an Application's status carries across an operator restart."""
+
+    state: str = ""
+    reason: str = ""
+    message: str = ""
+    state_since: float | None = None
+    placeholder_timer_start: float | None = None
+    waiting_since: float | None = None
+    starting_since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppSpec:
+    """An Application: a queue, task groups (a gang when non-empty) and a policy."""
+
+    key: AppKey
+    uid: str = ""
+    queue: str = DEFAULT_QUEUE
+    task_groups: tuple[TaskGroup, ...] = ()
+    policy: SchedulingPolicy = SchedulingPolicy()
+    priority: int = 0
+    creation: float = 0.0
+    invalid: str | None = None
+    persisted: PersistedAppStatus | None = None
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    @property
+    def gang(self) -> bool:
+        return bool(self.task_groups)
+
+    @property
+    def placeholder_ask(self) -> Resources:
+        """The total placeholder ask: sum of min_member x min_resource over all groups."""
+        total = Resources.ZERO
+        for group in self.task_groups:
+            total = total + group.total
+        return total
+
+    def group(self, name: str | None) -> TaskGroup | None:
+        for group in self.task_groups:
+            if group.name == name:
+                return group
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupSpec:
+    """A PodGroup (Koordinator / coscheduling design): members bind only all together."""
+
+    key: GroupKey
+    uid: str = ""
+    min_member: int = 1
+    min_resources: Resources = Resources.ZERO
+    schedule_timeout: float = 600.0
+    mode: GangMode = GangMode.STRICT
+    gang_group: tuple[GroupKey, ...] = ()
+    total_number: int | None = None
+    queue: str = DEFAULT_QUEUE
+    priority: int = 0
+    creation: float = 0.0
+    invalid: str | None = None
+    persisted_start: float | None = None
+    persisted_phase: str = ""
+
+    @property
+    def namespace(self) -> str:
+        return self.key.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.split("/", 1)[1]
+
+    @property
+    def members_of_gang_group(self) -> tuple[GroupKey, ...]:
+        """The PodGroups that must be satisfied together, always including this one."""
+        keys = set(self.gang_group)
+        keys.add(self.key)
+        return tuple(sorted(keys))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """A queue. ``max`` is None for no quota; a resource missing from ``max`` is unlimited."""
+
+    name: str
+    parent: str | None = None
+    max: Resources | None = None
+    guaranteed: Resources = Resources.ZERO
+    max_applications: int = 0
+    sort_policy: SortPolicy = SortPolicy.FIFO
+    state_aware_timeout: float = 300.0
+    weight: int = 1
+    reclaimable: bool = True
+    invalid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """Cluster-wide settings of the core."""
+
+    gang_scoring: Scoring = Scoring.BINPACK
+    """How placeholders and PodGroup members pick among feasible nodes."""
+
+    pod_scoring: Scoring = Scoring.BINPACK
+    """How ordinary pods and real gang members placed outside a placeholder pick nodes."""
+
+    sample_size: int = 32
+    """How many feasible nodes are scored per placement (not all nodes are scanned)."""
+
+    default_queue_policy: SortPolicy = SortPolicy.PRIORITY
+    """Sort policy of the implicit ``default`` queue when no Queue object defines it."""
+
+    bind_backoff_initial: float = 1.0
+    """Seconds before a pod whose bind failed is tried again; doubles per failure."""
+
+    bind_backoff_max: float = 60.0
+    """The cap on that backoff."""
+
+    placeholder_retry: float = 10.0
+    """Seconds before a placeholder creation or pod deletion is asked for again."""

@@ -1,0 +1,107 @@
+"""Observations: what the shell (or the simulator) tells the core happened.
+
+Each is a frozen value. "Observed" carries the full current object (level-based: the
+latest observation wins, whatever came before); "Gone" says the object no longer exists.
+The bind and create outcomes close the loop on decisions the core made earlier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gangsched.core.model import (
+    AppKey,
+    AppSpec,
+    GroupKey,
+    Node,
+    Pod,
+    PodGroupSpec,
+    PodUID,
+    QueueSpec,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PodObserved:
+    pod: Pod
+
+
+@dataclass(frozen=True, slots=True)
+class PodGone:
+    uid: PodUID
+
+
+@dataclass(frozen=True, slots=True)
+class NodeObserved:
+    node: Node
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGone:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AppObserved:
+    spec: AppSpec
+
+
+@dataclass(frozen=True, slots=True)
+class AppGone:
+    key: AppKey
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupObserved:
+    spec: PodGroupSpec
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupGone:
+    key: GroupKey
+
+
+@dataclass(frozen=True, slots=True)
+class QueueObserved:
+    spec: QueueSpec
+
+
+@dataclass(frozen=True, slots=True)
+class QueueGone:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class BindFailed:
+    """A bind the core asked for did not happen (409 already bound, 404 gone, 5xx...)."""
+
+    uid: PodUID
+    node: str
+    code: int
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceholderCreateFailed:
+    """Creating a placeholder failed for a reason other than "already exists"."""
+
+    app: AppKey
+    name: str
+    code: int
+    message: str = ""
+
+
+Observation = (
+    PodObserved
+    | PodGone
+    | NodeObserved
+    | NodeGone
+    | AppObserved
+    | AppGone
+    | PodGroupObserved
+    | PodGroupGone
+    | QueueObserved
+    | QueueGone
+    | BindFailed
+    | PlaceholderCreateFailed
+)

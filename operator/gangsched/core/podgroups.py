@@ -1,0 +1,284 @@
+"""PodGroups: gangs without placeholders (Koordinator and coscheduling design).
+
+Members are *assumed* onto nodes inside the core: they take capacity, but no bind is
+asked for until every PodGroup of the GangGroup has ``minMember`` members assumed or
+bound. Then all assumed members of the whole GangGroup are bound in the same cycle.
+
+* ``Strict``: assumptions live for one attempt only. An attempt that ends without the
+  gang condition rolls back, and the gang is tried again only when capacity is freed.
+* ``NonStrict``: assumptions accumulate across cycles until the condition holds.
+* ``scheduleTimeoutSeconds`` counts from the first assumption (persisted in status as
+  ``scheduleStartTime``); on expiry every assumption is released and the group is
+  ``TimedOut``: its pods are no longer scheduled, and say so.
+* Once satisfied, later members are scheduled as ordinary pods ("after gang"). A group
+  that has a bound member when the operator starts counts as satisfied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
+from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
+from gangsched.core.runtime import GroupRuntime, PodState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+SATISFIED_PHASES = ("Scheduled", "Running", "Finished")
+
+
+def ref(rt: GroupRuntime) -> ObjectRef:
+    return ObjectRef("PodGroup", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+
+
+def group_observed(s: Scheduler, spec: PodGroupSpec) -> None:
+    rt = s.groups.get(spec.key)
+    if rt is not None and rt.spec.uid != spec.uid:
+        _release_assumed(s, rt)
+        rt = None
+    if rt is None:
+        rt = GroupRuntime(spec=spec, schedule_start=spec.persisted_start)
+        rt.timed_out = spec.persisted_phase == "TimedOut"
+        rt.satisfied = spec.persisted_phase in SATISFIED_PHASES
+        s.groups[spec.key] = rt
+        s.rebuild_queue_usage()
+        return
+    old, rt.spec = rt.spec, spec
+    rt.dirty = True
+    if old.queue != spec.queue:
+        s.rebuild_queue_usage()
+
+
+def group_gone(s: Scheduler, key: GroupKey) -> None:
+    rt = s.groups.pop(key, None)
+    if rt is None:
+        return
+    _release_assumed(s, rt)
+    for uid in s.group_members.get(key, ()):
+        s.pods[uid].pending_reason = None
+    s.rebuild_queue_usage()
+
+
+def pod_gone(s: Scheduler, ps: PodState) -> None:
+    if ps.pod.pod_group is not None:
+        rt = s.groups.get(ps.pod.pod_group)
+        if rt is not None:
+            rt.assumed.discard(ps.uid)
+
+
+def _release_assumed(s: Scheduler, rt: GroupRuntime) -> None:
+    for uid in sorted(rt.assumed):
+        ps = s.pods.get(uid)
+        if ps is not None:
+            s.uncharge(ps)
+            s.refresh_pending(ps)
+    rt.assumed.clear()
+    rt.dirty = True
+
+
+def timeouts(s: Scheduler, now: float) -> None:
+    for key in sorted(s.groups):
+        rt = s.groups[key]
+        start = rt.schedule_start
+        if rt.satisfied or rt.timed_out or start is None:
+            continue
+        if now < start + rt.spec.schedule_timeout:
+            continue
+        placed = len(rt.assumed) + _bound(s, rt)
+        _release_assumed(s, rt)
+        rt.timed_out = True
+        rt.reason = "ScheduleTimeout"
+        rt.message = (f"{placed}/{rt.spec.min_member} members placed when the "
+                      f"{rt.spec.schedule_timeout:g}s schedule timeout expired; its pods are "
+                      "no longer scheduled (delete and re-create the PodGroup to retry)")
+        s.event(ref(rt), EventType.WARNING, "ScheduleTimeout", rt.message)
+
+
+def _bound(s: Scheduler, rt: GroupRuntime) -> int:
+    count = 0
+    for uid in s.group_members.get(rt.spec.key, ()):
+        ps = s.pods[uid]
+        if ps.node is not None and ps.pod.active and uid not in rt.assumed:
+            count += 1
+    return count
+
+
+@dataclass(slots=True)
+class GroupUnit:
+    rt: GroupRuntime
+    pending: list[PodState] = field(default_factory=list)
+
+
+def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
+    by_group: dict[GroupKey, GroupUnit] = {}
+    for uid in s.pending:
+        ps = s.pods[uid]
+        key = ps.pod.pod_group
+        if key is None or ps.pod.app is not None:
+            continue
+        rt = s.groups.get(key)
+        if rt is None:
+            s.mark_pending(ps, "PodGroupNotFound",
+                           f"pod group {key} does not exist yet; waiting for it")
+            continue
+        unit = by_group.get(key)
+        if unit is None:
+            unit = by_group[key] = GroupUnit(rt)
+        unit.pending.append(ps)
+    result: list[tuple[str, tuple[object, ...], object]] = []
+    for key, unit in by_group.items():
+        spec = unit.rt.spec
+        unit.pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+        sort_key = s.sort_key(spec.queue, spec.priority, spec.creation, key)
+        result.append((spec.queue, sort_key, unit))
+    return result
+
+
+def _mark_all(s: Scheduler, pending: list[PodState], reason: str, message: str) -> None:
+    for ps in pending:
+        s.mark_pending(ps, reason, message)
+
+
+def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: float) -> None:
+    rt = unit.rt
+    spec = rt.spec
+    if spec.key in done:
+        return
+    if spec.invalid:
+        _mark_all(s, unit.pending, "InvalidPodGroup", spec.invalid)
+        return
+    if rt.timed_out:
+        _mark_all(s, unit.pending, "GangTimedOut", rt.message)
+        return
+    if rt.satisfied:
+        for ps in unit.pending:
+            s.schedule_ordinary(ps, now)
+        return
+    over = s.queues.over_max(spec.queue, spec.min_resources)
+    if not over.ok:
+        rt.reason = "QueueQuotaExceeded"
+        rt.message = (f"minResources {spec.min_resources.format_short()} exceed queue "
+                      f"{over.queue}'s max {over.max.format_short()}")
+        rt.blocking = BlockingReason("QueueQuota", rt.message, {"queue": over.queue})
+        rt.dirty = True
+        _mark_all(s, unit.pending, "QueueQuotaExceeded", rt.message)
+        return
+    gang: list[GroupRuntime] = []
+    for key in spec.members_of_gang_group:
+        member = s.groups.get(key)
+        if member is None:
+            message = f"GangGroup member PodGroup {key} does not exist yet"
+            rt.blocking = BlockingReason("WaitingForGang", message, {"missing": key})
+            rt.dirty = True
+            _mark_all(s, unit.pending, "WaitingForGangGroup", message)
+            return
+        gang.append(member)
+    done.update(g.spec.key for g in gang)
+    if all(g.failed_epoch == s.cluster.free_epoch for g in gang):
+        return
+    pending = _pending_by_group(s, gang)
+    for g in gang:
+        _assume(s, g, pending.get(g.spec.key, []), now)
+    placed = {g.spec.key: len(g.assumed) + _bound(s, g) for g in gang}
+    if all(placed[g.spec.key] >= g.spec.min_member for g in gang) and not any(
+        g.timed_out or g.spec.invalid for g in gang
+    ):
+        for g in gang:
+            count = len(g.assumed)
+            for uid in sorted(g.assumed, key=lambda u: s.pods[u].pod.name):
+                ps = s.pods[uid]
+                assert ps.node is not None  # assumed members hold a node
+                s.bind(ps, ps.node, "GangSatisfied")
+            g.assumed.clear()
+            g.satisfied = True
+            g.blocking = BlockingReason()
+            g.dirty = True
+            s.event(ref(g), EventType.NORMAL, "GangScheduled",
+                    f"all {len(gang)} PodGroups of the gang have their minimum; "
+                    f"binding {count} members")
+        return
+    summary = ", ".join(f"{g.spec.key} {placed[g.spec.key]}/{g.spec.min_member}" for g in gang)
+    for g in gang:
+        if g.spec.mode is GangMode.STRICT and g.assumed:
+            _release_assumed(s, g)
+        g.failed_epoch = s.cluster.free_epoch
+        for ps in pending.get(g.spec.key, []):
+            if ps.node is None:
+                s.mark_pending(ps, "WaitingForGang", f"gang members placed: {summary}")
+            g.dirty = True
+
+
+def _pending_by_group(s: Scheduler, gang: list[GroupRuntime]) -> dict[GroupKey, list[PodState]]:
+    found: dict[GroupKey, list[PodState]] = {}
+    for g in gang:
+        members = [s.pods[uid] for uid in s.group_members.get(g.spec.key, ())]
+        waiting = [ps for ps in members if ps.pending and ps.pod.ours]
+        waiting.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+        found[g.spec.key] = waiting
+    return found
+
+
+def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) -> None:
+    """Assume pending members until one does not fit (Strict stops; NonStrict too)."""
+    queue = g.spec.queue
+    for ps in pending:
+        if ps.pod.invalid or ps.backoff_until > now:
+            continue
+        check = s.queues.fits(queue, ps.request)
+        if not check.ok:
+            g.blocking = BlockingReason(
+                "QueueQuota",
+                f"queue {check.queue} has {check.headroom.format_short()} free; a member "
+                f"needs {ps.request.format_short()}",
+                {"queue": check.queue},
+            )
+            return
+        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring)
+        if node is None:
+            diagnosis = s.cluster.diagnose(ps.request, ps.constraints)
+            reason = "Constraints" if diagnosis.constraint_bound else "Capacity"
+            g.blocking = BlockingReason(reason, diagnosis.message(ps.request),
+                                        {k: str(v) for k, v in diagnosis.by_filter.items()})
+            return
+        s.charge(ps, node)
+        s.refresh_pending(ps)
+        g.assumed.add(ps.uid)
+        if g.schedule_start is None:
+            g.schedule_start = now
+        g.dirty = True
+
+
+def progress(s: Scheduler, now: float) -> None:
+    """Derive each changed PodGroup's phase from its members."""
+    for key in sorted(s.groups):
+        rt = s.groups[key]
+        if not rt.dirty:
+            continue
+        if not rt.satisfied and not rt.timed_out and _bound(s, rt) > 0 and not rt.assumed:
+            rt.satisfied = True  # bound members survive restarts: the gang was satisfied
+        rt.phase = _phase(s, rt)
+
+
+def _phase(s: Scheduler, rt: GroupRuntime) -> str:
+    if rt.spec.invalid:
+        return "Failed"
+    if rt.timed_out:
+        return "TimedOut"
+    if not rt.satisfied:
+        return "Scheduling" if rt.assumed else "Pending"
+    running = succeeded = active = 0
+    for uid in s.group_members.get(rt.spec.key, ()):
+        pod = s.pods[uid].pod
+        if pod.phase.value == "Running":
+            running += 1
+        elif pod.phase.value == "Succeeded":
+            succeeded += 1
+        if pod.active:
+            active += 1
+    if active == 0 and succeeded >= rt.spec.min_member:
+        return "Finished"
+    if running + succeeded >= rt.spec.min_member:
+        return "Running"
+    return "Scheduled"

@@ -1,0 +1,162 @@
+"""Queues: a hierarchy with quota (``max``), ``guaranteed``, app limits and sort policies.
+
+Usage is charged to a leaf queue and counted at every level above it, so a quota set on a
+parent applies to all of its children together. A resource missing from ``max`` is
+unlimited there (YuniKorn's rule); a queue with no ``max`` at all has no quota.
+
+The queue named ``default`` always exists: when no Queue object defines it, it is a
+top-level queue with no quota and the configured default sort policy.
+
+Admitted gang applications *earmark* their whole placeholder ask in the hierarchy until
+their placeholders are allocated: two apps can never both be admitted on the same
+headroom, so an admitted gang is never starved of quota by a later one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gangsched.core.model import DEFAULT_QUEUE, QueueSpec, SortPolicy
+from gangsched.core.resources import Resources
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaCheck:
+    """The result of a quota check: which level blocks, and by how much."""
+
+    ok: bool
+    queue: str = ""
+    headroom: Resources = Resources.ZERO
+    max: Resources = Resources.ZERO
+
+
+OK = QuotaCheck(True)
+
+
+class QueueTree:
+    def __init__(self, default_policy: SortPolicy = SortPolicy.FIFO) -> None:
+        self.specs: dict[str, QueueSpec] = {}
+        self.default_policy = default_policy
+        self.used: dict[str, Resources] = {}
+        self.earmarked: dict[str, Resources] = {}
+        self.placeholder_used: dict[str, Resources] = {}
+        self._paths: dict[str, tuple[str, ...] | str] = {}
+
+    # --- specs ---------------------------------------------------------------------------
+
+    def upsert(self, spec: QueueSpec) -> None:
+        self.specs[spec.name] = spec
+        self._paths.clear()
+
+    def remove(self, name: str) -> None:
+        self.specs.pop(name, None)
+        self._paths.clear()
+
+    def spec(self, name: str) -> QueueSpec | None:
+        found = self.specs.get(name)
+        if found is None and name == DEFAULT_QUEUE:
+            return QueueSpec(DEFAULT_QUEUE, sort_policy=self.default_policy)
+        return found
+
+    def names(self) -> list[str]:
+        names = set(self.specs)
+        names.add(DEFAULT_QUEUE)
+        return sorted(names)
+
+    def is_leaf(self, name: str) -> bool:
+        return not any(spec.parent == name for spec in self.specs.values())
+
+    def path(self, name: str) -> tuple[str, ...] | str:
+        """Leaf-to-root names, or an error message (unknown queue, missing parent, cycle)."""
+        cached = self._paths.get(name)
+        if cached is not None:
+            return cached
+        result: tuple[str, ...] | str
+        chain: list[str] = []
+        current: str | None = name
+        result = ()
+        while current:
+            spec = self.spec(current)
+            if spec is None:
+                if current == name:
+                    result = f'queue "{name}" does not exist'
+                else:
+                    result = f'queue "{chain[-1]}" names parent "{current}", which does not exist'
+                break
+            if spec.invalid:
+                result = f'queue "{current}" is invalid: {spec.invalid}'
+                break
+            if current in chain:
+                result = "queue parents form a cycle: " + " -> ".join([*chain, current])
+                break
+            chain.append(current)
+            current = spec.parent
+        if not isinstance(result, str):
+            result = tuple(chain)
+        self._paths[name] = result
+        return result
+
+    # --- usage ---------------------------------------------------------------------------
+
+    def _levels(self, name: str) -> tuple[str, ...]:
+        path = self.path(name)
+        return path if isinstance(path, tuple) else (name,)
+
+    def charge(self, name: str, request: Resources, *, placeholder: bool = False) -> None:
+        for level in self._levels(name):
+            self.used[level] = self.used.get(level, Resources.ZERO) + request
+            if placeholder:
+                held = self.placeholder_used.get(level, Resources.ZERO)
+                self.placeholder_used[level] = held + request
+
+    def release(self, name: str, request: Resources, *, placeholder: bool = False) -> None:
+        for level in self._levels(name):
+            self.used[level] = self.used.get(level, Resources.ZERO) - request
+            if placeholder:
+                held = self.placeholder_used.get(level, Resources.ZERO)
+                self.placeholder_used[level] = held - request
+
+    def earmark(self, name: str, request: Resources) -> None:
+        for level in self._levels(name):
+            self.earmarked[level] = self.earmarked.get(level, Resources.ZERO) + request
+
+    def unearmark(self, name: str, request: Resources) -> None:
+        for level in self._levels(name):
+            self.earmarked[level] = self.earmarked.get(level, Resources.ZERO) - request
+
+    def usage(self, name: str) -> Resources:
+        return self.used.get(name, Resources.ZERO)
+
+    # --- checks --------------------------------------------------------------------------
+
+    def fits(
+        self, name: str, request: Resources, *, own_earmark: Resources = Resources.ZERO
+    ) -> QuotaCheck:
+        """Can ``request`` be allocated in queue ``name``, at every level up to the root?
+
+        Every earmark counts as taken except ``own_earmark``, the caller's own (an admitted
+        gang allocating its placeholders). Unknown queues never fit.
+        """
+        path = self.path(name)
+        if isinstance(path, str):
+            return QuotaCheck(False, name)
+        for level in path:
+            spec = self.specs.get(level)
+            if spec is None or spec.max is None:
+                continue
+            taken = self.used.get(level, Resources.ZERO) + self.earmarked.get(level, Resources.ZERO)
+            taken = taken - own_earmark
+            if not (taken + request).fits_in_quota(spec.max):
+                return QuotaCheck(False, level, (spec.max - taken).clamp_non_negative(), spec.max)
+        return OK
+
+    def over_max(self, name: str, request: Resources) -> QuotaCheck:
+        """Is ``request`` larger than the quota of some level, even with the queue empty?"""
+        path = self.path(name)
+        if isinstance(path, str):
+            return QuotaCheck(False, name)
+        for level in path:
+            spec = self.specs.get(level)
+            if spec is not None and spec.max is not None and not request.fits_in_quota(spec.max):
+                return QuotaCheck(False, level, spec.max, spec.max)
+        return OK

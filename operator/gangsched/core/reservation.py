@@ -1,0 +1,169 @@
+"""Reserving a gang: admission against queue headroom, placeholder creation, allocation.
+
+An Accepted gang is admitted only when its whole remaining placeholder ask fits the
+headroom of every level of its queue (quota minus usage minus other admitted gangs'
+earmarks). Until then it is *held*: no placeholders exist, and nothing else is blocked.
+
+Once admitted, every missing placeholder is asked for (again after
+``placeholder_retry`` seconds if it still has not appeared), and every pending
+placeholder is placed like any pod, binpacked by default. The placeholder timer starts
+at the first allocation. The gang is *reserved* once every placeholder is allocated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gangsched.core import naming
+from gangsched.core.cluster import ONE_POD
+from gangsched.core.decisions import BlockingReason, CreatePlaceholder, EventType, ObjectRef
+from gangsched.core.model import AppSpec
+from gangsched.core.resources import Resources
+from gangsched.core.runtime import AppRuntime, PodState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+
+def ref(rt: AppRuntime) -> ObjectRef:
+    return ObjectRef("Application", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+
+
+def gang_ask(spec: AppSpec) -> Resources:
+    """The whole placeholder ask, with one pod slot per member."""
+    total = Resources.ZERO
+    for group in spec.task_groups:
+        total = total + (group.min_resource + ONE_POD).scale(group.min_member)
+    return total
+
+
+def expected_placeholders(rt: AppRuntime) -> list[tuple[str, str, int]]:
+    """(name, task group, member index) of every placeholder the gang needs."""
+    spec = rt.spec
+    return [
+        (naming.placeholder_name(spec.name, spec.uid, group.name, index), group.name, index)
+        for group in spec.task_groups
+        for index in range(group.min_member)
+    ]
+
+
+def members(s: Scheduler, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]:
+    """(placeholders, real pods) of the app, in a defined order."""
+    placeholders: list[PodState] = []
+    reals: list[PodState] = []
+    for uid in s.app_members.get(rt.spec.key, ()):
+        ps = s.pods[uid]
+        (placeholders if ps.pod.placeholder else reals).append(ps)
+    placeholders.sort(key=lambda p: (p.pod.task_group or "", p.pod.member_index, p.pod.name))
+    reals.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+    return placeholders, reals
+
+
+def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+    spec = rt.spec
+    placeholders, _ = members(s, rt)
+    observed = {
+        p.pod.name: p for p in placeholders if p.release_reason is None and not p.pod.terminating
+    }
+    rt.placeholders = {name: p.uid for name, p in observed.items()}
+    expected = expected_placeholders(rt)
+    if not rt.admitted and not _admit(s, rt, observed):
+        return
+    for name, group, index in expected:
+        if name in observed:
+            continue
+        asked = rt.create_asked.get(name)
+        if asked is not None and now - asked < s.config.placeholder_retry:
+            continue
+        rt.create_asked[name] = now
+        task_group = spec.group(group)
+        assert task_group is not None  # expected names come from the task groups
+        s.out.append(CreatePlaceholder(spec.key, group, index, name, spec.namespace,
+                                       task_group.min_resource))
+    expected_names = {name for name, _, _ in expected}
+    for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
+        if ps.pod.name in expected_names and ps.release_reason is None:
+            _allocate(s, rt, ps, now)
+    allocated = sum(1 for name in expected_names if name in observed
+                    and observed[name].node is not None)
+    was = rt.reserved
+    rt.reserved = allocated == len(expected_names)
+    if rt.reserved:
+        rt.blocking.clear()
+        if rt.earmark:
+            s.queues.unearmark(spec.queue, rt.earmark)
+            rt.earmark = Resources.ZERO
+        if not was:
+            rt.dirty = True
+            s.event(ref(rt), EventType.NORMAL, "GangReserved",
+                    f"all {allocated} placeholders allocated; the gang's capacity is held")
+
+
+def _admit(s: Scheduler, rt: AppRuntime, observed: dict[str, PodState]) -> bool:
+    """Admit the gang if its remaining ask fits the queue's headroom."""
+    spec = rt.spec
+    remaining = gang_ask(spec)
+    for ps in observed.values():
+        if ps.node is not None:
+            remaining = remaining - ps.request
+    remaining = remaining.clamp_non_negative()
+    if not observed:
+        check = s.queues.fits(spec.queue, remaining)
+        if not check.ok:
+            message = (f"queue {check.queue} has {check.headroom.format_short()} free of max "
+                       f"{check.max.format_short()}; the gang needs {remaining.format_short()}")
+            blocking = BlockingReason("QueueQuota", message, {
+                "queue": check.queue,
+                "needed": remaining.format_short(),
+                "headroom": check.headroom.format_short(),
+                "max": check.max.format_short(),
+            })
+            for group in spec.task_groups:
+                rt.blocking[group.name] = blocking
+            rt.dirty = True
+            return False
+    rt.admitted = True
+    rt.earmark = remaining
+    s.queues.earmark(spec.queue, remaining)
+    rt.starting_since = rt.starting_since if rt.starting_since is not None else s.now
+    rt.blocking.clear()
+    rt.dirty = True
+    s.queues_dirty = True
+    return True
+
+
+def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
+    spec = rt.spec
+    group = ps.pod.task_group or ""
+    if ps.backoff_until > now or ps.blocked_epoch == s.cluster.free_epoch:
+        return
+    check = s.queues.fits(spec.queue, ps.request, own_earmark=rt.earmark)
+    if not check.ok:
+        message = (f"queue {check.queue} has {check.headroom.format_short()} free; "
+                   f"a placeholder needs {ps.request.format_short()}")
+        rt.blocking[group] = BlockingReason("QueueQuota", message, {"queue": check.queue})
+        s.mark_pending(ps, "QueueQuota", message)
+        rt.dirty = True
+        return
+    node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring)
+    if node is None:
+        ps.blocked_epoch = s.cluster.free_epoch
+        diagnosis = s.cluster.diagnose(ps.request, ps.constraints)
+        reason = "Constraints" if diagnosis.constraint_bound else "Capacity"
+        message = diagnosis.message(ps.request)
+        details = {name: str(count) for name, count in sorted(diagnosis.by_filter.items())}
+        if diagnosis.best_shortfall:
+            details["bestNodeShortfall"] = diagnosis.best_shortfall.format_short()
+        rt.blocking[group] = BlockingReason(reason, message, details)
+        s.mark_pending(ps, reason, message)
+        rt.dirty = True
+        return
+    s.bind(ps, node, "PlaceholderAllocated")
+    if rt.earmark:
+        left = (rt.earmark - ps.request).clamp_non_negative()
+        s.queues.unearmark(spec.queue, rt.earmark - left)
+        rt.earmark = left
+    if rt.timer_start is None:
+        rt.timer_start = now
+    rt.blocking.pop(group, None)
+

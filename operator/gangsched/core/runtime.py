@@ -1,0 +1,148 @@
+"""The core's mutable bookkeeping for pods, applications and pod groups.
+
+These records live inside one :class:`~gangsched.core.scheduler.Scheduler` and are changed
+only by it, in response to observations and during a cycle. Everything in them can be
+rebuilt from the cluster: the pods (with their node and placeholder labels), the objects'
+specs, and the timestamps persisted in the objects' status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gangsched.core.cluster import ONE_POD, Constraints
+from gangsched.core.decisions import BlockingReason, SetAppStatus, SetPodGroupStatus
+from gangsched.core.model import AppSpec, Pod, PodGroupSpec, PodUID
+from gangsched.core.resources import Resources
+from gangsched.core.states import AppState
+
+
+class PodState:
+    """One pod as the core tracks it."""
+
+    __slots__ = (
+        "assumed",
+        "backoff_until",
+        "blocked_epoch",
+        "charged_queue",
+        "constraints",
+        "delete_asked",
+        "failures",
+        "node",
+        "parked_name",
+        "parked_node",
+        "parked_on",
+        "pending_reason",
+        "pod",
+        "release_reason",
+        "request",
+    )
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.request = pod.requests + ONE_POD
+        self.constraints = Constraints.of_pod(pod)
+        self.node: str | None = None
+        """Where the pod holds capacity: its bound node, or where the core assumed it."""
+        self.assumed = False
+        """A bind was asked for and is not yet seen on the pod."""
+        self.charged_queue: str | None = None
+        self.backoff_until = 0.0
+        self.failures = 0
+        self.blocked_epoch = -1
+        """The cluster free_epoch at which the pod last failed to fit anywhere."""
+        self.pending_reason: tuple[str, str] | None = None
+        self.parked_on: PodUID | None = None
+        """For a real gang member: the placeholder whose deletion it waits for."""
+        self.parked_name = ""
+        self.parked_node: str | None = None
+        """The node of that placeholder, where the real pod goes once it is deleted."""
+        self.release_reason: str | None = None
+        """For a placeholder: why the core asked for its deletion."""
+        self.delete_asked = 0.0
+
+    def update(self, pod: Pod) -> None:
+        if pod.requests != self.pod.requests:
+            self.request = pod.requests + ONE_POD
+        if (
+            pod.node_selector != self.pod.node_selector
+            or pod.tolerations != self.pod.tolerations
+            or pod.affinity != self.pod.affinity
+        ):
+            self.constraints = Constraints.of_pod(pod)
+        self.pod = pod
+
+    @property
+    def uid(self) -> PodUID:
+        return self.pod.uid
+
+    @property
+    def pending(self) -> bool:
+        """Waiting for a node: not bound, not assumed, not finished, not being deleted."""
+        pod = self.pod
+        return self.node is None and pod.node_name is None and pod.active and not pod.terminating
+
+
+@dataclass(slots=True)
+class GroupCounters:
+    replaced: int = 0
+    released: int = 0
+
+
+@dataclass(slots=True)
+class AppRuntime:
+    """An application's lifecycle state and its timers."""
+
+    spec: AppSpec
+    state: AppState = AppState.NEW
+    reason: str = "New"
+    message: str = ""
+    state_since: float = 0.0
+    timer_start: float | None = None
+    """First placeholder allocation: the placeholder timeout counts from here."""
+    waiting_since: float | None = None
+    starting_since: float | None = None
+    admitted: bool = False
+    """Passed quota and the state-aware gate: its placeholders may be created."""
+    reserved: bool = False
+    """Every placeholder has been allocated at least once (the gang is reserved)."""
+    earmark: Resources = Resources.ZERO
+    placeholders: dict[str, PodUID] = field(default_factory=dict)
+    """Observed placeholder pods by name."""
+    create_asked: dict[str, float] = field(default_factory=dict)
+    """Placeholder names asked for, and when."""
+    counters: dict[str, GroupCounters] = field(default_factory=dict)
+    bound_ever: int = 0
+    """Real pods bound since the app (re)started: Starting -> Running counts these."""
+    blocking: dict[str, BlockingReason] = field(default_factory=dict)
+    """Why each task group waits, for status."""
+    last_status: SetAppStatus | None = None
+    warned: set[str] = field(default_factory=set)
+    """Warnings already recorded as events (pod larger than its group...), not repeated."""
+    dirty: bool = True
+
+    def counter(self, group: str) -> GroupCounters:
+        found = self.counters.get(group)
+        if found is None:
+            found = self.counters[group] = GroupCounters()
+        return found
+
+
+@dataclass(slots=True)
+class GroupRuntime:
+    """A PodGroup's gang state."""
+
+    spec: PodGroupSpec
+    phase: str = "Pending"
+    reason: str = ""
+    message: str = ""
+    schedule_start: float | None = None
+    satisfied: bool = False
+    timed_out: bool = False
+    assumed: set[PodUID] = field(default_factory=set)
+    """Members placed in the core and waiting for the whole gang before binding."""
+    failed_epoch: int = -1
+    blocking: BlockingReason = field(default_factory=BlockingReason)
+    last_status: SetPodGroupStatus | None = None
+    warned: set[str] = field(default_factory=set)
+    dirty: bool = True

@@ -1,0 +1,371 @@
+"""The scheduler: observations in, a cycle at an explicit ``now``, decisions out.
+
+Usage::
+
+    scheduler = Scheduler(SchedulerConfig())
+    scheduler.observe(NodeObserved(node))
+    scheduler.observe(PodObserved(pod))
+    decisions = scheduler.cycle(now=1234.5)
+
+``observe`` only records facts. ``cycle`` runs, in this order:
+
+1. application lifecycle: admission (New -> Accepted/Rejected), placeholder and waiting
+   timeouts, PodGroup schedule timeouts;
+2. swaps whose placeholder deletion has been observed: the parked real pod is bound to
+   the placeholder's node (or any node that fits);
+3. allocation, queue by queue in the queue's sort order: placeholders, real pods (which
+   take a placeholder of their task group when there is one), PodGroup members (bound
+   only when the whole GangGroup is assumed), and ordinary pods;
+4. state progress (Starting -> Running -> Waiting) and status for what changed.
+
+The same sequence of observations and ``now`` values always gives the same decisions:
+every collection is iterated in a defined order and ties are broken by
+(priority desc, creation time, namespace/name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import gangsched.core.apps as app_logic
+import gangsched.core.podgroups as group_logic
+import gangsched.core.status as status_logic
+from gangsched.core.cluster import Cluster
+from gangsched.core.decisions import (
+    BindPod,
+    Decision,
+    EventType,
+    ObjectRef,
+    PodPending,
+    RecordEvent,
+)
+from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig
+from gangsched.core.observations import (
+    AppGone,
+    AppObserved,
+    BindFailed,
+    NodeGone,
+    NodeObserved,
+    Observation,
+    PlaceholderCreateFailed,
+    PodGone,
+    PodGroupGone,
+    PodGroupObserved,
+    PodObserved,
+    QueueGone,
+    QueueObserved,
+)
+from gangsched.core.queues import QueueTree
+from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+
+
+class Scheduler:
+    """All of the core's state, and the one place that changes it."""
+
+    def __init__(self, config: SchedulerConfig | None = None) -> None:
+        self.config = config or SchedulerConfig()
+        self.cluster = Cluster(self.config.sample_size)
+        self.queues = QueueTree(self.config.default_queue_policy)
+        self.pods: dict[PodUID, PodState] = {}
+        self.pod_by_name: dict[str, PodUID] = {}
+        self.apps: dict[AppKey, AppRuntime] = {}
+        self.groups: dict[GroupKey, GroupRuntime] = {}
+        self.app_members: dict[AppKey, set[PodUID]] = {}
+        self.group_members: dict[GroupKey, set[PodUID]] = {}
+        self.pending: dict[PodUID, None] = {}
+        """Pods of ours waiting for a node, in arrival order."""
+        self.now = 0.0
+        self.out: list[Decision] = []
+        self.queues_dirty = True
+        self.queue_status: dict[str, Decision] = {}
+
+    # --- observations --------------------------------------------------------------------
+
+    def observe_all(self, observations: Iterable[Observation]) -> None:
+        for observation in observations:
+            self.observe(observation)
+
+    def observe(self, obs: Observation) -> None:
+        """Record one observation. Never raises on well-typed input; never decides."""
+        if isinstance(obs, PodObserved):
+            self._pod_observed(obs)
+        elif isinstance(obs, PodGone):
+            self._pod_gone(obs.uid)
+        elif isinstance(obs, NodeObserved):
+            self.cluster.upsert_node(obs.node)
+        elif isinstance(obs, NodeGone):
+            self.cluster.remove_node(obs.name)
+        elif isinstance(obs, AppObserved):
+            app_logic.app_observed(self, obs.spec)
+        elif isinstance(obs, AppGone):
+            app_logic.app_gone(self, obs.key)
+        elif isinstance(obs, PodGroupObserved):
+            group_logic.group_observed(self, obs.spec)
+        elif isinstance(obs, PodGroupGone):
+            group_logic.group_gone(self, obs.key)
+        elif isinstance(obs, QueueObserved):
+            self.queues.upsert(obs.spec)
+            self.rebuild_queue_usage()
+        elif isinstance(obs, QueueGone):
+            self.queues.remove(obs.name)
+            self.rebuild_queue_usage()
+        elif isinstance(obs, BindFailed):
+            self._bind_failed(obs)
+        elif isinstance(obs, PlaceholderCreateFailed):
+            app_logic.placeholder_create_failed(self, obs)
+
+    def _pod_observed(self, obs: PodObserved) -> None:
+        pod = obs.pod
+        ps = self.pods.get(pod.uid)
+        if ps is None:
+            ps = PodState(pod)
+            self.pods[pod.uid] = ps
+            self.pod_by_name[pod.ref] = pod.uid
+            self._join(ps)
+        else:
+            if (ps.pod.app, ps.pod.pod_group) != (pod.app, pod.pod_group):
+                self._leave(ps)
+                ps.update(pod)
+                self._join(ps)
+            else:
+                ps.update(pod)
+        if pod.node_name is not None and pod.active:
+            if ps.node != pod.node_name:
+                self.uncharge(ps)
+                self.charge(ps, pod.node_name)
+            if ps.assumed:
+                ps.assumed = False
+                app_logic.real_pod_confirmed(self, ps)
+        elif not pod.active:
+            self.uncharge(ps)
+            ps.assumed = False
+        self.refresh_pending(ps)
+        self.touch_owner(ps)
+
+    def _pod_gone(self, uid: PodUID) -> None:
+        ps = self.pods.pop(uid, None)
+        if ps is None:
+            return
+        self.pod_by_name.pop(ps.pod.ref, None)
+        self.uncharge(ps)
+        self.pending.pop(uid, None)
+        self.touch_owner(ps)
+        self._leave(ps)
+        app_logic.pod_gone(self, ps)
+        group_logic.pod_gone(self, ps)
+
+    def _join(self, ps: PodState) -> None:
+        pod = ps.pod
+        if pod.app is not None:
+            self.app_members.setdefault(pod.app, set()).add(pod.uid)
+        if pod.pod_group is not None:
+            self.group_members.setdefault(pod.pod_group, set()).add(pod.uid)
+
+    def _leave(self, ps: PodState) -> None:
+        pod = ps.pod
+        if pod.app is not None:
+            members = self.app_members.get(pod.app)
+            if members is not None:
+                members.discard(pod.uid)
+        if pod.pod_group is not None:
+            group_members = self.group_members.get(pod.pod_group)
+            if group_members is not None:
+                group_members.discard(pod.uid)
+
+    def _bind_failed(self, obs: BindFailed) -> None:
+        ps = self.pods.get(obs.uid)
+        if ps is None or not ps.assumed:
+            return
+        ps.assumed = False
+        self.uncharge(ps)
+        if obs.code != 409:
+            ps.failures += 1
+            delay = self.config.bind_backoff_initial * 2 ** (ps.failures - 1)
+            ps.backoff_until = self.now + min(delay, self.config.bind_backoff_max)
+        self.refresh_pending(ps)
+        self.touch_owner(ps)
+        self.event(
+            ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
+            EventType.WARNING,
+            "BindFailed",
+            f"binding to node {obs.node} failed ({obs.code}): {obs.message}".rstrip(": "),
+        )
+
+    # --- accounting ----------------------------------------------------------------------
+
+    def queue_of(self, ps: PodState) -> str | None:
+        """The leaf queue a pod of ours is charged to; None for other schedulers' pods."""
+        pod = ps.pod
+        if not pod.ours:
+            return None
+        if pod.app is not None:
+            app = self.apps.get(pod.app)
+            if app is not None:
+                return app.spec.queue
+        if pod.pod_group is not None:
+            group = self.groups.get(pod.pod_group)
+            if group is not None:
+                return group.spec.queue
+        return pod.queue or "default"
+
+    def charge(self, ps: PodState, node: str) -> None:
+        ps.node = node
+        self.cluster.charge(node, ps.uid, ps.request)
+        queue = self.queue_of(ps)
+        if queue is not None:
+            self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
+            ps.charged_queue = queue
+        self.queues_dirty = True
+
+    def uncharge(self, ps: PodState) -> None:
+        if ps.node is None:
+            return
+        self.cluster.release(ps.node, ps.uid, ps.request)
+        if ps.charged_queue is not None:
+            self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
+            ps.charged_queue = None
+        ps.node = None
+        self.queues_dirty = True
+
+    def rebuild_queue_usage(self) -> None:
+        """Recount every queue's usage from the pods (queue specs or membership changed)."""
+        self.queues.used.clear()
+        self.queues.placeholder_used.clear()
+        for ps in self.pods.values():
+            ps.charged_queue = None
+            if ps.node is not None:
+                queue = self.queue_of(ps)
+                if queue is not None:
+                    self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
+                    ps.charged_queue = queue
+        self.queues.earmarked.clear()
+        for app in self.apps.values():
+            if app.earmark:
+                self.queues.earmark(app.spec.queue, app.earmark)
+        self.queues_dirty = True
+
+    def refresh_pending(self, ps: PodState) -> None:
+        if ps.pending and ps.pod.ours:
+            self.pending[ps.uid] = None
+        else:
+            self.pending.pop(ps.uid, None)
+
+    def touch_owner(self, ps: PodState) -> None:
+        pod = ps.pod
+        if pod.app is not None:
+            app = self.apps.get(pod.app)
+            if app is not None:
+                app.dirty = True
+        if pod.pod_group is not None:
+            group = self.groups.get(pod.pod_group)
+            if group is not None:
+                group.dirty = True
+        self.queues_dirty = True
+
+    # --- decisions -----------------------------------------------------------------------
+
+    def bind(self, ps: PodState, node: str, reason: str) -> None:
+        """Assume ``ps`` on ``node`` at once (no overcommit this cycle) and ask for a bind."""
+        if ps.node is None:
+            self.charge(ps, node)
+        ps.assumed = True
+        ps.pending_reason = None
+        self.refresh_pending(ps)
+        self.touch_owner(ps)
+        pod = ps.pod
+        self.out.append(BindPod(pod.uid, pod.namespace, pod.name, node, reason))
+
+    def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None:
+        self.out.append(RecordEvent(target, kind, reason, message))
+
+    def mark_pending(self, ps: PodState, reason: str, message: str) -> None:
+        """Say why a pod waits; only a change of reason or message becomes a decision."""
+        if ps.pending_reason == (reason, message):
+            return
+        ps.pending_reason = (reason, message)
+        pod = ps.pod
+        self.out.append(PodPending(pod.uid, pod.namespace, pod.name, reason, message))
+
+    # --- the cycle -----------------------------------------------------------------------
+
+    def cycle(self, now: float) -> list[Decision]:
+        """Run one scheduling cycle at time ``now`` and return the decisions, in order."""
+        self.now = now
+        app_logic.lifecycle(self, now)
+        group_logic.timeouts(self, now)
+        app_logic.complete_swaps(self, now)
+        self._allocate(now)
+        app_logic.progress(self, now)
+        group_logic.progress(self, now)
+        status_logic.emit(self, now)
+        out, self.out = self.out, []
+        return out
+
+    def _allocate(self, now: float) -> None:
+        units = app_logic.units(self, now) + group_logic.units(self) + self._ordinary_units()
+        by_queue: dict[str, list[tuple[tuple[object, ...], object]]] = {}
+        for queue, key, unit in units:
+            by_queue.setdefault(queue, []).append((key, unit))
+        for queue in sorted(by_queue):
+            gate = app_logic.StateAwareGate(self, queue, now)
+            done: set[GroupKey] = set()
+            for _, unit in sorted(by_queue[queue], key=lambda item: item[0]):
+                if isinstance(unit, app_logic.AppUnit):
+                    app_logic.schedule_app(self, unit, gate, now)
+                elif isinstance(unit, group_logic.GroupUnit):
+                    group_logic.schedule_group(self, unit, done, now)
+                elif isinstance(unit, PodState):
+                    self.schedule_ordinary(unit, now)
+
+    def _ordinary_units(self) -> list[tuple[str, tuple[object, ...], object]]:
+        units: list[tuple[str, tuple[object, ...], object]] = []
+        for uid in self.pending:
+            ps = self.pods[uid]
+            pod = ps.pod
+            if pod.app is not None or pod.pod_group is not None:
+                continue
+            queue = pod.queue or "default"
+            units.append((queue, self.sort_key(queue, pod.priority, pod.creation, pod.ref), ps))
+        return units
+
+    def sort_key(
+        self, queue: str, priority: int, creation: float, ref: str
+    ) -> tuple[object, ...]:
+        spec = self.queues.spec(queue)
+        if spec is not None and spec.sort_policy.value == "priority":
+            return (-priority, creation, ref)
+        return (creation, -priority, ref)
+
+    def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled") -> bool:
+        """Place one pod on its own (no gang condition). True if a bind was asked for."""
+        pod = ps.pod
+        if pod.invalid:
+            self.mark_pending(ps, "InvalidPod", pod.invalid)
+            return False
+        if ps.backoff_until > now:
+            return False
+        queue = self.queue_of(ps) or "default"
+        check = self.queues.fits(queue, ps.request)
+        if not check.ok:
+            if check.queue == queue and self.queues.spec(queue) is None:
+                self.mark_pending(ps, "QueueNotFound", f'queue "{queue}" does not exist')
+            else:
+                self.mark_pending(
+                    ps,
+                    "QueueQuota",
+                    f"queue {check.queue} has {check.headroom.format_short()} free "
+                    f"of max {check.max.format_short()}; the pod needs "
+                    f"{ps.request.format_short()}",
+                )
+            return False
+        if ps.blocked_epoch == self.cluster.free_epoch:
+            return False
+        node = self.cluster.place(ps.request, ps.constraints, self.config.pod_scoring)
+        if node is None:
+            ps.blocked_epoch = self.cluster.free_epoch
+            diagnosis = self.cluster.diagnose(ps.request, ps.constraints)
+            reason_name = "Constraints" if diagnosis.constraint_bound else "Capacity"
+            self.mark_pending(ps, reason_name, diagnosis.message(ps.request))
+            return False
+        self.bind(ps, node, reason)
+        return True

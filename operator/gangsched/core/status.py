@@ -1,0 +1,177 @@
+"""Status decisions: what Applications, PodGroups and Queues report, sent only on change.
+
+Counts are derived from the pods the core sees, so they are right after a restart too;
+only the replaced/released counters are the core's own (they count deletions it asked
+for) and start again from zero after a restart.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gangsched.core.decisions import (
+    BlockingReason,
+    PlaceholderCounts,
+    SetAppStatus,
+    SetPodGroupStatus,
+    SetQueueStatus,
+    TaskGroupStatus,
+)
+from gangsched.core.resources import Resources
+from gangsched.core.runtime import AppRuntime, GroupRuntime
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+
+def emit(s: Scheduler, now: float) -> None:
+    for key in sorted(s.apps):
+        rt = s.apps[key]
+        if rt.dirty:
+            rt.dirty = False
+            status = app_status(s, rt)
+            if status != rt.last_status:
+                rt.last_status = status
+                s.out.append(status)
+    for gkey in sorted(s.groups):
+        grt = s.groups[gkey]
+        if grt.dirty:
+            grt.dirty = False
+            gstatus = group_status(s, grt)
+            if gstatus != grt.last_status:
+                grt.last_status = gstatus
+                s.out.append(gstatus)
+    if s.queues_dirty:
+        s.queues_dirty = False
+        for queue in queue_statuses(s):
+            if s.queue_status.get(queue.name) != queue:
+                s.queue_status[queue.name] = queue
+                s.out.append(queue)
+
+
+def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
+    spec = rt.spec
+    groups: dict[str, dict[str, int]] = {
+        g.name: {"alive": 0, "allocated": 0, "pending": 0, "bound": 0, "real_pending": 0}
+        for g in spec.task_groups
+    }
+    running = 0
+    for uid in s.app_members.get(spec.key, ()):
+        ps = s.pods[uid]
+        pod = ps.pod
+        counts = groups.get(pod.task_group or "")
+        if pod.placeholder:
+            if counts is None or ps.release_reason is not None or pod.terminating:
+                continue
+            counts["alive"] += 1
+            counts["allocated" if ps.node is not None else "pending"] += 1
+            continue
+        bound = ps.node is not None and pod.active
+        running += bound
+        if counts is not None:
+            if bound:
+                counts["bound"] += 1
+            elif ps.pending or ps.parked_on is not None:
+                counts["real_pending"] += 1
+    statuses = []
+    reserved = total = 0
+    for group in spec.task_groups:
+        counts = groups[group.name]
+        counter = rt.counter(group.name)
+        statuses.append(TaskGroupStatus(
+            name=group.name,
+            min_member=group.min_member,
+            placeholders=PlaceholderCounts(
+                created=counts["alive"] + counter.replaced + counter.released,
+                allocated=counts["allocated"],
+                replaced=counter.replaced,
+                released=counter.released,
+                pending=counts["pending"],
+            ),
+            real_bound=counts["bound"],
+            real_pending=counts["real_pending"],
+            blocking=rt.blocking.get(group.name, BlockingReason()),
+        ))
+        total += group.min_member
+        reserved += min(group.min_member, counts["allocated"] + counter.replaced)
+    return SetAppStatus(
+        key=spec.key,
+        state=rt.state.value,
+        reason=rt.reason,
+        message=rt.message,
+        queue=spec.queue,
+        reserved=f"{reserved}/{total}",
+        running=running,
+        task_groups=tuple(statuses),
+        state_since=rt.state_since,
+        placeholder_timer_start=rt.timer_start,
+        waiting_since=rt.waiting_since,
+        starting_since=rt.starting_since,
+    )
+
+
+def group_status(s: Scheduler, rt: GroupRuntime) -> SetPodGroupStatus:
+    members = scheduled = running = succeeded = failed = 0
+    for uid in s.group_members.get(rt.spec.key, ()):
+        ps = s.pods[uid]
+        pod = ps.pod
+        members += 1
+        if (ps.node is not None and uid not in rt.assumed) or pod.node_name is not None:
+            scheduled += 1
+        phase = pod.phase.value
+        running += phase == "Running"
+        succeeded += phase == "Succeeded"
+        failed += phase == "Failed"
+    if rt.spec.invalid:
+        reason, message = "InvalidSpec", rt.spec.invalid
+    else:
+        reason, message = rt.reason, rt.message
+    return SetPodGroupStatus(
+        key=rt.spec.key,
+        phase=rt.phase,
+        reason=reason,
+        message=message,
+        members=members,
+        assumed=len(rt.assumed),
+        scheduled=scheduled,
+        running=running,
+        succeeded=succeeded,
+        failed=failed,
+        schedule_start=rt.schedule_start,
+        blocking=BlockingReason() if rt.satisfied else rt.blocking,
+    )
+
+
+def queue_statuses(s: Scheduler) -> list[SetQueueStatus]:
+    pending: dict[str, Resources] = {}
+    for uid in s.pending:
+        ps = s.pods[uid]
+        queue = s.queue_of(ps)
+        if queue is None:
+            continue
+        path = s.queues.path(queue)
+        for level in path if isinstance(path, tuple) else (queue,):
+            pending[level] = pending.get(level, Resources.ZERO) + ps.request
+    apps: dict[str, dict[str, int]] = {}
+    for rt in s.apps.values():
+        path = s.queues.path(rt.spec.queue)
+        for level in path if isinstance(path, tuple) else (rt.spec.queue,):
+            by_state = apps.setdefault(level, {})
+            by_state[rt.state.value] = by_state.get(rt.state.value, 0) + 1
+    result = []
+    for name in s.queues.names():
+        spec = s.queues.spec(name)
+        if spec is None:
+            continue
+        path = s.queues.path(name)
+        result.append(SetQueueStatus(
+            name=name,
+            allocated=s.queues.usage(name),
+            pending=pending.get(name, Resources.ZERO),
+            reserved_by_placeholders=s.queues.placeholder_used.get(name, Resources.ZERO),
+            max=spec.max,
+            guaranteed=spec.guaranteed,
+            applications=dict(sorted(apps.get(name, {}).items())),
+            message=path if isinstance(path, str) else "",
+        ))
+    return result

@@ -1,0 +1,1 @@
+"""The simulator: the real core under a simulated clock, with no cluster."""

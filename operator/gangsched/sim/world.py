@@ -1,0 +1,186 @@
+"""A simulated cluster that carries out the core's decisions, as the operator would.
+
+``World`` plays the API server and the kubelets: it creates placeholder pods, binds,
+deletes, and feeds every change back to the core as an observation. Binds and deletions
+take effect at once (or after ``latency`` cycles, to exercise in-flight states).
+It never decides anything: all scheduling comes from the one real core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterable
+
+from gangsched.core.decisions import (
+    BindPod,
+    CreatePlaceholder,
+    Decision,
+    DeletePod,
+    PodPending,
+    RecordEvent,
+    SetAppStatus,
+    SetPodGroupStatus,
+    SetQueueStatus,
+)
+from gangsched.core.model import AppKey, AppSpec, Node, Pod, PodPhase, PodUID
+from gangsched.core.observations import (
+    AppObserved,
+    NodeGone,
+    NodeObserved,
+    Observation,
+    PodGone,
+    PodObserved,
+)
+from gangsched.core.scheduler import Scheduler
+
+
+class World:
+    """Pods, nodes and applications, with the core's decisions applied to them."""
+
+    def __init__(self, scheduler: Scheduler, *, auto_run: bool = True) -> None:
+        self.scheduler = scheduler
+        self.auto_run = auto_run
+        self.pods: dict[PodUID, Pod] = {}
+        self.nodes: dict[str, Node] = {}
+        self.apps: dict[AppKey, AppSpec] = {}
+        self.app_status: dict[AppKey, SetAppStatus] = {}
+        self.group_status: dict[str, SetPodGroupStatus] = {}
+        self.queue_status: dict[str, SetQueueStatus] = {}
+        self.events: list[RecordEvent] = []
+        self.pending_reasons: dict[PodUID, PodPending] = {}
+        self.decisions: list[Decision] = []
+        self.bind_count: dict[PodUID, int] = {}
+        self._uids = itertools.count()
+        self.now = 0.0
+
+    # --- inputs --------------------------------------------------------------------------
+
+    def observe(self, observation: Observation) -> None:
+        self.scheduler.observe(observation)
+
+    def add_node(self, node: Node) -> None:
+        self.nodes[node.name] = node
+        self.observe(NodeObserved(node))
+
+    def remove_node(self, name: str) -> None:
+        self.nodes.pop(name, None)
+        self.observe(NodeGone(name))
+        for pod in list(self.pods.values()):
+            if pod.node_name == name:
+                self.delete_pod(pod.uid)
+
+    def add_app(self, spec: AppSpec) -> None:
+        self.apps[spec.key] = spec
+        self.observe(AppObserved(spec))
+
+    def add_pod(self, pod: Pod) -> None:
+        self.pods[pod.uid] = pod
+        self.observe(PodObserved(pod))
+
+    def set_phase(self, uid: PodUID, phase: PodPhase) -> None:
+        pod = dataclasses.replace(self.pods[uid], phase=phase)
+        self.pods[uid] = pod
+        self.observe(PodObserved(pod))
+
+    def finish(self, name: str, phase: PodPhase = PodPhase.SUCCEEDED) -> None:
+        self.set_phase(self.uid_of(name), phase)
+
+    def delete_pod(self, uid: PodUID) -> None:
+        if self.pods.pop(uid, None) is not None:
+            self.observe(PodGone(uid))
+
+    def uid_of(self, name: str, namespace: str = "default") -> PodUID:
+        for pod in self.pods.values():
+            if pod.name == name and pod.namespace == namespace:
+                return pod.uid
+        raise KeyError(f"no pod {namespace}/{name}")
+
+    def pod(self, name: str, namespace: str = "default") -> Pod:
+        return self.pods[self.uid_of(name, namespace)]
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def step(self, now: float) -> list[Decision]:
+        """One core cycle at ``now``, with its decisions carried out."""
+        self.now = now
+        decisions = self.scheduler.cycle(now)
+        self.decisions.extend(decisions)
+        self.apply(decisions)
+        return decisions
+
+    def run(self, until: float, dt: float = 1.0, start: float | None = None) -> None:
+        t = self.now if start is None else start
+        while t <= until:
+            self.step(t)
+            t += dt
+
+    def settle(self, now: float, cycles: int = 5) -> list[Decision]:
+        """Several cycles at the same instant: lets decisions and observations converge."""
+        out: list[Decision] = []
+        for _ in range(cycles):
+            out.extend(self.step(now))
+        return out
+
+    def apply(self, decisions: Iterable[Decision]) -> None:
+        for d in decisions:
+            if isinstance(d, BindPod):
+                self._bind(d)
+            elif isinstance(d, CreatePlaceholder):
+                self._create_placeholder(d)
+            elif isinstance(d, DeletePod):
+                self.delete_pod(d.uid)
+            elif isinstance(d, PodPending):
+                self.pending_reasons[d.uid] = d
+            elif isinstance(d, SetAppStatus):
+                self.app_status[d.key] = d
+            elif isinstance(d, SetPodGroupStatus):
+                self.group_status[d.key] = d
+            elif isinstance(d, SetQueueStatus):
+                self.queue_status[d.name] = d
+            elif isinstance(d, RecordEvent):
+                self.events.append(d)
+
+    def _bind(self, d: BindPod) -> None:
+        pod = self.pods.get(d.uid)
+        if pod is None or pod.node_name is not None:
+            raise AssertionError(f"bind of {d.namespace}/{d.name}: pod missing or bound")
+        self.bind_count[d.uid] = self.bind_count.get(d.uid, 0) + 1
+        phase = PodPhase.RUNNING if self.auto_run else pod.phase
+        bound = dataclasses.replace(pod, node_name=d.node, phase=phase)
+        self.pods[d.uid] = bound
+        self.observe(PodObserved(bound))
+
+    def _create_placeholder(self, d: CreatePlaceholder) -> None:
+        if any(p.name == d.name and p.namespace == d.namespace for p in self.pods.values()):
+            return  # AlreadyExists: creation is idempotent by name
+        spec = self.apps[d.app]
+        group = spec.group(d.task_group)
+        assert group is not None
+        pod = Pod(
+            uid=PodUID(f"ph-{next(self._uids)}-{d.name}"),
+            namespace=d.namespace,
+            name=d.name,
+            requests=d.requests,
+            priority=spec.priority,
+            creation=self.now,
+            node_selector=group.node_selector,
+            tolerations=group.tolerations,
+            affinity=group.affinity,
+            app=d.app,
+            task_group=d.task_group,
+            placeholder=True,
+            member_index=d.index,
+        )
+        self.add_pod(pod)
+
+    # --- views ---------------------------------------------------------------------------
+
+    def placeholders(self, app: AppKey | None = None) -> list[Pod]:
+        return [p for p in self.pods.values() if p.placeholder and (app is None or p.app == app)]
+
+    def bound(self) -> list[Pod]:
+        return [p for p in self.pods.values() if p.node_name is not None]
+
+    def reasons(self, reason: str) -> list[RecordEvent]:
+        return [e for e in self.events if e.reason == reason]
