@@ -1,0 +1,3 @@
+"""Shared pytest configuration for the whole test suite."""
+
+pytest_plugins = ["fakeapi.fixtures"]

@@ -1,0 +1,94 @@
+"""Fault injection: scripted errors, delays and dropped connections per request.
+
+Rules are checked in the order they were added; the first rule that matches the
+request's method and path (``re.search`` over the path plus ``?query``) and still
+has uses left is consumed. A rule may delay the request, answer with an error
+``Status`` (``status``: 409, 429 with ``Retry-After``, 500, 503, 504...), close
+the connection without answering, or only delay and then let the request through
+(``status=None``). ``latency`` is added to every request, watches included.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+
+@dataclasses.dataclass
+class FaultRule:
+    method: str | None = None
+    """HTTP method to match (any if None), case-insensitive."""
+    path_regex: str | None = None
+    """``re.search`` pattern over ``path?query`` (any if None)."""
+    status: int | None = None
+    """Error code to answer with; None lets the request through after ``delay``."""
+    times: int | None = None
+    """How many requests this rule affects; None for every matching request."""
+    delay: float = 0.0
+    """Seconds to wait before answering (or before passing the request through)."""
+    drop_connection: bool = False
+    """Close the connection without any response (after ``delay``)."""
+    message: str = ""
+    """The ``Status`` message; a generic one if empty."""
+    retry_after: int | None = None
+    """``Retry-After`` seconds for 429/503 answers (1 by default for 429)."""
+    hits: int = 0
+    """How many requests this rule has affected so far."""
+
+    def __post_init__(self) -> None:
+        self._pattern = re.compile(self.path_regex) if self.path_regex else None
+
+    @property
+    def exhausted(self) -> bool:
+        return self.times is not None and self.hits >= self.times
+
+    def matches(self, method: str, path_qs: str) -> bool:
+        if self.exhausted:
+            return False
+        if self.method is not None and self.method.upper() != method.upper():
+            return False
+        return self._pattern is None or self._pattern.search(path_qs) is not None
+
+
+class Faults:
+    """The rule book of one server: ``add()``, ``clear()``, ``latency``."""
+
+    def __init__(self) -> None:
+        self.rules: list[FaultRule] = []
+        self.latency: float = 0.0
+        """Seconds added to every request."""
+
+    def add(
+        self,
+        *,
+        method: str | None = None,
+        path_regex: str | None = None,
+        status: int | None = None,
+        times: int | None = None,
+        delay: float = 0.0,
+        drop_connection: bool = False,
+        message: str = "",
+        retry_after: int | None = None,
+    ) -> FaultRule:
+        """Append a rule and return it (its ``hits`` count the affected requests)."""
+        rule = FaultRule(method=method, path_regex=path_regex, status=status, times=times,
+                         delay=delay, drop_connection=drop_connection, message=message,
+                         retry_after=retry_after)
+        self.rules.append(rule)
+        return rule
+
+    def clear(self) -> None:
+        self.rules.clear()
+        self.latency = 0.0
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rules) or self.latency > 0
+
+    def take(self, method: str, path_qs: str) -> FaultRule | None:
+        """The first matching rule with uses left, consumed by one; None if no rule matches."""
+        for rule in self.rules:
+            if rule.matches(method, path_qs):
+                rule.hits += 1
+                return rule
+        return None
