@@ -1,0 +1,160 @@
+"""Carrying out decisions: bounded worker pools, batched status, aggregated events.
+
+The scheduling loop hands work over and goes on; it never awaits the API server.
+
+* :class:`WorkPool`: a queue drained by N workers (binds have their own pool, so a slow
+  status patch never delays a bind).
+* :class:`StatusWriter`: keeps the latest wanted status per object and patches only what
+  changed since the last successful write, every ``interval`` seconds.
+* :class:`EventRecorder`: ``events.k8s.io/v1`` Events, aggregated: a repeat of the same
+  (object, reason, note) updates the first Event's ``series`` instead of adding one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gangsched.shell.client import ApiError, KubeClient
+
+log = logging.getLogger(__name__)
+
+Job = Callable[[], Awaitable[None]]
+
+
+class WorkPool:
+    """``workers`` tasks running queued jobs. Jobs handle their own errors."""
+
+    def __init__(self, name: str, workers: int) -> None:
+        self.name = name
+        self.queue: asyncio.Queue[Job] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._workers = workers
+        self.done = 0
+
+    def start(self) -> None:
+        for i in range(self._workers):
+            self._tasks.append(asyncio.create_task(self._work(), name=f"{self.name}-{i}"))
+
+    def submit(self, job: Job) -> None:
+        self.queue.put_nowait(job)
+
+    async def _work(self) -> None:
+        while True:
+            job = await self.queue.get()
+            try:
+                await job()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a job's bug must not kill the worker
+                log.exception("%s job failed", self.name)
+            finally:
+                self.done += 1
+                self.queue.task_done()
+
+    async def drain(self) -> None:
+        await self.queue.join()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class StatusTarget:
+    group: str
+    version: str
+    plural: str
+    namespace: str | None
+    name: str
+
+
+class StatusWriter:
+    """The latest wanted ``status`` per object, patched only when it changed."""
+
+    def __init__(self, client: KubeClient, interval: float) -> None:
+        self.client = client
+        self.interval = interval
+        self.wanted: dict[StatusTarget, dict[str, Any]] = {}
+        self.written: dict[StatusTarget, dict[str, Any]] = {}
+        self.patches = 0
+        self._wake = asyncio.Event()
+
+    def want(self, target: StatusTarget, status: dict[str, Any]) -> None:
+        if self.written.get(target) == status:
+            self.wanted.pop(target, None)
+            return
+        self.wanted[target] = status
+        self._wake.set()
+
+    def forget(self, target: StatusTarget) -> None:
+        self.wanted.pop(target, None)
+        self.written.pop(target, None)
+
+    async def flush(self) -> None:
+        batch, self.wanted = self.wanted, {}
+        for target, status in batch.items():
+            try:
+                await self.client.patch(target.group, target.version, target.plural,
+                                        target.namespace, target.name, {"status": status},
+                                        subresource="status")
+                self.written[target] = status
+                self.patches += 1
+            except ApiError as err:
+                if err.code == 404:
+                    self.written.pop(target, None)
+                    continue
+                log.warning("status of %s/%s not written: %s", target.plural, target.name, err)
+                if err.code != 422:
+                    self.wanted.setdefault(target, status)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.interval)
+            self._wake.clear()
+            await self.flush()
+            await asyncio.sleep(self.interval)
+
+
+class EventRecorder:
+    """Post Events, turning repeats into a growing ``series`` on the first one."""
+
+    def __init__(self, client: KubeClient, window: float = 600.0) -> None:
+        self.client = client
+        self.window = window
+        self.seen: dict[str, tuple[str, str, int, float]] = {}
+        """event name -> (namespace, name, count, first time)"""
+        self.posted = 0
+
+    async def record(self, name: str, body: Mapping[str, Any], now: float,
+                     micro_time: str) -> None:
+        namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+        previous = self.seen.get(name)
+        try:
+            if previous is not None and now - previous[3] < self.window:
+                count = previous[2] + 1
+                await self.client.patch("events.k8s.io", "v1", "events", namespace, name, {
+                    "series": {"count": count, "lastObservedTime": micro_time}})
+                self.seen[name] = (namespace, name, count, previous[3])
+                return
+            try:
+                await self.client.create("events.k8s.io", "v1", "events", namespace, dict(body))
+            except ApiError as err:
+                if err.code != 409:
+                    raise
+                await self.client.patch("events.k8s.io", "v1", "events", namespace, name, {
+                    "series": {"count": 2, "lastObservedTime": micro_time}})
+            self.seen[name] = (namespace, name, 1, now)
+            self.posted += 1
+        except ApiError as err:
+            log.info("event %s not recorded: %s", name, err)
+        if len(self.seen) > 10000:
+            cutoff = now - self.window
+            self.seen = {k: v for k, v in self.seen.items() if v[3] >= cutoff}

@@ -1,0 +1,102 @@
+"""Running the operator: kopf for the custom resources, the runtime for the rest.
+
+kopf handlers (``on.event``, level-based, no persistence) turn Applications, PodGroups
+and Queues into observations; they never decide. Pods and nodes are watched by the
+runtime's own reflectors (see :mod:`gangsched.shell.watch` for why). The scheduling
+loop runs only while this replica holds the leader Lease.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+
+from gangsched.shell.client import KubeClient, load_connection
+from gangsched.shell.runtime import GROUP, VERSION, Runtime
+from gangsched.shell.settings import OperatorSettings
+
+log = logging.getLogger(__name__)
+
+
+def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
+    """The kopf handlers, bound to one runtime. They only translate."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.posting.level = logging.WARNING
+        settings.watching.server_timeout = 300
+        settings.watching.client_timeout = 330
+
+    def relay(handler: Any) -> Any:
+        def on_event(event: dict[str, Any], **_: Any) -> None:
+            kind = event.get("type") or "ADDED"
+            handler(kind, event.get("object") or {})
+        return on_event
+
+    kopf.on.event(GROUP, VERSION, "applications", registry=registry)(relay(runtime.on_app))
+    kopf.on.event(GROUP, VERSION, "podgroups", registry=registry)(relay(runtime.on_podgroup))
+    kopf.on.event(GROUP, VERSION, "queues", registry=registry)(relay(runtime.on_queue))
+
+    @kopf.on.probe(id="scheduler", registry=registry)
+    def probe(**_: Any) -> dict[str, Any]:
+        return {"leading": runtime.leading.is_set(), "cycles": runtime.cycles,
+                "ready": runtime.ready.is_set()}
+
+    return registry
+
+
+async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
+                  kubeconfig: str | None = None, liveness: str | None = None,
+                  clock: Callable[[], float] = time.time,
+                  started: Callable[[Runtime], None] | None = None) -> None:
+    """Run kopf and the runtime until ``stop`` is set (or leadership is lost)."""
+    connection = await load_connection(kubeconfig)
+    async with KubeClient(connection, max_connections=settings.max_connections) as client:
+        runtime = Runtime(client, settings, clock=clock)
+        if started is not None:
+            started(runtime)
+        registry = build_registry(runtime)
+        kopf_task = asyncio.create_task(kopf.operator(
+            registry=registry, clusterwide=True, standalone=True,
+            liveness_endpoint=liveness, stop_flag=stop,
+        ), name="kopf")
+        try:
+            await runtime.run(stop)
+        finally:
+            stop.set()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(kopf_task, timeout=10)
+
+
+def run_operator(args: argparse.Namespace) -> int:
+    """Entry point of ``gangsched run``."""
+    logging.basicConfig(level=getattr(args, "log_level", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    names = getattr(args, "scheduler_name", None) or ["gangsched"]
+    settings = OperatorSettings(
+        scheduler_names=frozenset(names),
+        placeholder_image=getattr(args, "placeholder_image", None)
+        or OperatorSettings().placeholder_image,
+        leader_election=not getattr(args, "no_leader_election", False),
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await operate(settings, stop, kubeconfig=getattr(args, "kubeconfig", None),
+                      liveness=getattr(args, "liveness", None))
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,358 @@
+"""The operator's runtime: observations in, one scheduling loop, decisions carried out.
+
+Start-up (and every restart) rebuilds all state from the cluster before the first
+cycle: Queues, Applications and PodGroups are listed (their status carries the timers),
+then nodes and pods (placeholders are recognised by their labels, binds by
+``spec.nodeName``). Only then do cycles start, so nothing is bound twice, no timer
+restarts from zero, and a gang that was half-reserved simply carries on.
+
+Everything else is level-based: every watch event and kopf event becomes an observation
+in the inbox; the loop wakes, drains the inbox into the core, runs one cycle at the wall
+clock's ``now`` and hands each decision to an executor. The loop itself never awaits
+the API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gangsched.core.decisions import (
+    BindPod,
+    CreatePlaceholder,
+    Decision,
+    DeletePod,
+    PodPending,
+    RecordEvent,
+    SetAppStatus,
+    SetPodGroupStatus,
+    SetQueueStatus,
+)
+from gangsched.core.model import AppKey, GroupKey, PodUID
+from gangsched.core.observations import (
+    AppGone,
+    AppObserved,
+    BindFailed,
+    NodeGone,
+    NodeObserved,
+    Observation,
+    PlaceholderCreateFailed,
+    PodGone,
+    PodGroupGone,
+    PodGroupObserved,
+    PodObserved,
+    QueueGone,
+    QueueObserved,
+)
+from gangsched.core.scheduler import Scheduler
+from gangsched.shell import leader
+from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
+from gangsched.shell.settings import OperatorSettings
+from gangsched.shell.watch import Reflector
+from gangsched.translate import labels, render, times
+from gangsched.translate.apps import app_from_k8s
+from gangsched.translate.nodes import node_from_k8s
+from gangsched.translate.podgroups import podgroup_from_k8s
+from gangsched.translate.pods import app_manifest_from_pod, pod_from_k8s
+from gangsched.translate.queues import queue_from_k8s
+
+log = logging.getLogger(__name__)
+
+GROUP, VERSION = "gangsched.io", "v1alpha1"
+WAITING_REASONS = frozenset({"WaitingForGang", "WaitingForPlaceholder", "StateAwareGate",
+                             "WaitingForGangGroup", "ApplicationNotFound", "PodGroupNotFound"})
+JSON = Mapping[str, Any]
+
+
+def _key(obj: JSON) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class Runtime:
+    """One operator instance: the core, its inbox, and the executors."""
+
+    def __init__(self, client: KubeClient, settings: OperatorSettings | None = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.settings = settings or OperatorSettings()
+        self.clock = clock
+        self.scheduler = Scheduler(self.settings.core)
+        self.inbox: list[Observation] = []
+        self.wake = asyncio.Event()
+        self.apps: dict[str, JSON] = {}
+        self.groups: dict[str, JSON] = {}
+        self.queues: dict[str, JSON] = {}
+        self.binds = WorkPool("bind", self.settings.bind_workers)
+        self.api = WorkPool("api", self.settings.api_workers)
+        self.status = StatusWriter(client, self.settings.status_interval)
+        self.events = EventRecorder(client)
+        self.pods_first_tried: set[str] = set()
+        self.pod_watch = Reflector(client, "/api/v1/pods", self.on_pod, name="pods")
+        self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes")
+        self.cycles = 0
+        self.decisions = 0
+        self.leading = asyncio.Event()
+        self.ready = asyncio.Event()
+
+    # --- observations --------------------------------------------------------------------
+
+    def submit(self, observation: Observation) -> None:
+        self.inbox.append(observation)
+        self.wake.set()
+
+    def on_pod(self, kind: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        if kind == "DELETED":
+            self.submit(PodGone(PodUID(str(meta.get("uid", "")))))
+            return
+        pod = pod_from_k8s(obj, scheduler_names=self.settings.scheduler_names)
+        self.submit(PodObserved(pod))
+        if pod.ours and pod.app is not None and not pod.placeholder and pod.node_name is None:
+            self._pods_first(obj, pod.app)
+
+    def on_node(self, kind: str, obj: JSON) -> None:
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        if kind == "DELETED":
+            self.submit(NodeGone(name))
+        else:
+            self.submit(NodeObserved(node_from_k8s(obj)))
+
+    def on_app(self, kind: str, obj: JSON) -> None:
+        key = _key(obj)
+        if kind == "DELETED":
+            self.apps.pop(key, None)
+            self.submit(AppGone(AppKey(key)))
+            return
+        self.apps[key] = obj
+        self.submit(AppObserved(app_from_k8s(obj)))
+
+    def on_podgroup(self, kind: str, obj: JSON) -> None:
+        key = _key(obj)
+        if kind == "DELETED":
+            self.groups.pop(key, None)
+            self.submit(PodGroupGone(GroupKey(key)))
+            return
+        self.groups[key] = obj
+        self.submit(PodGroupObserved(podgroup_from_k8s(obj)))
+
+    def on_queue(self, kind: str, obj: JSON) -> None:
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        if kind == "DELETED":
+            self.queues.pop(name, None)
+            self.submit(QueueGone(name))
+            return
+        self.queues[name] = obj
+        self.submit(QueueObserved(queue_from_k8s(obj)))
+
+    def _pods_first(self, obj: JSON, app: AppKey) -> None:
+        """A pod with task groups and no Application yet: create it, owned by the pod."""
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if labels.ANN_TASK_GROUPS not in annotations or app in self.apps:
+            return
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        if uid in self.pods_first_tried:
+            return
+        self.pods_first_tried.add(uid)
+        manifest, error = app_manifest_from_pod(obj)
+        namespace = app.split("/", 1)[0]
+        if manifest is None:
+            if error:
+                self._pod_event(obj, "Warning", "InvalidTaskGroups", error)
+            return
+
+        async def create() -> None:
+            try:
+                created = await self.client.create(GROUP, VERSION, "applications", namespace,
+                                                   manifest)
+                self.on_app("ADDED", created)
+            except ApiError as err:
+                if err.code != 409:
+                    self._pod_event(obj, "Warning", "ApplicationNotCreated",
+                                    f"could not create application {app}: {err}")
+
+        self.api.submit(create)
+
+    def _pod_event(self, obj: JSON, kind: str, reason: str, message: str) -> None:
+        from gangsched.core.decisions import EventType, ObjectRef
+
+        meta = obj.get("metadata") or {}
+        target = ObjectRef("Pod", str(meta.get("namespace", "")), str(meta.get("name", "")),
+                           str(meta.get("uid", "")))
+        self._record(RecordEvent(target, EventType(kind), reason, message))
+
+    # --- start-up ------------------------------------------------------------------------
+
+    async def sync(self) -> None:
+        """List everything and rebuild the core's state before the first cycle."""
+        for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
+                                ("podgroups", self.on_podgroup)):
+            try:
+                items, _ = await self.client.list(resource_path(GROUP, VERSION, plural))
+            except ApiError as err:
+                log.warning("cannot list %s: %s", plural, err)
+                continue
+            for obj in items:
+                handler("ADDED", obj)
+        await self.node_watch.list()
+        await self.pod_watch.list()
+        self._drain()
+        self.ready.set()
+
+    def _drain(self) -> None:
+        batch, self.inbox = self.inbox, []
+        observe = self.scheduler.observe
+        for observation in batch:
+            observe(observation)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until ``stop``: sync, lead, then cycle; stop everything on the way out."""
+        self.binds.start()
+        self.api.start()
+        tasks = [asyncio.create_task(self.status.run(stop), name="status")]
+        try:
+            if self.settings.leader_election:
+                tasks.append(asyncio.create_task(
+                    leader.hold(self.client, self.settings, self.leading, stop, self.clock),
+                    name="leader"))
+                await _wait_any(self.leading, stop)
+            else:
+                self.leading.set()
+            if stop.is_set():
+                return
+            await self.sync()
+            tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
+            tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
+            await self._cycles(stop)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.binds.stop()
+            await self.api.stop()
+
+    async def _cycles(self, stop: asyncio.Event) -> None:
+        settings = self.settings
+        while not stop.is_set():
+            if not self.leading.is_set():
+                log.error("leadership lost; stopping the scheduling loop")
+                stop.set()
+                return
+            try:
+                await asyncio.wait_for(self.wake.wait(), timeout=settings.tick)
+                if settings.batch_window:
+                    await asyncio.sleep(settings.batch_window)
+            except TimeoutError:
+                pass
+            self.wake.clear()
+            self.cycle()
+
+    def cycle(self) -> list[Decision]:
+        """Drain the inbox, run one core cycle, dispatch its decisions."""
+        self._drain()
+        now = self.clock()
+        decisions = self.scheduler.cycle(now)
+        self.cycles += 1
+        self.decisions += len(decisions)
+        for decision in decisions:
+            self._dispatch(decision, now)
+        return decisions
+
+    # --- executors -----------------------------------------------------------------------
+
+    def _dispatch(self, d: Decision, now: float) -> None:
+        if isinstance(d, BindPod):
+            self.binds.submit(lambda d=d: self._bind(d))
+        elif isinstance(d, CreatePlaceholder):
+            self.api.submit(lambda d=d: self._create_placeholder(d))
+        elif isinstance(d, DeletePod):
+            self.api.submit(lambda d=d: self._delete(d))
+        elif isinstance(d, PodPending):
+            self.api.submit(lambda d=d, now=now: self._pending(d, now))
+        elif isinstance(d, SetAppStatus):
+            obj = self.apps.get(d.key)
+            if obj is not None:
+                meta = obj.get("metadata") or {}
+                body = render.app_status_body(d, now=now, generation=int(meta.get("generation", 0)),
+                                              old_status=obj.get("status"))
+                ns, name = d.key.split("/", 1)
+                self.status.want(StatusTarget(GROUP, VERSION, "applications", ns, name), body)
+        elif isinstance(d, SetPodGroupStatus):
+            gobj = self.groups.get(d.key)
+            if gobj is not None:
+                meta = gobj.get("metadata") or {}
+                body = render.podgroup_status_body(
+                    d, now=now, generation=int(meta.get("generation", 0)),
+                    old_status=gobj.get("status"))
+                ns, name = d.key.split("/", 1)
+                self.status.want(StatusTarget(GROUP, VERSION, "podgroups", ns, name), body)
+        elif isinstance(d, SetQueueStatus):
+            if d.name in self.queues:
+                self.status.want(StatusTarget(GROUP, VERSION, "queues", None, d.name),
+                                 render.queue_status_body(d))
+        elif isinstance(d, RecordEvent):
+            self._record(d)
+
+    def _record(self, d: RecordEvent) -> None:
+        now = self.clock()
+        body = render.event_body(d, now=now, instance=self.settings.identity)
+        name = render.event_name(d)
+        micro = times.format_micro_time(now)
+        self.api.submit(lambda: self.events.record(name, body, now, micro))
+
+    async def _bind(self, d: BindPod) -> None:
+        try:
+            await self.client.bind(d.namespace, d.name, d.uid, d.node)
+        except ApiError as err:
+            self.submit(BindFailed(d.uid, d.node, err.code, err.message or err.reason))
+
+    async def _create_placeholder(self, d: CreatePlaceholder) -> None:
+        app = self.apps.get(d.app)
+        if app is None:
+            return
+        body = render.placeholder_pod(d, app, image=self.settings.placeholder_image,
+                                      scheduler_name=sorted(self.settings.scheduler_names)[0])
+        try:
+            await self.client.create("", "v1", "pods", d.namespace, body)
+        except ApiError as err:
+            if err.code != 409:
+                self.submit(PlaceholderCreateFailed(d.app, d.name, err.code,
+                                                    err.message or err.reason))
+
+    async def _delete(self, d: DeletePod) -> None:
+        try:
+            await self.client.delete_pod(d.namespace, d.name, d.uid)
+        except ApiError as err:
+            if err.code not in (404, 409):
+                log.warning("deleting pod %s/%s (%s) failed: %s", d.namespace, d.name,
+                            d.reason, err)
+
+    async def _pending(self, d: PodPending, now: float) -> None:
+        from gangsched.core.decisions import EventType, ObjectRef
+
+        condition = render.pod_scheduled_condition(d, now=now)
+        try:
+            await self.client.patch("", "v1", "pods", d.namespace, d.name,
+                                    {"status": {"conditions": [condition]}},
+                                    subresource="status", content_type=STRATEGIC_MERGE_PATCH)
+        except ApiError as err:
+            if err.code != 404:
+                log.info("pod %s/%s condition not written: %s", d.namespace, d.name, err)
+        kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
+        self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
+                                 d.reason, d.message))
+
+
+async def _wait_any(*events: asyncio.Event) -> None:
+    waiters = [asyncio.create_task(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waiters:
+            w.cancel()
