@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -56,18 +57,22 @@ class RawClient:
         return await self.request("DELETE", path, body)
 
     async def watch(self, path: str, count: int | None = None, *, timeout: float = 5.0,
-                    **params: str) -> list[Obj]:
-        """Read watch events until ``count`` arrived (or the server ended the stream).
+                    until: Callable[[Obj], bool] | None = None,
+                    params: Mapping[str, str] | None = None, **more: str) -> list[Obj]:
+        """Read watch events until ``count`` arrived, an event satisfies ``until``,
+        or the server ended the stream.
 
         Fails with ``TimeoutError`` after ``timeout`` seconds: no sleeping, no polling.
         """
         events: list[Obj] = []
-        query = {"watch": "true", **params}
+        query = {"watch": "true", **(params or {}), **more}
         async with asyncio.timeout(timeout), self.session.get(path, params=query) as resp:
             assert resp.status == 200, await resp.text()
             async for line in resp.content:
                 if line.strip():
                     events.append(json.loads(line))
                 if count is not None and len(events) >= count:
+                    break
+                if until is not None and events and until(events[-1]):
                     break
         return events

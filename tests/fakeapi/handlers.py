@@ -235,8 +235,8 @@ async def _watch(server: FakeApiServer, request: web.BaseRequest, route: Route,
         if e.code != 410:
             raise
         return web.Response(body=watch.gone_response_line(e), content_type="application/json")
-    server.active_watches += 1
+    server.watch_opened(+1)
     try:
         return await watch.stream(request, req)
     finally:
-        server.active_watches -= 1
+        server.watch_opened(-1)

@@ -17,6 +17,7 @@ kept in ``internal_errors`` so that tests can assert there were none.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import collections
 import dataclasses
 import logging
@@ -77,6 +78,8 @@ class FakeApiServer:
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
         self.active_watches = 0
+        """Watch streams open right now."""
+        self._watch_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._runner: web.ServerRunner | None = None
         self._host = "127.0.0.1"
         self._port = 0
@@ -145,6 +148,27 @@ class FakeApiServer:
 
     def request_count(self, verb: str, resource: str, subresource: str = "") -> int:
         return self.requests[(verb, resource, subresource)]
+
+    async def wait_for_watches(self, count: int = 1) -> None:
+        """Return once at least ``count`` watch streams are open (no polling)."""
+        if self.active_watches >= count:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._watch_waiters.append((count, future))
+        await future
+
+    def watch_opened(self, delta: int) -> None:
+        """Called by the watch handler when a stream opens (+1) or closes (-1)."""
+        self.active_watches += delta
+        waiting = []
+        for count, future in self._watch_waiters:
+            if future.done():
+                continue
+            if self.active_watches >= count:
+                future.set_result(None)
+            else:
+                waiting.append((count, future))
+        self._watch_waiters = waiting
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         response: web.StreamResponse | None = None
@@ -257,7 +281,7 @@ class FakeApiServer:
         """The fake kubelet: the pod's containers exited (``Succeeded`` or ``Failed``)."""
         return meta.copy(pods.finish(self.store, namespace, name, phase))
 
-    def install_crds_from_dir(self, path: str | pathlib.Path) -> list[str]:
+    def install_crds_from_dir(self, path: str | pathlib.Path) -> builtins.list[str]:
         """Create (or replace) every CRD in the ``*.yaml``/``*.yml`` files of a folder."""
         names = []
         rtype = self.resolve("customresourcedefinitions")

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
-
 from fakeapi import FakeApiServer
 from fakeapi.builders import make_configmap, make_namespace, make_node, make_pod
 from fakeapi.client import RawClient
