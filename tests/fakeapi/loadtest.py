@@ -1,6 +1,7 @@
 """A load test of the fake: create nodes and pods over HTTP, then bind every pod.
 
-Run as a module for the big figures (``cd tests && python3 -m fakeapi.loadtest 5000 10000``);
+Run as a module for the big figures: ``cd tests && python3 -m fakeapi.loadtest NODES PODS
+CONCURRENCY WATCHERS`` (defaults: 5000 10000 32 0);
 the test suite runs :func:`run` with small numbers. Traffic goes to 127.0.0.1 only,
 through one pooled aiohttp session with ``concurrency`` requests in flight.
 """
@@ -41,11 +42,31 @@ async def _pool(jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int)
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
+async def _count_pod_events(url: str, rv: str, expected: int) -> int:
+    """A cluster-wide pod watch from ``rv`` that reads ``expected`` events (5 min at most)."""
+    seen = 0
+    async with aiohttp.ClientSession(url) as session, asyncio.timeout(300):
+        params = {"watch": "true", "resourceVersion": rv}
+        async with session.get("/api/v1/pods", params=params) as resp:
+            async for line in resp.content:
+                seen += bool(line.strip())
+                if seen >= expected:
+                    break
+    return seen
+
+
 async def run(server: FakeApiServer, *, nodes: int, pods: int, concurrency: int = 32,
-              namespace: str = "default") -> list[Phase]:
-    """Create ``nodes`` nodes and ``pods`` pods, bind all pods; returns per-phase timings."""
+              namespace: str = "default", watchers: int = 0) -> list[Phase]:
+    """Create ``nodes`` nodes and ``pods`` pods, bind all pods; returns per-phase timings.
+
+    With ``watchers``, that many cluster-wide pod watches run meanwhile and must each
+    receive every event (one ADDED and one MODIFIED per pod).
+    """
     connector = aiohttp.TCPConnector(limit=concurrency)
     phases: list[Phase] = []
+    rv = str(server.store.rv)
+    watches = [asyncio.create_task(_count_pod_events(server.url, rv, 2 * pods))
+               for _ in range(watchers)]
     async with aiohttp.ClientSession(server.url, connector=connector) as session:
 
         async def call(method: str, path: str, body: object, expect: int) -> None:
@@ -81,13 +102,18 @@ async def run(server: FakeApiServer, *, nodes: int, pods: int, concurrency: int 
             started = time.perf_counter()
             await _pool((make(i) for i in range(count)), concurrency)
             phases.append(Phase(name, count, time.perf_counter() - started))
+    counts = await asyncio.gather(*watches)
+    if any(c != 2 * pods for c in counts):
+        raise AssertionError(f"watchers saw {counts} events, expected {2 * pods} each")
     return phases
 
 
-async def _main(nodes: int, pods: int, concurrency: int) -> None:
+async def _main(nodes: int, pods: int, concurrency: int, watchers: int) -> None:
     async with FakeApiServer() as server:
         total = 0.0
-        for phase in await run(server, nodes=nodes, pods=pods, concurrency=concurrency):
+        phases = await run(server, nodes=nodes, pods=pods, concurrency=concurrency,
+                           watchers=watchers)
+        for phase in phases:
             total += phase.seconds
             print(f"{phase.name:>13}: {phase.requests:6d} requests in {phase.seconds:6.2f}s "
                   f"= {phase.rate:7.0f} req/s")
@@ -97,4 +123,4 @@ async def _main(nodes: int, pods: int, concurrency: int) -> None:
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:]]
-    asyncio.run(_main(*(args + [5000, 10000, 32][len(args):])))
+    asyncio.run(_main(*(args + [5000, 10000, 32, 0][len(args):])))
