@@ -40,8 +40,10 @@ async def test_gang_reserves_then_swaps_and_completes(cluster) -> None:  # type:
     try:
         api.create(application("train", [group("ps", 1), group("worker", 4, cpu="2")],
                                style="Hard", timeout=120, waiting=30))
-        await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")]) == 5,
-                       what="5 placeholders bound")
+        def bound_placeholders() -> int:
+            return len([p for p in placeholders(api) if p["spec"].get("nodeName")])
+
+        await wait_for(lambda: bound_placeholders() == 5, what="5 placeholders bound")
         status = await wait_for(lambda: status_of(api, "applications", "default", "train")
                                 .get("reserved") == "5/5" and status_of(api, "applications",
                                                                        "default", "train"),
@@ -82,6 +84,6 @@ async def test_gang_reserves_then_swaps_and_completes(cluster) -> None:  # type:
         reasons = {e.get("reason") for e in api.list("events", "default",
                                                      api_version="events.k8s.io/v1")}
         assert {"GangReserved", "Completed"} <= reasons
-        assert api.request_count("POST", "pods", "binding") == 10
+        assert api.request_count("create", "pods", "binding") == 10
     finally:
         await op.kill()

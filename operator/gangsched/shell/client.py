@@ -59,7 +59,7 @@ async def load_connection(kubeconfig: str | None = None) -> Connection:
     try:
         await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
     except (k8s_config.ConfigException, FileNotFoundError, TypeError):
-        k8s_config.load_incluster_config(client_configuration=cfg)
+        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     token = cfg.api_key.get("authorization") or cfg.api_key.get("BearerToken")
     if token and token.lower().startswith("bearer "):
         token = token[7:]

@@ -36,6 +36,15 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
 
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        c = runtime.client.connection
+        return kopf.ConnectionInfo(
+            server=c.host, token=c.token, ca_path=c.ca_file, certificate_path=c.cert_file,
+            private_key_path=c.key_file, insecure=not c.verify,
+            scheme="Bearer" if c.token else None,
+        )
+
     def relay(handler: Any) -> Any:
         def on_event(event: dict[str, Any], **_: Any) -> None:
             kind = event.get("type") or "ADDED"
@@ -73,8 +82,11 @@ async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
             await runtime.run(stop)
         finally:
             stop.set()
+            done, _ = await asyncio.wait({kopf_task}, timeout=settings.shutdown_timeout)
+            if not done:
+                kopf_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(kopf_task, timeout=10)
+                await kopf_task
 
 
 def run_operator(args: argparse.Namespace) -> int:

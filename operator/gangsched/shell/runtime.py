@@ -15,6 +15,7 @@ the API server.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -268,13 +269,13 @@ class Runtime:
 
     def _dispatch(self, d: Decision, now: float) -> None:
         if isinstance(d, BindPod):
-            self.binds.submit(lambda d=d: self._bind(d))
+            self.binds.submit(functools.partial(self._bind, d))
         elif isinstance(d, CreatePlaceholder):
-            self.api.submit(lambda d=d: self._create_placeholder(d))
+            self.api.submit(functools.partial(self._create_placeholder, d))
         elif isinstance(d, DeletePod):
-            self.api.submit(lambda d=d: self._delete(d))
+            self.api.submit(functools.partial(self._delete, d))
         elif isinstance(d, PodPending):
-            self.api.submit(lambda d=d, now=now: self._pending(d, now))
+            self.api.submit(functools.partial(self._pending, d, now))
         elif isinstance(d, SetAppStatus):
             obj = self.apps.get(d.key)
             if obj is not None:

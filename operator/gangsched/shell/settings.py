@@ -49,5 +49,8 @@ class OperatorSettings:
     lease_duration: float = 15.0
     renew_interval: float = 5.0
 
+    shutdown_timeout: float = 5.0
+    """Seconds kopf may take to stop its watchers gracefully before it is cancelled."""
+
     metrics_port: int = 9090
     core: SchedulerConfig = field(default_factory=SchedulerConfig)

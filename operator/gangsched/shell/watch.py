@@ -49,9 +49,9 @@ class Reflector:
             uid = str((obj.get("metadata") or {}).get("uid", ""))
             seen[uid] = obj
             self.on_event("ADDED", obj)
-        for uid, obj in self.known.items():
+        for uid, stub in self.known.items():
             if uid not in seen:
-                self.on_event("DELETED", obj)
+                self.on_event("DELETED", stub)
         self.known = {uid: _stub(obj) for uid, obj in seen.items()}
         self.resource_version = rv
         self.synced.set()
@@ -82,7 +82,7 @@ class Reflector:
             if stop.is_set():
                 return
             kind = str(event.get("type", ""))
-            obj = event.get("object") or {}
+            obj: Mapping[str, Any] = event.get("object") or {}
             meta = obj.get("metadata") or {}
             if kind == "ERROR":
                 code = int(obj.get("code", 500) or 500)
