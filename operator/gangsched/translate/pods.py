@@ -1,0 +1,367 @@
+"""Pods: raw API objects to the core's :class:`~gangsched.core.model.Pod`, and the
+pods-first flow that turns a pod's annotations into an Application manifest.
+
+:func:`pod_from_k8s` never raises on what users wrote. A pod with a bad quantity, a bad
+constraint or contradictory gang labels is still returned, with ``invalid`` set to every
+problem found (each starting with its JSON path, joined by ``"; "``); the core then keeps
+it pending with that message instead of losing it. Requests that cannot be read are zero.
+
+What the scheduler counts as a pod's request follows Kubernetes (``PodRequests``):
+
+* a container's ``limits`` stand in for the ``requests`` it does not give (the API server
+  defaults them the same way, so this only matters for hand-written objects);
+* init containers are combined with :func:`~gangsched.core.resources.effective_pod_request`,
+  those with ``restartPolicy: Always`` being sidecars;
+* pod-level ``spec.resources`` (cpu, memory, hugepages) replace the containers' sum;
+* ``spec.overhead`` is added.
+
+Gang membership comes from the names in :mod:`gangsched.translate.labels`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gangsched.core import constraints, model, naming, resources
+from gangsched.translate import fields, gangspec, k8s_constraints, labels, times
+
+__all__ = [
+    "TranslationError",
+    "app_manifest_from_pod",
+    "pod_from_k8s",
+    "pod_requests",
+    "task_groups_from_json",
+]
+
+TranslationError = fields.TranslationError
+task_groups_from_json = gangspec.task_groups_from_json
+
+DEFAULT_K8S_SCHEDULER = "default-scheduler"
+"""What the API server puts in ``spec.schedulerName`` when a pod names none."""
+
+_POD_LEVEL = ("cpu", "memory")
+
+
+def _requests(raw: object, path: str) -> dict[str, int]:
+    """The requests of a ``resources`` object (``path`` is its path), with ``limits``
+    standing in for missing requests. Explicit zeros are kept (they matter to pod-level
+    resources, which replace the containers' amounts by name)."""
+    spec = fields.mapping(raw, path)
+    raw_requests = fields.mapping(spec.get("requests"), f"{path}.requests")
+    requests = fields.resource_list(raw_requests, f"{path}.requests")
+    raw_limits = fields.mapping(spec.get("limits"), f"{path}.limits")
+    limits = fields.resource_list(raw_limits, f"{path}.limits")
+    result = {name: limits.get(name) for name in raw_limits if name not in raw_requests}
+    result.update({name: requests.get(name) for name in raw_requests})
+    return result
+
+
+def _container_requests(raw: object, path: str) -> resources.Resources:
+    container = fields.mapping(raw, path)
+    return resources.Resources(_requests(container.get("resources"), f"{path}.resources"))
+
+
+def _is_sidecar(raw: object, path: str) -> bool:
+    container = fields.mapping(raw, path)
+    policy = fields.string(container.get("restartPolicy"), f"{path}.restartPolicy")
+    return policy == "Always"
+
+
+def _pod_level_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    requests = _requests(spec.get("resources"), "spec.resources")
+    return {
+        name: amount
+        for name, amount in requests.items()
+        if name in _POD_LEVEL or name.startswith("hugepages-")
+    }
+
+
+def pod_requests(spec: Mapping[str, Any], problems: fields.Problems) -> resources.Resources:
+    """The effective request of a pod ``spec`` (see the module docstring).
+
+    Problems (wrong types, bad or negative quantities) are recorded in ``problems`` with
+    their paths, and the result is then :attr:`Resources.ZERO`.
+    """
+    before = len(problems.messages)
+    zero = resources.Resources.ZERO
+    containers: list[resources.Resources] = []
+    items: Sequence[Any] = problems.read(
+        lambda: fields.sequence(spec.get("containers"), "spec.containers"), ()
+    )
+    for index, item in enumerate(items):
+        try:
+            containers.append(_container_requests(item, f"spec.containers[{index}]"))
+        except TranslationError as error:
+            problems.add(str(error))
+    inits: list[tuple[resources.Resources, bool]] = []
+    items = problems.read(
+        lambda: fields.sequence(spec.get("initContainers"), "spec.initContainers"), ()
+    )
+    for index, item in enumerate(items):
+        item_path = f"spec.initContainers[{index}]"
+        try:
+            inits.append((_container_requests(item, item_path), _is_sidecar(item, item_path)))
+        except TranslationError as error:
+            problems.add(str(error))
+    pod_level: dict[str, int] = problems.read(lambda: _pod_level_requests(spec), {})
+    overhead = problems.read(
+        lambda: fields.resource_list(spec.get("overhead"), "spec.overhead"), zero
+    )
+    if len(problems.messages) > before:
+        return zero
+    total = resources.effective_pod_request(containers, inits)
+    if pod_level:
+        merged = {name: amount for name, amount in total.items() if name not in pod_level}
+        merged.update(pod_level)
+        total = resources.Resources(merged)
+    return total + overhead
+
+
+def _phase(raw: object) -> model.PodPhase:
+    if raw is None or raw == "":
+        return model.PodPhase.PENDING
+    for phase in model.PodPhase:
+        if phase.value == raw:
+            return phase
+    return model.PodPhase.UNKNOWN
+
+
+def _member_index(annotations: Mapping[str, str]) -> int:
+    text = annotations.get(labels.ANN_MEMBER_INDEX)
+    if text is None:
+        return -1
+    if not text.isascii() or not text.isdigit():
+        path = fields.key_path("metadata.annotations", labels.ANN_MEMBER_INDEX)
+        raise TranslationError(f'{path}: expected a non-negative integer, got "{text}"')
+    return int(text)
+
+
+def _preemptible(annotations: Mapping[str, str]) -> bool:
+    text = annotations.get(labels.ANN_PREEMPTIBLE)
+    if text is None:
+        return True
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    path = fields.key_path("metadata.annotations", labels.ANN_PREEMPTIBLE)
+    raise TranslationError(f'{path}: expected "true" or "false", got "{text}"')
+
+
+def _app_name(pod_labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
+    """The Application a pod names: the label, or the full name in the annotation when the
+    label is its shortened form. Raises when the two disagree."""
+    label = pod_labels.get(labels.LABEL_APP)
+    if not label:
+        return None
+    full = annotations.get(labels.ANN_APP_NAME)
+    if not full or full == label:
+        return label
+    if naming.label_value(full) != label:
+        path = fields.key_path("metadata.annotations", labels.ANN_APP_NAME)
+        raise TranslationError(
+            f'{path}: "{full}" does not match label {labels.LABEL_APP} "{label}" '
+            f'(expected "{naming.label_value(full)}")'
+        )
+    return full
+
+
+def _queue(pod_labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
+    return pod_labels.get(labels.LABEL_QUEUE) or annotations.get(labels.ANN_QUEUE) or None
+
+
+def pod_from_k8s(
+    obj: Mapping[str, Any],
+    *,
+    scheduler_names: frozenset[str] = frozenset({labels.DEFAULT_SCHEDULER_NAME}),
+) -> model.Pod:
+    """Translate a ``v1/Pod`` object into the core's Pod.
+
+    ``ours`` is whether ``spec.schedulerName`` (``default-scheduler`` when absent) is one
+    of ``scheduler_names``. Missing fields take the Kubernetes defaults: priority 0, phase
+    Pending (an unknown phase is Unknown), no node, creation time 0.0 when
+    ``creationTimestamp`` is absent or unreadable. A ``deletionTimestamp`` makes the pod
+    ``terminating``.
+
+    Membership: label ``gangsched.io/app`` (or the full name in annotation
+    ``gangsched.io/app-name``) gives ``app`` as ``namespace/name``, annotation
+    ``gangsched.io/task-group`` the task group, label ``gangsched.io/pod-group`` the
+    PodGroup (same namespace). A pod naming both an Application and a PodGroup is
+    ``invalid``. Queue: label, else annotation ``gangsched.io/queue``. Annotation
+    ``gangsched.io/preemptible: "false"`` protects it from preemption.
+    """
+    problems = fields.Problems()
+    meta: Mapping[str, Any] = problems.read(
+        lambda: fields.mapping(obj.get("metadata"), "metadata"), {}
+    )
+    spec: Mapping[str, Any] = problems.read(lambda: fields.mapping(obj.get("spec"), "spec"), {})
+    status: Mapping[str, Any] = problems.read(
+        lambda: fields.mapping(obj.get("status"), "status"), {}
+    )
+    namespace = problems.read(
+        lambda: fields.string(meta.get("namespace"), "metadata.namespace"), ""
+    )
+    name = problems.read(lambda: fields.string(meta.get("name"), "metadata.name"), "")
+    uid = problems.read(lambda: fields.string(meta.get("uid"), "metadata.uid"), "")
+    pod_labels: dict[str, str] = problems.read(
+        lambda: fields.string_map(meta.get("labels"), "metadata.labels"), {}
+    )
+    annotations: dict[str, str] = problems.read(
+        lambda: fields.string_map(meta.get("annotations"), "metadata.annotations"), {}
+    )
+    requests = pod_requests(spec, problems)
+    priority = problems.read(
+        lambda: fields.integer(spec.get("priority"), "spec.priority", default=0), 0
+    )
+    node_name = problems.read(lambda: fields.string(spec.get("nodeName"), "spec.nodeName"), "")
+    scheduler = problems.read(
+        lambda: fields.string(
+            spec.get("schedulerName"), "spec.schedulerName", default=DEFAULT_K8S_SCHEDULER
+        ),
+        DEFAULT_K8S_SCHEDULER,
+    )
+    node_selector: dict[str, str] = problems.read(
+        lambda: k8s_constraints.node_selector_from_k8s(
+            spec.get("nodeSelector"), path="spec.nodeSelector"
+        ),
+        {},
+    )
+    tolerations: tuple[constraints.Toleration, ...] = problems.read(
+        lambda: k8s_constraints.tolerations_from_k8s(
+            spec.get("tolerations"), path="spec.tolerations"
+        ),
+        (),
+    )
+    affinity = problems.read(
+        lambda: k8s_constraints.node_affinity_from_k8s(spec.get("affinity"), path="spec.affinity"),
+        constraints.ANY_NODE,
+    )
+    app_name = problems.read(lambda: _app_name(pod_labels, annotations), None)
+    app = model.AppKey(f"{namespace}/{app_name}") if app_name else None
+    group_name = pod_labels.get(labels.LABEL_POD_GROUP) or None
+    pod_group = model.GroupKey(f"{namespace}/{group_name}") if group_name else None
+    if app_name and group_name:
+        problems.add(
+            f"conflicting gang membership: label {labels.LABEL_APP} names Application "
+            f'"{app_name}" and label {labels.LABEL_POD_GROUP} names PodGroup "{group_name}"; '
+            "a pod can be a member of one gang only"
+        )
+    member_index = problems.read(lambda: _member_index(annotations), -1)
+    preemptible = problems.read(lambda: _preemptible(annotations), True)
+    return model.Pod(
+        uid=model.PodUID(uid),
+        namespace=namespace,
+        name=name,
+        requests=requests,
+        priority=priority,
+        creation=times.parse_time(meta.get("creationTimestamp")) or 0.0,
+        node_name=node_name or None,
+        phase=_phase(status.get("phase")),
+        terminating=meta.get("deletionTimestamp") is not None,
+        ours=scheduler in scheduler_names,
+        node_selector=node_selector,
+        tolerations=tolerations,
+        affinity=affinity,
+        app=app,
+        task_group=annotations.get(labels.ANN_TASK_GROUP) or None,
+        pod_group=pod_group,
+        placeholder=pod_labels.get(labels.LABEL_PLACEHOLDER) == "true",
+        member_index=member_index,
+        queue=_queue(pod_labels, annotations),
+        preemptible=preemptible,
+        invalid=problems.message(),
+    )
+
+
+def _lenient_strings(raw: object) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {key: value for key, value in raw.items() if isinstance(value, str)}
+
+
+def app_manifest_from_pod(obj: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The Application a pods-first pod asks for, built from its annotations.
+
+    Applies to a pod with label ``gangsched.io/app`` and annotation
+    ``gangsched.io/task-groups``; any other pod gives ``(None, None)``. Returns
+    ``(manifest, None)``: an ``Application`` named after the app (annotation
+    ``gangsched.io/app-name`` when set), in the pod's namespace, owned by the pod (not as
+    controller), with queue (label or annotation ``gangsched.io/queue``, else
+    ``default``), task groups (see :func:`task_groups_from_json`), scheduling policy
+    (annotation ``gangsched.io/scheduling-policy``, see
+    :func:`gangspec.scheduling_policy_from_text`) and the pod's ``priorityClassName``.
+    Returns ``(None, message)`` when any of that is invalid; the message names every
+    problem with its path, for an Event on the pod.
+    """
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    pod_labels = _lenient_strings(meta.get("labels"))
+    annotations = _lenient_strings(meta.get("annotations"))
+    label = pod_labels.get(labels.LABEL_APP)
+    groups_text = annotations.get(labels.ANN_TASK_GROUPS)
+    if not label or groups_text is None:
+        return None, None
+    problems = fields.Problems()
+    name_key = labels.ANN_APP_NAME if annotations.get(labels.ANN_APP_NAME) else None
+    name_path = (
+        fields.key_path("metadata.annotations", labels.ANN_APP_NAME)
+        if name_key
+        else fields.key_path("metadata.labels", labels.LABEL_APP)
+    )
+    name = problems.read(
+        lambda: fields.dns_subdomain(
+            _app_name(pod_labels, annotations) or label, name_path, what="Application name"
+        ),
+        "",
+    )
+    queue_path = (
+        fields.key_path("metadata.labels", labels.LABEL_QUEUE)
+        if pod_labels.get(labels.LABEL_QUEUE)
+        else fields.key_path("metadata.annotations", labels.ANN_QUEUE)
+    )
+    queue = problems.read(
+        lambda: fields.dns_subdomain(
+            _queue(pod_labels, annotations) or model.DEFAULT_QUEUE, queue_path, what="queue name"
+        ),
+        "",
+    )
+    groups_path = fields.key_path("metadata.annotations", labels.ANN_TASK_GROUPS)
+    task_groups: list[dict[str, Any]] = problems.read(
+        lambda: gangspec.task_groups_from_json(groups_text, path=groups_path), []
+    )
+    policy_text = annotations.get(labels.ANN_SCHEDULING_POLICY)
+    policy_path = fields.key_path("metadata.annotations", labels.ANN_SCHEDULING_POLICY)
+    policy: dict[str, Any] = problems.read(
+        lambda: gangspec.scheduling_policy_from_text(policy_text or "", path=policy_path), {}
+    )
+    priority_class = spec.get("priorityClassName")
+    error = problems.message()
+    if error is not None:
+        return None, error
+    app_spec: dict[str, Any] = {"queue": queue, "taskGroups": task_groups}
+    if policy:
+        app_spec["schedulingPolicy"] = policy
+    if isinstance(priority_class, str) and priority_class:
+        app_spec["priorityClassName"] = priority_class
+    manifest = {
+        "apiVersion": labels.API_VERSION,
+        "kind": "Application",
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace", ""),
+            "labels": {labels.LABEL_MANAGED_BY: labels.MANAGED_BY},
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta.get("name", ""),
+                    "uid": meta.get("uid", ""),
+                    "controller": False,
+                    "blockOwnerDeletion": False,
+                }
+            ],
+        },
+        "spec": app_spec,
+    }
+    return manifest, None
