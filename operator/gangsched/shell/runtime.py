@@ -294,9 +294,10 @@ class Runtime:
                 ns, name = d.key.split("/", 1)
                 self.status.want(StatusTarget(GROUP, VERSION, "podgroups", ns, name), body)
         elif isinstance(d, SetQueueStatus):
-            if d.name in self.queues:
+            qobj = self.queues.get(d.name)
+            if qobj is not None:
                 self.status.want(StatusTarget(GROUP, VERSION, "queues", None, d.name),
-                                 render.queue_status_body(d))
+                                 render.queue_status_body(d, old_status=qobj.get("status")))
         elif isinstance(d, RecordEvent):
             self._record(d)
 
