@@ -47,15 +47,20 @@ class OperatorUnderTest:
         self.runtime: Runtime | None = None
         self.task: asyncio.Task[None] | None = None
 
-    async def start(self) -> OperatorUnderTest:
+    async def start(self, *, wait_ready: bool = True) -> OperatorUnderTest:
+        """Start the operator; wait until it has synced (``wait_ready``), else only until
+        its runtime exists (a replica that does not hold the Lease never gets ready)."""
         def started(runtime: Runtime) -> None:
             self.runtime = runtime
 
         self.task = asyncio.create_task(operate(self.settings, self.stop,
                                                 kubeconfig=str(self.kubeconfig),
                                                 clock=self.clock, started=started))
-        await wait_for(lambda: self.runtime is not None and self.runtime.ready.is_set(),
-                       what="operator ready")
+        if wait_ready:
+            await wait_for(lambda: self.runtime is not None and self.runtime.ready.is_set(),
+                           what="operator ready")
+        else:
+            await wait_for(lambda: self.runtime is not None, what="operator started")
         return self
 
     async def kill(self) -> None:
@@ -68,6 +73,25 @@ class OperatorUnderTest:
     def wake(self) -> None:
         if self.runtime is not None:
             self.runtime.wake.set()
+
+    @property
+    def leading(self) -> bool:
+        return self.runtime is not None and self.runtime.leading.is_set()
+
+    async def settle(self, cycles: int = 3) -> None:
+        """Let ``cycles`` more scheduling cycles run and the work they gave finish."""
+        runtime = self.runtime
+        assert runtime is not None
+        target = runtime.cycles + cycles
+        self.wake()
+        await wait_for(lambda: runtime.cycles >= target, what=f"{cycles} cycles")
+        await asyncio.wait_for(runtime.binds.drain(), timeout=10)
+        await asyncio.wait_for(runtime.api.drain(), timeout=10)
+
+    async def advance(self, seconds: float, cycles: int = 2) -> None:
+        """Move the fake clock and let the operator run a few cycles at the new time."""
+        self.clock.advance(seconds)
+        await self.settle(cycles)
 
 
 async def wait_for(predicate: Callable[[], Any], *, timeout: float = 10.0,
@@ -82,6 +106,59 @@ async def wait_for(predicate: Callable[[], Any], *, timeout: float = 10.0,
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+async def new_cluster(factory: Callable[..., Any], tmp_path: pathlib.Path, *, nodes: int = 3,
+                      cpu: str = "4", memory: str = "16Gi",
+                      **options: Any) -> tuple[FakeApiServer, pathlib.Path]:
+    """A started fake API server with the CRDs, the operator's namespace and ``nodes``
+    nodes, logging requests; and a kubeconfig for it."""
+    options.setdefault("auto_run", True)
+    api: FakeApiServer = await factory(**options)
+    api.log_requests = True
+    api.install_crds_from_dir(ROOT / "crds")
+    api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gangsched-system"}})
+    for i in range(nodes):
+        api.create(node(f"node-{i}", cpu=cpu, memory=memory))
+    return api, api.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+def bind_answers(api: FakeApiServer, name: str | None = None) -> list[tuple[str, int]]:
+    """(pod name, HTTP status) of every ``pods/<name>/binding`` request, in order
+    (``api.log_requests`` must be on)."""
+    found = []
+    for entry in api.request_log:
+        if entry.method != "POST" or not entry.path_qs.split("?")[0].endswith("/binding"):
+            continue
+        pod_name = entry.path_qs.split("?")[0].split("/")[-2]
+        if name is None or pod_name == name:
+            found.append((pod_name, entry.status))
+    return found
+
+
+def assert_bound_at_most_once(api: FakeApiServer) -> None:
+    """No pod was bound twice: no binding was answered 409, none succeeded twice."""
+    answers = bind_answers(api)
+    assert not [a for a in answers if a[1] == 409], answers
+    ok = [name for name, status in answers if status < 300]
+    assert len(ok) == len(set(ok)), sorted(ok)
+
+
+def events(api: FakeApiServer, namespace: str = "default", *, reason: str | None = None,
+           regarding: str | None = None) -> list[dict[str, Any]]:
+    """The ``events.k8s.io/v1`` Events of a namespace, optionally by reason and object name."""
+    found = api.list("events", namespace, api_version="events.k8s.io/v1")
+    return [e for e in found
+            if (reason is None or e.get("reason") == reason)
+            and (regarding is None or (e.get("regarding") or {}).get("name") == regarding)]
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    """The status condition ``kind`` of ``obj`` ({} when absent)."""
+    for found in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if found.get("type") == kind:
+            return dict(found)
+    return {}
 
 
 def node(name: str, cpu: str = "4", memory: str = "16Gi", pods: str = "110",
