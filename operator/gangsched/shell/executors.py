@@ -124,7 +124,14 @@ class StatusWriter:
 
 
 class EventRecorder:
-    """Post Events, turning repeats into a growing ``series`` on the first one."""
+    """Post Events, turning repeats into a growing ``series`` on the first one.
+
+    The count goes on from what the API server has: after a restart (or once this
+    recorder has forgotten an Event), the create answers 409 and the existing Event's
+    ``series.count`` is read and continued. Repeats of one Event are recorded one at a
+    time, so concurrent workers never write the same count twice. An Event that is gone
+    (expired, deleted) is created again.
+    """
 
     def __init__(self, client: KubeClient, window: float = 600.0) -> None:
         self.client = client
@@ -132,29 +139,48 @@ class EventRecorder:
         self.seen: dict[str, tuple[str, str, int, float]] = {}
         """event name -> (namespace, name, count, first time)"""
         self.posted = 0
+        self._locks: dict[str, asyncio.Lock] = {}
 
     async def record(self, name: str, body: Mapping[str, Any], now: float,
                      micro_time: str) -> None:
-        namespace = str((body.get("metadata") or {}).get("namespace") or "default")
-        previous = self.seen.get(name)
+        lock = self._locks.setdefault(name, asyncio.Lock())
         try:
-            if previous is not None and now - previous[3] < self.window:
-                count = previous[2] + 1
-                await self.client.patch("events.k8s.io", "v1", "events", namespace, name, {
-                    "series": {"count": count, "lastObservedTime": micro_time}})
-                self.seen[name] = (namespace, name, count, previous[3])
-                return
-            try:
-                await self.client.create("events.k8s.io", "v1", "events", namespace, dict(body))
-            except ApiError as err:
-                if err.code != 409:
-                    raise
-                await self.client.patch("events.k8s.io", "v1", "events", namespace, name, {
-                    "series": {"count": 2, "lastObservedTime": micro_time}})
-            self.seen[name] = (namespace, name, 1, now)
-            self.posted += 1
+            async with lock:
+                await self._record(name, body, now, micro_time)
         except ApiError as err:
             log.info("event %s not recorded: %s", name, err)
+        finally:
+            if not lock.locked() and self._locks.get(name) is lock:
+                del self._locks[name]
         if len(self.seen) > 10000:
             cutoff = now - self.window
             self.seen = {k: v for k, v in self.seen.items() if v[3] >= cutoff}
+
+    async def _record(self, name: str, body: Mapping[str, Any], now: float,
+                      micro_time: str) -> None:
+        namespace = str((body.get("metadata") or {}).get("namespace") or "default")
+        previous = self.seen.get(name)
+        if previous is not None:
+            try:
+                await self._series(namespace, name, previous[2] + 1, micro_time)
+                self.seen[name] = (namespace, name, previous[2] + 1, previous[3])
+                return
+            except ApiError as err:
+                if err.code != 404:
+                    raise
+        try:
+            await self.client.create("events.k8s.io", "v1", "events", namespace, dict(body))
+            self.seen[name] = (namespace, name, 1, now)
+            self.posted += 1
+            return
+        except ApiError as err:
+            if err.code != 409:
+                raise
+        existing = await self.client.get("events.k8s.io", "v1", "events", namespace, name)
+        count = int((existing.get("series") or {}).get("count") or 1) + 1
+        await self._series(namespace, name, count, micro_time)
+        self.seen[name] = (namespace, name, count, now)
+
+    async def _series(self, namespace: str, name: str, count: int, micro_time: str) -> None:
+        await self.client.patch("events.k8s.io", "v1", "events", namespace, name, {
+            "series": {"count": count, "lastObservedTime": micro_time}})

@@ -69,15 +69,13 @@ async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
                   started: Callable[[Runtime], None] | None = None) -> None:
     """Run kopf and the runtime until ``stop`` is set (or leadership is lost)."""
     connection = await load_connection(kubeconfig)
-    async with KubeClient(connection, max_connections=settings.max_connections) as client:
+    async with KubeClient(connection, max_connections=settings.max_connections,
+                          timeout=settings.request_timeout) as client:
         runtime = Runtime(client, settings, clock=clock)
         if started is not None:
             started(runtime)
         registry = build_registry(runtime)
-        kopf_task = asyncio.create_task(kopf.operator(
-            registry=registry, clusterwide=True, standalone=True,
-            liveness_endpoint=liveness, stop_flag=stop,
-        ), name="kopf")
+        kopf_task = asyncio.create_task(_kopf(registry, stop, liveness), name="kopf")
         try:
             await runtime.run(stop)
         finally:
@@ -87,6 +85,32 @@ async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
                 kopf_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await kopf_task
+
+
+async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
+                liveness: str | None) -> None:
+    """Run kopf's root tasks until one ends; then the whole operator stops.
+
+    Not ``kopf.operator()``: when it exits it cancels every task created after its
+    start-up, whoever made them (here the runtime's workers and Lease renewal, which
+    would leave a loop that believes it leads). Its root tasks clean up their own
+    workers. kopf ending for any reason (SIGTERM, which kopf takes over, or a crash)
+    sets ``stop`` first, so that kopf does not treat it as a hung exit.
+    """
+    tasks = await kopf.spawn_tasks(registry=registry, clusterwide=True, standalone=True,
+                                   liveness_endpoint=liveness, stop_flag=stop)
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.error("kopf task %s failed: %r", task.get_name(), task.exception())
+    finally:
+        if not stop.is_set():
+            log.error("kopf stopped; stopping the operator")
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def run_operator(args: argparse.Namespace) -> int:

@@ -15,10 +15,12 @@ the API server.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from gangsched.core.decisions import (
@@ -64,6 +66,9 @@ from gangsched.translate.queues import queue_from_k8s
 log = logging.getLogger(__name__)
 
 GROUP, VERSION = "gangsched.io", "v1alpha1"
+RETRYABLE = frozenset({0, 409, 429, 500, 502, 503, 504})
+"""API answers worth trying again: transport failures, conflicts, throttling, a busy or
+failing server."""
 WAITING_REASONS = frozenset({"WaitingForGang", "WaitingForPlaceholder", "StateAwareGate",
                              "WaitingForGangGroup", "ApplicationNotFound", "PodGroupNotFound"})
 JSON = Mapping[str, Any]
@@ -92,9 +97,18 @@ class Runtime:
         self.api = WorkPool("api", self.settings.api_workers)
         self.status = StatusWriter(client, self.settings.status_interval)
         self.events = EventRecorder(client)
-        self.pods_first_tried: set[str] = set()
-        self.pod_watch = Reflector(client, "/api/v1/pods", self.on_pod, name="pods")
-        self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes")
+        self.pods_first_tried: dict[str, str] = {}
+        """Pods-first pods by uid -> the manifest (or error) last acted on, so that an
+        edited annotation is acted on again and an unchanged one is not."""
+        self.pods_first_errors: dict[str, str] = {}
+        """Pods-first pods whose Application cannot be made from them, and why."""
+        self.conditions: dict[PodUID, PodPending] = {}
+        """The PodScheduled condition each pod should show, until it is written."""
+        watch_timeout = self.settings.watch_timeout
+        self.pod_watch = Reflector(client, "/api/v1/pods", self.on_pod, name="pods",
+                                   timeout_seconds=watch_timeout)
+        self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes",
+                                    timeout_seconds=watch_timeout)
         self.cycles = 0
         self.decisions = 0
         self.leading = asyncio.Event()
@@ -109,7 +123,11 @@ class Runtime:
     def on_pod(self, kind: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}
         if kind == "DELETED":
-            self.submit(PodGone(PodUID(str(meta.get("uid", "")))))
+            uid = str(meta.get("uid", ""))
+            self.pods_first_tried.pop(uid, None)
+            self.pods_first_errors.pop(uid, None)
+            self.conditions.pop(PodUID(uid), None)
+            self.submit(PodGone(PodUID(uid)))
             return
         pod = pod_from_k8s(obj, scheduler_names=self.settings.scheduler_names)
         self.submit(PodObserved(pod))
@@ -151,32 +169,57 @@ class Runtime:
         self.submit(QueueObserved(queue_from_k8s(obj)))
 
     def _pods_first(self, obj: JSON, app: AppKey) -> None:
-        """A pod with task groups and no Application yet: create it, owned by the pod."""
-        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        """A pod with task groups and no Application yet: create it, owned by the pod.
+
+        Acted on once per content of the pod's annotations: an invalid one gives an
+        ``InvalidTaskGroups`` Event (and the reason in the pod's PodScheduled condition)
+        and is tried again when the pod is edited. Transient API errors are retried with
+        a backoff; a 409 means the Application exists (its watch event follows).
+        """
+        meta = obj.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
         if labels.ANN_TASK_GROUPS not in annotations or app in self.apps:
             return
-        uid = str((obj.get("metadata") or {}).get("uid", ""))
-        if uid in self.pods_first_tried:
-            return
-        self.pods_first_tried.add(uid)
+        uid = str(meta.get("uid", ""))
         manifest, error = app_manifest_from_pod(obj)
-        namespace = app.split("/", 1)[0]
-        if manifest is None:
-            if error:
-                self._pod_event(obj, "Warning", "InvalidTaskGroups", error)
+        if manifest is None and error is None:
             return
+        seen = json.dumps(manifest if manifest is not None else error, sort_keys=True)
+        if self.pods_first_tried.get(uid) == seen:
+            return
+        self.pods_first_tried[uid] = seen
+        if manifest is None:
+            why = f"application {app} cannot be created from this pod: {error}"
+            self.pods_first_errors[uid] = why
+            self._pod_event(obj, "Warning", "InvalidTaskGroups", why)
+            return
+        self.pods_first_errors.pop(uid, None)
+        namespace = app.split("/", 1)[0]
 
-        async def create() -> None:
+        async def create(attempt: int = 0) -> None:
+            if app in self.apps or self.pods_first_tried.get(uid) != seen:
+                return  # it exists now, or the pod changed (or went) meanwhile
             try:
                 created = await self.client.create(GROUP, VERSION, "applications", namespace,
                                                    manifest)
                 self.on_app("ADDED", created)
             except ApiError as err:
-                if err.code != 409:
-                    self._pod_event(obj, "Warning", "ApplicationNotCreated",
-                                    f"could not create application {app}: {err}")
+                if err.code == 409:
+                    return
+                if err.code in RETRYABLE and attempt < self.settings.api_retries:
+                    self._later(functools.partial(create, attempt + 1), attempt)
+                    return
+                message = f"could not create application {app}: {err}"
+                self.pods_first_errors[uid] = message
+                self._pod_event(obj, "Warning", "ApplicationNotCreated", message)
 
         self.api.submit(create)
+
+    def _later(self, job: Callable[[], Awaitable[None]], attempt: int) -> None:
+        """Hand ``job`` to the API pool again after a backoff (a transient API error)."""
+        delay = min(self.settings.api_retry_initial * 2 ** attempt,
+                    self.settings.api_retry_max)
+        asyncio.get_running_loop().call_later(delay, self.api.submit, job)
 
     def _pod_event(self, obj: JSON, kind: str, reason: str, message: str) -> None:
         from gangsched.core.decisions import EventType, ObjectRef
@@ -275,7 +318,7 @@ class Runtime:
         elif isinstance(d, DeletePod):
             self.api.submit(functools.partial(self._delete, d))
         elif isinstance(d, PodPending):
-            self.api.submit(functools.partial(self._pending, d, now))
+            self._pending(d, now)
         elif isinstance(d, SetAppStatus):
             obj = self.apps.get(d.key)
             if obj is not None:
@@ -335,20 +378,40 @@ class Runtime:
                 log.warning("deleting pod %s/%s (%s) failed: %s", d.namespace, d.name,
                             d.reason, err)
 
-    async def _pending(self, d: PodPending, now: float) -> None:
+    def _pending(self, d: PodPending, now: float) -> None:
+        """Write the PodScheduled=False condition (retried on transient errors until
+        written or superseded) and record the Event.
+
+        A pods-first pod whose Application could not be made from it says why in both.
+        """
         from gangsched.core.decisions import EventType, ObjectRef
 
+        why = self.pods_first_errors.get(d.uid)
+        if why is not None and d.reason == "ApplicationNotFound":
+            d = dataclasses.replace(d, message=f"{d.message}; {why}")
+        self.conditions[d.uid] = d
+        self.api.submit(functools.partial(self._write_condition, d, now, 0))
+        kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
+        self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
+                                 d.reason, d.message))
+
+    async def _write_condition(self, d: PodPending, now: float, attempt: int) -> None:
+        if self.conditions.get(d.uid) is not d:
+            return  # superseded by a newer reason, or the pod is gone
         condition = render.pod_scheduled_condition(d, now=now)
         try:
             await self.client.patch("", "v1", "pods", d.namespace, d.name,
                                     {"status": {"conditions": [condition]}},
                                     subresource="status", content_type=STRATEGIC_MERGE_PATCH)
         except ApiError as err:
+            if err.code in RETRYABLE and attempt < self.settings.api_retries:
+                self._later(functools.partial(self._write_condition, d, now, attempt + 1),
+                            attempt)
+                return
             if err.code != 404:
                 log.info("pod %s/%s condition not written: %s", d.namespace, d.name, err)
-        kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
-        self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
-                                 d.reason, d.message))
+        if self.conditions.get(d.uid) is d:
+            del self.conditions[d.uid]
 
 
 async def _wait_any(*events: asyncio.Event) -> None:

@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass, field
 
 from gangsched.core.model import SchedulerConfig
+from gangsched.translate import labels
 
 
 def _env(name: str, default: str) -> str:
@@ -18,8 +19,10 @@ class OperatorSettings:
     scheduler_names: frozenset[str] = frozenset({"gangsched"})
     """Pods whose ``spec.schedulerName`` is one of these are scheduled by gangsched."""
 
-    placeholder_image: str = "registry.k8s.io/pause:3.10"
-    """Image of placeholder pods: it must start and do nothing."""
+    placeholder_image: str = field(
+        default_factory=lambda: _env("PLACEHOLDER_IMAGE", labels.PLACEHOLDER_IMAGE))
+    """Image of placeholder pods (``GANGSCHED_PLACEHOLDER_IMAGE``): it must start as a
+    non-root user with a read-only root filesystem and do nothing, like ``pause``."""
 
     bind_workers: int = 32
     """Concurrent binds in flight. The loop never waits for them."""
@@ -29,6 +32,25 @@ class OperatorSettings:
 
     max_connections: int = 64
     """Connection pool size to the API server."""
+
+    request_timeout: float = 30.0
+    """Seconds before an API request without an answer counts as failed (watches and
+    lists excepted). A bind that times out is a failed bind: the pod is tried again after
+    a backoff, and a 409 then tells that the first attempt had worked after all."""
+
+    api_retries: int = 8
+    """How often a write the core does not ask for again (a pod's PodScheduled
+    condition, a pods-first Application) is retried after a transient error."""
+
+    api_retry_initial: float = 0.5
+    """Seconds before the first such retry; doubled each time."""
+
+    api_retry_max: float = 30.0
+    """The cap on that backoff."""
+
+    watch_timeout: int = 300
+    """``timeoutSeconds`` of the pod and node watches: the API server ends each stream
+    after this long, and the watch resumes from the last resourceVersion seen."""
 
     tick: float = 1.0
     """Seconds between cycles when nothing happens (timers are checked every tick)."""

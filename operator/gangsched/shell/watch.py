@@ -30,12 +30,14 @@ class Reflector:
     """Keeps a consumer informed of every object at ``path``: ADDED, MODIFIED, DELETED."""
 
     def __init__(self, client: KubeClient, path: str, on_event: Callback, *,
-                 params: Mapping[str, str] | None = None, name: str = "") -> None:
+                 params: Mapping[str, str] | None = None, name: str = "",
+                 timeout_seconds: int = 300) -> None:
         self.client = client
         self.path = path
         self.on_event = on_event
         self.params = dict(params or {})
         self.name = name or path
+        self.timeout_seconds = timeout_seconds
         self.resource_version = ""
         self.known: dict[str, Mapping[str, Any]] = {}
         self.synced = asyncio.Event()
@@ -77,7 +79,8 @@ class Reflector:
                     self.synced.clear()
 
     async def _watch_once(self, stop: asyncio.Event) -> None:
-        stream = self.client.watch(self.path, self.resource_version, params=self.params)
+        stream = self.client.watch(self.path, self.resource_version, params=self.params,
+                                   timeout_seconds=self.timeout_seconds)
         async for event in stream:
             if stop.is_set():
                 return
