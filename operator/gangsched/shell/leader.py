@@ -37,6 +37,13 @@ def _spec(settings: OperatorSettings, now: float, transitions: int,
 
 async def try_acquire(client: KubeClient, settings: OperatorSettings, now: float) -> bool:
     """One attempt to take or renew the Lease. True if we hold it afterwards."""
+    held, _ = await _attempt(client, settings, now)
+    return held
+
+
+async def _attempt(client: KubeClient, settings: OperatorSettings,
+                   now: float) -> tuple[bool, str]:
+    """One attempt to take or renew the Lease: (held afterwards, another holder or "")."""
     ns, name = settings.namespace, settings.lease_name
     try:
         lease = await client.get(GROUP, VERSION, PLURAL, ns, name)
@@ -48,10 +55,10 @@ async def try_acquire(client: KubeClient, settings: OperatorSettings, now: float
                 "spec": _spec(settings, now, 0, now)}
         try:
             await client.create(GROUP, VERSION, PLURAL, ns, body)
-            return True
+            return True, ""
         except ApiError as create_err:
             if create_err.code == 409:
-                return False
+                return False, ""
             raise
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity") or ""
@@ -59,7 +66,7 @@ async def try_acquire(client: KubeClient, settings: OperatorSettings, now: float
     duration = float(spec.get("leaseDurationSeconds") or settings.lease_duration)
     transitions = int(spec.get("leaseTransitions") or 0)
     if holder and holder != settings.identity and now < renewed + duration:
-        return False
+        return False, str(holder)
     acquired = parse_time(spec.get("acquireTime")) or now
     if holder != settings.identity:
         transitions += 1
@@ -69,19 +76,21 @@ async def try_acquire(client: KubeClient, settings: OperatorSettings, now: float
         await client.replace(GROUP, VERSION, PLURAL, ns, name, lease)
     except ApiError as err:
         if err.code == 409:
-            return False
+            return False, ""
         raise
-    return True
+    return True, ""
 
 
 async def hold(client: KubeClient, settings: OperatorSettings, leading: asyncio.Event,
                stop: asyncio.Event, clock: Callable[[], float]) -> None:
-    """Acquire, then keep renewing; clear ``leading`` if renewal lapses."""
+    """Acquire, then keep renewing; clear ``leading`` if renewal lapses, or at once if
+    another replica holds the Lease (a clock skewed against ours may have let it in)."""
     last_renewal = 0.0
     while not stop.is_set():
         now = clock()
+        other = ""
         try:
-            held = await try_acquire(client, settings, now)
+            held, other = await _attempt(client, settings, now)
         except ApiError as err:
             log.warning("lease %s/%s: %s", settings.namespace, settings.lease_name, err)
             held = False
@@ -90,6 +99,9 @@ async def hold(client: KubeClient, settings: OperatorSettings, leading: asyncio.
                 log.info("leading as %s", settings.identity)
             leading.set()
             last_renewal = now
+        elif leading.is_set() and other:
+            log.error("the lease is held by %s; giving up leadership", other)
+            leading.clear()
         elif leading.is_set() and clock() - last_renewal >= settings.lease_duration * 2 / 3:
             log.error("could not renew the lease for %.0fs; giving up leadership",
                       settings.lease_duration)

@@ -117,6 +117,10 @@ class Runtime:
     # --- observations --------------------------------------------------------------------
 
     def submit(self, observation: Observation) -> None:
+        """Queue an observation for the next cycle. A replica that does not lead keeps
+        none: it lists everything again when it takes over (see :meth:`sync`)."""
+        if not self.leading.is_set():
+            return
         self.inbox.append(observation)
         self.wake.set()
 
@@ -232,7 +236,12 @@ class Runtime:
     # --- start-up ------------------------------------------------------------------------
 
     async def sync(self) -> None:
-        """List everything and rebuild the core's state before the first cycle."""
+        """List everything and rebuild the core's state before the first cycle.
+
+        What kopf relayed before is dropped: an Application's first observation is the
+        one its persisted state and timers are restored from, so it must be current.
+        """
+        self.inbox.clear()
         for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
                                 ("podgroups", self.on_podgroup)):
             try:
@@ -295,7 +304,8 @@ class Runtime:
             except TimeoutError:
                 pass
             self.wake.clear()
-            self.cycle()
+            if self.leading.is_set():
+                self.cycle()
 
     def cycle(self) -> list[Decision]:
         """Drain the inbox, run one core cycle, dispatch its decisions."""
@@ -352,6 +362,8 @@ class Runtime:
         self.api.submit(lambda: self.events.record(name, body, now, micro))
 
     async def _bind(self, d: BindPod) -> None:
+        if not self.leading.is_set():
+            return  # leadership lost: the new leader decides about this pod
         try:
             await self.client.bind(d.namespace, d.name, d.uid, d.node)
         except ApiError as err:
