@@ -142,16 +142,29 @@ def quantity_error(error: resources.QuantityError, path: str) -> TranslationErro
     return TranslationError(f"{path}: invalid quantity {shown}: {error.reason}")
 
 
+MAX_AMOUNT = 2**63 - 1
+"""The largest amount Kubernetes represents (its quantities are int64 in their smallest
+unit: millicores for cpu, bytes for memory); anything larger is saturated there."""
+
+
 def resource_list(raw: object, path: str) -> resources.Resources:
     """A Kubernetes resource list (``{"cpu": "500m", "memory": "1Gi"}``); ``None`` gives
-    :attr:`Resources.ZERO`. Negative and malformed quantities are errors naming the
-    resource's path."""
+    :attr:`Resources.ZERO`. Negative, malformed and out-of-range (more than
+    :data:`MAX_AMOUNT` units, e.g. ``1e1000``) quantities are errors naming the resource's
+    path."""
     values: dict[str, int] = {}
     for name, text in mapping(raw, path).items():
         try:
-            values[name] = resources.parse_resource(name, text)
+            amount = resources.parse_resource(name, text)
         except resources.QuantityError as error:
             raise quantity_error(error, key_path(path, name)) from None
+        if amount > MAX_AMOUNT:
+            shown = f'"{text}"' if isinstance(text, str) else repr(text)
+            raise TranslationError(
+                f"{key_path(path, name)}: invalid quantity {shown}: too large "
+                "(a quantity is at most 2^63-1 of its smallest unit)"
+            )
+        values[name] = amount
     return resources.Resources(values)
 
 
