@@ -137,6 +137,23 @@ async def test_pod_deleted_while_bind_in_flight(cluster, op) -> None:  # type: i
     await wait_for(lambda: node_of(api, "after") == "node-0", what="the node is free again")
 
 
+async def test_pod_recreated_under_the_same_name_while_bind_in_flight(cluster, op) -> None:  # type: ignore[no-untyped-def]
+    """The bind carries the pod's UID as a precondition: it cannot bind the new pod that
+    took the old one's name. The new pod is scheduled on its own, once."""
+    api, _ = cluster
+    gate = api.faults.add(method="POST", path_regex=r"/pods/same/binding", times=1, delay=0.3)
+    old_uid = api.create(pod("same", cpu="6"))["metadata"]["uid"]
+    await wait_for(lambda: gate.hits == 1, what="bind in flight")
+    api.delete("pods", "default", "same")
+    new_uid = api.create(pod("same", cpu="6"))["metadata"]["uid"]
+    assert new_uid != old_uid
+    await wait_for(lambda: node_of(api, "same") == "node-0", what="the new pod bound")
+    await wait_for(lambda: len(bind_answers(api, "same")) == 2, what="the old bind answered")
+    assert sorted(bind_answers(api, "same")) == [("same", 201), ("same", 409)]
+    await op.settle()
+    assert len(bind_answers(api, "same")) == 2
+
+
 async def test_repeated_event_is_one_event_with_a_growing_series(cluster, op) -> None:  # type: ignore[no-untyped-def]
     api, _ = cluster
     rule = api.faults.add(method="POST", path_regex=r"/pods/flaky/binding", times=3, status=500,

@@ -4,7 +4,7 @@ Every kind of bad input the API server lets through (it validates CRs against th
 schemas, so e.g. ``cpu: abc`` is refused there with a 422) is submitted to one cluster,
 next to a good gang. Each bad object must end in a well-defined state with a precise
 message in its status (a pod: its PodScheduled condition) and an Event, and the good gang
-must still be reserved and run.
+must still be reserved and run. A case that fails names itself and what is wrong.
 """
 
 from __future__ import annotations
@@ -149,6 +149,13 @@ CASES = [
         'conflicting gang membership: label gangsched.io/app names Application "both" and '
         'label gangsched.io/pod-group names PodGroup "pg"', "InvalidPod",
         [unbound("conflict")]),
+    Bad("missing-app-and-pod-group",
+        [podgroup("pg2", minMember=1),
+         pod("conflict2", labels={"gangsched.io/app": "absent",
+                                  "gangsched.io/pod-group": "pg2"})],
+        "pods", "conflict2", {"status": "False", "reason": "Unschedulable"},
+        'conflicting gang membership: label gangsched.io/app names Application "absent"',
+        "InvalidPod", [unbound("conflict2")]),
     Bad("total-below-min-member",  # CEL would refuse it; a server without CEL does not
         [podgroup("short", minMember=3, totalNumber=2),
          pod("member", labels={"gangsched.io/pod-group": "short"})],
@@ -157,7 +164,18 @@ CASES = [
         "InvalidPodGroup",
         [lambda api: status_of(api, "podgroups", "default", "short").get("phase") == "Failed",
          lambda api: "spec.totalNumber: must be at least spec.minMember (3), got 2"
-         in status_of(api, "podgroups", "default", "short").get("message", "")]),
+         in status_of(api, "podgroups", "default", "short").get("message", ""),
+         lambda api: events(api, reason="InvalidSpec", regarding="short")]),
+    Bad("unknown-priority-class",
+        [{**application("vip", [group("w", 1)]),
+          "spec": {**application("vip", [group("w", 1)])["spec"],
+                   "priorityClassName": "platinum"}}],
+        "applications", "vip", {"state": "Accepted"},
+        "", "PlaceholderCreateFailed",
+        [lambda api: any("no PriorityClass with name platinum was found" in e["note"]
+                         for e in events(api, reason="PlaceholderCreateFailed",
+                                         regarding="vip")),
+         no_placeholders_of("vip")]),
     Bad("bad-annotation",
         [pod("odd", annotations={"gangsched.io/preemptible": "maybe"})],
         "pods", "odd", {"status": "False"},
@@ -252,33 +270,18 @@ async def test_a_rejected_app_is_checked_again_when_fixed(cluster) -> None:  # t
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "core: a pending pod naming a missing Application and a PodGroup is skipped by both "
-    "allocation.units and podgroups.units, so it gets no PodPending at all"))
-async def test_pod_naming_a_missing_app_and_a_pod_group_says_why(cluster) -> None:  # type: ignore[no-untyped-def]
+    "core: a placeholder that cannot be created (403, 422...) is reported by an Event "
+    "only; the Application's status shows no blocking reason"))
+async def test_placeholder_creation_refused_shows_in_status(cluster) -> None:  # type: ignore[no-untyped-def]
     api, kubeconfig = cluster
     op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
     try:
-        api.create(podgroup("pg", minMember=1))
-        api.create(pod("conflict", labels={"gangsched.io/app": "absent",
-                                           "gangsched.io/pod-group": "pg"}))
-        await wait_for(lambda: condition(api.try_get("pods", "default", "conflict"),
-                                         "PodScheduled"), timeout=1, what="a condition")
-        assert "conflicting gang membership" in condition(
-            api.try_get("pods", "default", "conflict"), "PodScheduled")["message"]
-    finally:
-        await op.kill()
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "core: an invalid PodGroup is reported in its status only; no Event names it "
-    "(an invalid Application gets an InvalidSpec Event)"))
-async def test_invalid_pod_group_gets_an_event(cluster) -> None:  # type: ignore[no-untyped-def]
-    api, kubeconfig = cluster
-    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
-    try:
-        api.create(podgroup("short", minMember=3, totalNumber=2))
-        await wait_for(lambda: status_of(api, "podgroups", "default", "short")
-                       .get("phase") == "Failed", what="Failed")
-        await wait_for(lambda: events(api, regarding="short"), timeout=1, what="an Event")
+        app = application("vip", [group("w", 1)])
+        app["spec"]["priorityClassName"] = "platinum"
+        api.create(app)
+        await wait_for(lambda: events(api, reason="PlaceholderCreateFailed"), what="Event")
+        await op.settle(3)
+        gang = condition(api.try_get("applications", "default", "vip"), "GangReserved")
+        assert "platinum" in gang.get("message", "")
     finally:
         await op.kill()

@@ -21,7 +21,6 @@ from shellkit import (
     assert_bound_at_most_once,
     condition,
     events,
-    group,
     new_cluster,
     placeholders,
     pod,
@@ -199,23 +198,3 @@ async def test_transient_failure_to_create_the_application_is_retried(cluster) -
         await wait_for(lambda: bound(api, ["spark-driver"]), what="driver bound")
     finally:
         await op.kill()
-
-
-async def test_placeholders_carry_the_task_group(cluster, op) -> None:  # type: ignore[no-untyped-def]
-    api, _ = cluster
-    api.create(application("spark-pi", [group("driver", 1),
-                                        {**TASK_GROUPS[1], "tolerations": [
-                                            {"key": "spot", "operator": "Exists"}]}]))
-    await wait_for(lambda: len(placeholders(api)) == 3, what="placeholders")
-    app = app_obj(api)
-    assert app is not None
-    for ph in placeholders(api):
-        meta, spec = ph["metadata"], ph["spec"]
-        if meta["annotations"]["gangsched.io/task-group"] != "executor":
-            continue
-        assert spec["nodeSelector"] == {"pool": "spark"}
-        assert {"key": "spot", "operator": "Exists"} in spec["tolerations"]
-        container = spec["containers"][0]
-        assert container["resources"]["requests"] == container["resources"]["limits"] == {
-            "cpu": "2", "memory": "4Gi"}
-        assert meta["ownerReferences"][0]["uid"] == app["metadata"]["uid"]

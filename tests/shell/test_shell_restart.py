@@ -212,9 +212,6 @@ async def test_placeholder_timer_survives_restart(cluster) -> None:  # type: ign
 # and check that the new operator still finishes the gang cleanly from the pods alone.
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core: reservation.reserve re-creates the placeholder of a member whose real pod is "
-    "already bound when the persisted state is New/Accepted; it is never replaced"))
 async def test_restart_after_a_swap_whose_status_was_lost(cluster) -> None:  # type: ignore[no-untyped-def]
     api, kubeconfig = cluster
     clock = FakeClock()
@@ -242,10 +239,8 @@ async def test_restart_after_a_swap_whose_status_was_lost(cluster) -> None:  # t
         await op.kill()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core: the placeholder timer starts only at a new allocation; with no persisted "
-    "placeholderTimerStart and every placeable placeholder already bound, it never starts"))
 async def test_timer_of_a_gang_whose_status_was_lost(cluster) -> None:  # type: ignore[no-untyped-def]
+    """With its start lost, the timer counts from the restart: late, never early."""
     api, kubeconfig = cluster
     clock = FakeClock()
     api.faults.add(method="PATCH", path_regex="applications/big/status", status=503)
@@ -259,8 +254,85 @@ async def test_timer_of_a_gang_whose_status_was_lost(cluster) -> None:  # type: 
     api.faults.clear()
     op = await OperatorUnderTest(api, kubeconfig, clock).start()
     try:
-        await op.advance(101)
-        await op.advance(101)
-        assert app_status(api, "big").get("state") == "Killed"
+        await op.settle()
+        await op.advance(99)
+        assert app_status(api, "big").get("state") == "Accepted"
+        await op.advance(2)
+        await wait_for(lambda: app_status(api, "big").get("state") == "Killed", what="Killed")
+        await wait_for(lambda: not placeholders(api), what="placeholders released")
+    finally:
+        await op.kill()
+
+
+async def test_placeholders_are_hardened_and_recognised_after_a_restart(cluster) -> None:  # type: ignore[no-untyped-def]
+    api, kubeconfig = cluster
+    api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": "batch-high"}, "value": 1000})
+    for i in range(3):
+        api.patch("nodes", None, f"node-{i}", {"metadata": {"labels": {"pool": "gpu"}}})
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "pool", "operator": "In", "values": ["gpu"]}]}]}}}
+    workers = {**group("worker", 2, cpu="1500m", memory="2Gi"),
+               "nodeSelector": {"pool": "gpu"}, "affinity": affinity,
+               "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+               "labels": {"team": "ml"}, "annotations": {"cost-center": "42"}}
+    app = application("train", [workers])
+    app["spec"]["priorityClassName"] = "batch-high"
+    clock = FakeClock()
+    op = await OperatorUnderTest(api, kubeconfig, clock,
+                                 placeholder_image="mirror.example/pause:3.10").start()
+    api.create(app)
+    await wait_for(lambda: app_status(api).get("reserved") == "2/2", what="reserved")
+    owner = api.get("applications", "default", "train")["metadata"]
+    found = sorted(placeholders(api), key=lambda p: p["metadata"]["name"])
+    assert [p["metadata"]["name"] for p in found] == [
+        f"train-worker-{p['metadata']['name'].split('-')[2]}-{i}" for i, p in enumerate(found)]
+    for index, ph in enumerate(found):
+        meta, spec = ph["metadata"], ph["spec"]
+        assert meta["labels"] == {"team": "ml", "gangsched.io/app": "train",
+                                  "gangsched.io/placeholder": "true",
+                                  "app.kubernetes.io/managed-by": "gangsched"}
+        assert meta["annotations"] == {"cost-center": "42", "gangsched.io/task-group": "worker",
+                                       "gangsched.io/member-index": str(index),
+                                       "gangsched.io/app-name": "train"}
+        assert meta["ownerReferences"] == [{
+            "apiVersion": "gangsched.io/v1alpha1", "kind": "Application", "name": "train",
+            "uid": owner["uid"], "controller": True, "blockOwnerDeletion": True}]
+        (container,) = spec["containers"]
+        assert container["image"] == "mirror.example/pause:3.10"
+        assert container["resources"] == {"requests": {"cpu": "1500m", "memory": "2Gi"},
+                                          "limits": {"cpu": "1500m", "memory": "2Gi"}}
+        security = container["securityContext"]
+        assert security["runAsNonRoot"] is True and security["readOnlyRootFilesystem"] is True
+        assert security["allowPrivilegeEscalation"] is False
+        assert security["capabilities"] == {"drop": ["ALL"]}
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert (spec["restartPolicy"], spec["terminationGracePeriodSeconds"],
+                spec["automountServiceAccountToken"]) == ("Never", 0, False)
+        assert spec["nodeSelector"] == {"pool": "gpu"}
+        assert spec["affinity"] == affinity
+        assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+        assert (spec["priorityClassName"], spec["priority"]) == ("batch-high", 1000)
+        assert spec["schedulerName"] == "gangsched"
+        assert ph["status"]["qosClass"] == "Guaranteed"
+    await op.kill()
+
+    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    try:
+        await op.settle(5)
+        assert app_status(api)["reserved"] == "2/2"
+        assert sorted(p["metadata"]["name"] for p in placeholders(api)) == [
+            p["metadata"]["name"] for p in found]
+        real = pod("worker-0", cpu="1500m", memory="2Gi", labels={"gangsched.io/app": "train"},
+                   annotations={"gangsched.io/task-group": "worker"})
+        real["spec"]["nodeSelector"] = {"pool": "gpu"}
+        api.create(real)
+        await wait_for(lambda: bound(api, ["worker-0"]) and len(placeholders(api)) == 1,
+                       what="the real pod takes a recognised placeholder")
+        assert events(api, reason="PlaceholderReplaced", regarding="worker-0")
+        creates = [e for e in api.request_log if e.method == "POST"
+                   and e.path_qs.split("?")[0].endswith("/namespaces/default/pods")]
+        assert len(creates) == 2
     finally:
         await op.kill()
