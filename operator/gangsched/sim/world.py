@@ -4,6 +4,12 @@
 deletes, and feeds every change back to the core as an observation. Binds and deletions
 take effect at once (or after ``latency`` cycles, to exercise in-flight states).
 It never decides anything: all scheduling comes from the one real core.
+
+Two optional hooks serve the simulator and the benchmark without changing what the world
+does: ``listener`` is told of every pod change (created, bound, phase changed, deleted), and
+``keep_decisions=False`` stops the world from keeping every decision it applied (a long
+simulation would otherwise hold millions of them). Pods are indexed by namespace and name,
+so a placeholder creation or a lookup by name does not scan every pod.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterable
+from typing import Protocol
 
 from gangsched.core.decisions import (
     BindPod,
@@ -23,27 +30,59 @@ from gangsched.core.decisions import (
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.model import AppKey, AppSpec, Node, Pod, PodPhase, PodUID
+from gangsched.core.model import (
+    AppKey,
+    AppSpec,
+    GroupKey,
+    Node,
+    Pod,
+    PodGroupSpec,
+    PodPhase,
+    PodUID,
+    QueueSpec,
+)
 from gangsched.core.observations import (
+    AppGone,
     AppObserved,
     NodeGone,
     NodeObserved,
     Observation,
     PodGone,
+    PodGroupGone,
+    PodGroupObserved,
     PodObserved,
+    QueueObserved,
 )
 from gangsched.core.scheduler import Scheduler
+
+
+class PodListener(Protocol):
+    """Told of every pod change in a :class:`World`, after the core has observed it."""
+
+    def pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        """``old`` is None for a new pod, ``new`` is None for a deleted one."""
 
 
 class World:
     """Pods, nodes and applications, with the core's decisions applied to them."""
 
-    def __init__(self, scheduler: Scheduler, *, auto_run: bool = True) -> None:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        auto_run: bool = True,
+        listener: PodListener | None = None,
+        keep_decisions: bool = True,
+    ) -> None:
         self.scheduler = scheduler
         self.auto_run = auto_run
+        self.listener = listener
+        self.keep_decisions = keep_decisions
         self.pods: dict[PodUID, Pod] = {}
+        self._by_name: dict[tuple[str, str], PodUID] = {}
         self.nodes: dict[str, Node] = {}
         self.apps: dict[AppKey, AppSpec] = {}
+        self.groups: dict[GroupKey, PodGroupSpec] = {}
         self.app_status: dict[AppKey, SetAppStatus] = {}
         self.group_status: dict[str, SetPodGroupStatus] = {}
         self.queue_status: dict[str, SetQueueStatus] = {}
@@ -74,27 +113,65 @@ class World:
         self.apps[spec.key] = spec
         self.observe(AppObserved(spec))
 
+    def remove_app(self, key: AppKey) -> None:
+        """The Application object is deleted (its pods are not: delete them yourself)."""
+        if self.apps.pop(key, None) is not None:
+            self.observe(AppGone(key))
+
+    def add_group(self, spec: PodGroupSpec) -> None:
+        self.groups[spec.key] = spec
+        self.observe(PodGroupObserved(spec))
+
+    def remove_group(self, key: GroupKey) -> None:
+        if self.groups.pop(key, None) is not None:
+            self.observe(PodGroupGone(key))
+
+    def add_queue(self, spec: QueueSpec) -> None:
+        self.observe(QueueObserved(spec))
+
     def add_pod(self, pod: Pod) -> None:
-        self.pods[pod.uid] = pod
-        self.observe(PodObserved(pod))
+        self._put(self.pods.get(pod.uid), pod)
 
     def set_phase(self, uid: PodUID, phase: PodPhase) -> None:
-        pod = dataclasses.replace(self.pods[uid], phase=phase)
-        self.pods[uid] = pod
+        old = self.pods[uid]
+        self._put(old, dataclasses.replace(old, phase=phase))
+
+    def _put(self, old: Pod | None, pod: Pod) -> None:
+        """Store ``pod``, tell the core, then the listener."""
+        self.pods[pod.uid] = pod
+        self._by_name[(pod.namespace, pod.name)] = pod.uid
         self.observe(PodObserved(pod))
+        if self.listener is not None:
+            self.listener.pod_changed(old, pod)
 
     def finish(self, name: str, phase: PodPhase = PodPhase.SUCCEEDED) -> None:
         self.set_phase(self.uid_of(name), phase)
 
     def delete_pod(self, uid: PodUID) -> None:
-        if self.pods.pop(uid, None) is not None:
+        old = self.pods.pop(uid, None)
+        if old is not None:
+            if self._by_name.get((old.namespace, old.name)) == uid:
+                del self._by_name[(old.namespace, old.name)]
             self.observe(PodGone(uid))
+            if self.listener is not None:
+                self.listener.pod_changed(old, None)
+
+    def find(self, name: str, namespace: str = "default") -> Pod | None:
+        """The pod called ``namespace/name``, or None."""
+        uid = self._by_name.get((namespace, name))
+        pod = self.pods.get(uid) if uid is not None else None
+        if pod is not None and pod.name == name and pod.namespace == namespace:
+            return pod
+        for pod in self.pods.values():  # pods put into ``self.pods`` directly
+            if pod.name == name and pod.namespace == namespace:
+                return pod
+        return None
 
     def uid_of(self, name: str, namespace: str = "default") -> PodUID:
-        for pod in self.pods.values():
-            if pod.name == name and pod.namespace == namespace:
-                return pod.uid
-        raise KeyError(f"no pod {namespace}/{name}")
+        pod = self.find(name, namespace)
+        if pod is None:
+            raise KeyError(f"no pod {namespace}/{name}")
+        return pod.uid
 
     def pod(self, name: str, namespace: str = "default") -> Pod:
         return self.pods[self.uid_of(name, namespace)]
@@ -105,7 +182,8 @@ class World:
         """One core cycle at ``now``, with its decisions carried out."""
         self.now = now
         decisions = self.scheduler.cycle(now)
-        self.decisions.extend(decisions)
+        if self.keep_decisions:
+            self.decisions.extend(decisions)
         self.apply(decisions)
         return decisions
 
@@ -147,12 +225,10 @@ class World:
             raise AssertionError(f"bind of {d.namespace}/{d.name}: pod missing or bound")
         self.bind_count[d.uid] = self.bind_count.get(d.uid, 0) + 1
         phase = PodPhase.RUNNING if self.auto_run else pod.phase
-        bound = dataclasses.replace(pod, node_name=d.node, phase=phase)
-        self.pods[d.uid] = bound
-        self.observe(PodObserved(bound))
+        self._put(pod, dataclasses.replace(pod, node_name=d.node, phase=phase))
 
     def _create_placeholder(self, d: CreatePlaceholder) -> None:
-        if any(p.name == d.name and p.namespace == d.namespace for p in self.pods.values()):
+        if self._exists(d.name, d.namespace):
             return  # AlreadyExists: creation is idempotent by name
         spec = self.apps[d.app]
         group = spec.group(d.task_group)
@@ -173,6 +249,14 @@ class World:
             member_index=d.index,
         )
         self.add_pod(pod)
+
+    def _exists(self, name: str, namespace: str) -> bool:
+        uid = self._by_name.get((namespace, name))
+        if uid is not None and uid in self.pods:
+            return True
+        if len(self._by_name) >= len(self.pods):
+            return False  # every pod is indexed: the index is the whole truth
+        return self.find(name, namespace) is not None
 
     # --- views ---------------------------------------------------------------------------
 

@@ -1,0 +1,218 @@
+"""Schedulers the simulation can drive, behind one small interface.
+
+:class:`Backend` is what :mod:`gangsched.sim.engine` needs from a scheduler and the cluster
+it binds into: objects come and go, pods change phase, and ``cycle(now)`` lets the
+scheduler act. Pod changes are reported to a :class:`~gangsched.sim.world.PodListener`.
+
+:class:`GangschedBackend` is the real core, driven through :class:`~gangsched.sim.world.World`
+exactly as the operator drives it: the core's decisions are carried out and fed back as
+observations. It never decides anything itself. The core's timers (placeholder, waiting,
+state-aware and PodGroup schedule timeouts) are read from the status the core publishes
+(``SetAppStatus``/``SetPodGroupStatus``, as the operator persists them), so the clock can
+jump straight to the next instant at which a timer is due.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Protocol
+
+from gangsched.core.decisions import SetAppStatus, SetPodGroupStatus
+from gangsched.core.model import (
+    AppKey,
+    AppSpec,
+    GroupKey,
+    Node,
+    Pod,
+    PodGroupSpec,
+    PodPhase,
+    PodUID,
+    QueueSpec,
+    SchedulerConfig,
+    SortPolicy,
+)
+from gangsched.core.scheduler import Scheduler
+from gangsched.sim.jobs import Outcome
+from gangsched.sim.timeline import Timeline
+from gangsched.sim.world import PodListener, World
+
+SOURCE = "gangsched"
+
+
+class Backend(Protocol):
+    """A scheduler plus the cluster it schedules into."""
+
+    name: str
+    cycles: int
+    verdicts: list[tuple[str, Outcome, str]]
+    """``(namespace/name, outcome, reason)`` when the scheduler ends a job; drained by the
+    engine."""
+    counters: dict[str, int]
+    """Scheduler-specific counts for the summary (timeouts, rejections...)."""
+
+    def state_of(self, key: str) -> str:
+        """The scheduler's last word on a job's object (its state or phase), or ``""``."""
+
+    def add_node(self, node: Node) -> None: ...
+    def remove_node(self, name: str) -> None:
+        """The node is gone; pods bound to it are deleted (and reported)."""
+    def add_queue(self, spec: QueueSpec) -> None: ...
+    def add_app(self, spec: AppSpec) -> None: ...
+    def remove_app(self, key: AppKey) -> None: ...
+    def add_group(self, spec: PodGroupSpec) -> None: ...
+    def remove_group(self, key: GroupKey) -> None: ...
+    def add_pod(self, pod: Pod) -> None: ...
+    def set_phase(self, uid: PodUID, phase: PodPhase) -> None: ...
+    def delete_pod(self, uid: PodUID) -> None: ...
+    def has_pod(self, uid: PodUID) -> bool: ...
+    def cycle(self, now: float) -> None:
+        """Let the scheduler act at ``now``; its binds and deletions are carried out."""
+    def next_deadline(self) -> float | None:
+        """The earliest instant at which the scheduler has a timer due, if any."""
+    def pop_deadlines(self, now: float) -> bool:
+        """Forget deadlines up to ``now``; True if there were any."""
+
+
+class GangschedBackend:
+    """The real scheduling core, behind a :class:`World`."""
+
+    name = SOURCE
+
+    def __init__(self, config: SchedulerConfig, listener: PodListener,
+                 timeline: Timeline) -> None:
+        self.scheduler = Scheduler(config)
+        self.world = World(self.scheduler, listener=listener, keep_decisions=False)
+        self.timeline = timeline
+        self.cycles = 0
+        self.decisions = 0
+        self.verdicts: list[tuple[str, Outcome, str]] = []
+        self.counters = {"placeholderTimeouts": 0, "killed": 0, "rejected": 0,
+                         "podGroupTimeouts": 0}
+        self.queues: dict[str, QueueSpec] = {}
+        self.app_state: dict[str, str] = {}
+        self.group_phase: dict[str, str] = {}
+        self._deadlines: list[float] = []
+        self._deadline_set: set[float] = set()
+
+    # --- objects -------------------------------------------------------------------------
+
+    def add_node(self, node: Node) -> None:
+        self.world.add_node(node)
+
+    def remove_node(self, name: str) -> None:
+        self.world.remove_node(name)
+
+    def add_queue(self, spec: QueueSpec) -> None:
+        self.queues[spec.name] = spec
+        self.world.add_queue(spec)
+
+    def add_app(self, spec: AppSpec) -> None:
+        self.app_state.pop(spec.key, None)
+        self.world.add_app(spec)
+
+    def remove_app(self, key: AppKey) -> None:
+        self.world.remove_app(key)
+
+    def add_group(self, spec: PodGroupSpec) -> None:
+        self.group_phase.pop(spec.key, None)
+        self.world.add_group(spec)
+
+    def remove_group(self, key: GroupKey) -> None:
+        self.world.remove_group(key)
+
+    def add_pod(self, pod: Pod) -> None:
+        self.world.add_pod(pod)
+
+    def set_phase(self, uid: PodUID, phase: PodPhase) -> None:
+        self.world.set_phase(uid, phase)
+
+    def delete_pod(self, uid: PodUID) -> None:
+        self.world.delete_pod(uid)
+
+    def has_pod(self, uid: PodUID) -> bool:
+        return uid in self.world.pods
+
+    def state_of(self, key: str) -> str:
+        return self.app_state.get(key) or self.group_phase.get(key, "")
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def cycle(self, now: float) -> None:
+        self.cycles += 1
+        decisions = self.world.step(now)
+        self.decisions += len(decisions)
+        for d in decisions:
+            if isinstance(d, SetAppStatus):
+                self._app_status(d, now)
+            elif isinstance(d, SetPodGroupStatus):
+                self._group_status(d, now)
+
+    def next_deadline(self) -> float | None:
+        return self._deadlines[0] if self._deadlines else None
+
+    def pop_deadlines(self, now: float) -> bool:
+        due = False
+        while self._deadlines and self._deadlines[0] <= now:
+            self._deadline_set.discard(heapq.heappop(self._deadlines))
+            due = True
+        return due
+
+    def _deadline(self, at: float | None, now: float) -> None:
+        if at is None or at <= now or at in self._deadline_set:
+            return
+        self._deadline_set.add(at)
+        heapq.heappush(self._deadlines, at)
+
+    def _app_status(self, d: SetAppStatus, now: float) -> None:
+        key = d.key
+        previous = self.app_state.get(key)
+        if previous != d.state:
+            self.app_state[key] = d.state
+            text = d.state if previous is None else f"{previous} -> {d.state}"
+            detail = d.message or d.reason
+            self.timeline.add(now, f"app {_short(key)}", SOURCE,
+                              f"{text}: {detail}" if detail and detail != d.state else text)
+            if d.reason == "PlaceholderTimeout" and d.state in ("Killed", "Resuming"):
+                self.counters["placeholderTimeouts"] += 1
+            if d.state == "Killed":
+                self.counters["killed"] += 1
+                self.verdicts.append((key, Outcome.KILLED, d.message or d.reason))
+            elif d.state == "Rejected":
+                self.counters["rejected"] += 1
+                self.verdicts.append((key, Outcome.REJECTED, d.message or d.reason))
+        spec = self.world.apps.get(key)
+        if spec is None or d.state in ("Completed", "Killed", "Rejected"):
+            return
+        policy = spec.policy
+        if d.placeholder_timer_start is not None:
+            self._deadline(d.placeholder_timer_start + policy.placeholder_timeout, now)
+        if d.waiting_since is not None:
+            self._deadline(d.waiting_since + policy.waiting_timeout, now)
+        queue = self.queues.get(spec.queue)
+        if (d.starting_since is not None and queue is not None
+                and queue.sort_policy is SortPolicy.STATE_AWARE):
+            self._deadline(d.starting_since + queue.state_aware_timeout, now)
+
+    def _group_status(self, d: SetPodGroupStatus, now: float) -> None:
+        key = d.key
+        previous = self.group_phase.get(key)
+        if previous != d.phase:
+            self.group_phase[key] = d.phase
+            text = d.phase if previous is None else f"{previous} -> {d.phase}"
+            self.timeline.add(now, f"podgroup {_short(key)}", SOURCE,
+                              f"{text}: {d.message}" if d.message else text)
+            if d.phase == "TimedOut":
+                self.counters["podGroupTimeouts"] += 1
+                self.verdicts.append((key, Outcome.TIMED_OUT, d.message or d.reason))
+            elif d.phase == "Failed":
+                self.counters["rejected"] += 1
+                self.verdicts.append((key, Outcome.REJECTED, d.message or d.reason))
+        spec = self.world.groups.get(key)
+        if spec is not None and d.schedule_start is not None and d.phase in ("Pending",
+                                                                             "Scheduling"):
+            self._deadline(d.schedule_start + spec.schedule_timeout, now)
+
+
+def _short(key: str) -> str:
+    namespace, _, name = key.partition("/")
+    return name if namespace == "default" else key

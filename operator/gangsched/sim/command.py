@@ -1,0 +1,133 @@
+"""``gangsched simulate``: load or generate a workload, run it, and report.
+
+The CLI (:mod:`gangsched.cli`) parses the command line into :class:`Options`; this module
+does the rest and returns the exit code. Text results go to ``out``; errors, notes and the
+progress bar to ``err``, so that ``--json`` output can be piped as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TextIO
+
+import yaml
+
+from gangsched.sim import generate, parse, plot, report, results, runner
+from gangsched.sim.engine import Progress, RunOutput
+from gangsched.sim.progress import ProgressBar
+from gangsched.sim.source import Document, WorkloadError
+from gangsched.sim.workload import Workload
+
+EXIT_OK = 0
+EXIT_JOBS_FAILED = 1
+EXIT_USAGE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    workload: str | None = None
+    """The workload file; None with ``generate``."""
+    generate: str | None = None
+    """``day``: simulate a generated workload."""
+    nodes: int = 1000
+    pods: int = 10_000
+    seed: int = 1
+    write_workload: str | None = None
+    """Save the generated workload here."""
+    compare: tuple[str, ...] = ()
+    """Other schedulers to run the workload under (``naive``)."""
+    plot: str | None = None
+    """Write the Gantt and utilisation chart here (PNG)."""
+    json: bool = False
+    until: float | None = None
+    timeline: int | None = 100
+    """Timeline entries printed per run; None for all."""
+    jobs: int | None = 50
+    """Jobs listed per run; None for all."""
+    progress: bool = False
+    fail_on_timeout: bool = False
+
+
+def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
+    """The workload and its name, or None after printing why it cannot be used."""
+    if options.generate is None:
+        assert options.workload is not None  # the CLI requires one of the two
+        try:
+            return parse.load(options.workload), options.workload
+        except WorkloadError as error:
+            for problem in error.errors:
+                print(problem, file=err)
+            count = len(error.errors)
+            print(f"gangsched simulate: {count} problem{'s' if count > 1 else ''} in "
+                  f"{options.workload}", file=err)
+            return None
+    name = f"generated {options.generate} ({options.nodes} nodes, {options.pods} pods, " \
+        f"seed {options.seed})"
+    data = generate.day(options.nodes, options.pods, seed=options.seed)
+    if options.write_workload is not None:
+        try:
+            with open(options.write_workload, "w", encoding="utf-8") as handle:
+                handle.write(f"# {name}, written by gangsched simulate --generate\n")
+                yaml.safe_dump(data, handle, sort_keys=False, width=100)
+        except OSError as error:
+            print(f"gangsched simulate: cannot write {options.write_workload}: "
+                  f"{error.strerror or error}", file=err)
+            return None
+    return parse.build(Document(name, data)), name
+
+
+def simulate(options: Options, out: TextIO, err: TextIO) -> int:
+    loaded = _load(options, err)
+    if loaded is None:
+        return EXIT_USAGE
+    workload, name = loaded
+    workload = runner.with_until(workload, options.until)
+    schedulers = ["gangsched", *(s for s in options.compare if s != "gangsched")]
+    bars: list[ProgressBar] = []
+
+    def progress(scheduler: str) -> Progress | None:
+        if not options.progress:
+            return None
+        bar = ProgressBar(err, f"{scheduler:>9}", workload.settings.until)
+        bars.append(bar)
+        return bar
+
+    try:
+        outputs = runner.run_all(workload, schedulers, progress=progress,
+                                 keep_samples=options.plot is not None)
+    finally:
+        for bar in bars:
+            bar.close()
+    if options.plot is not None:
+        try:
+            plot.plot(outputs, options.plot, title=name)
+        except OSError as error:
+            print(f"gangsched simulate: cannot write {options.plot}: "
+                  f"{error.strerror or error}", file=err)
+            return EXIT_USAGE
+        print(f"wrote {options.plot}", file=err)
+    if options.json:
+        json.dump(results.to_json(name, outputs), out, indent=2)
+        out.write("\n")
+    else:
+        _text(outputs, options, out)
+    main = results.summarise(outputs[0])
+    if options.fail_on_timeout and main.bad:
+        print(f"gangsched simulate: {main.bad} of {main.jobs} jobs did not complete under "
+              "gangsched (--fail-on-timeout)", file=err)
+        return EXIT_JOBS_FAILED
+    return EXIT_OK
+
+
+def _text(outputs: list[RunOutput], options: Options, out: TextIO) -> None:
+    sections: list[str] = []
+    for output in outputs:
+        if options.timeline != 0:
+            sections.append(report.timeline(output, options.timeline))
+        if options.jobs != 0:
+            sections.append(report.jobs(output, options.jobs))
+        sections.append(report.summary(output))
+    if len(outputs) > 1:
+        sections.append(report.comparison(outputs))
+    out.write("\n\n".join(sections) + "\n")

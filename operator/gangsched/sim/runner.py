@@ -1,0 +1,55 @@
+"""Running one workload under one or more schedulers: what ``gangsched simulate`` does.
+
+``gangsched`` is the real core (:class:`~gangsched.sim.backends.GangschedBackend`);
+``naive`` is the pod-by-pod binder it is compared with (:mod:`gangsched.sim.naive`).
+Each run starts from the same workload with a fresh scheduler and a fresh cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from gangsched.sim.backends import Backend, GangschedBackend
+from gangsched.sim.engine import BackendFactory, Progress, RunOutput, simulate
+from gangsched.sim.naive import NaiveBackend
+from gangsched.sim.timeline import Timeline
+from gangsched.sim.workload import Settings, Workload
+from gangsched.sim.world import PodListener
+
+SCHEDULERS = ("gangsched", "naive")
+
+
+def factory(name: str, workload: Workload) -> BackendFactory:
+    """The backend called ``name`` (one of SCHEDULERS); ValueError for anything else."""
+    if name == "gangsched":
+        config = workload.settings.config
+
+        def make(listener: PodListener, timeline: Timeline) -> Backend:
+            return GangschedBackend(config, listener, timeline)
+
+        return make
+    if name == "naive":
+        return NaiveBackend
+    raise ValueError(f"unknown scheduler {name!r} (accepted: {', '.join(SCHEDULERS)})")
+
+
+def with_until(workload: Workload, until: float | None) -> Workload:
+    """The workload with its clock stopping at ``until`` (unchanged for None)."""
+    if until is None:
+        return workload
+    settings = workload.settings
+    return dataclasses.replace(workload, settings=Settings(until, settings.gc_after,
+                                                           settings.config))
+
+
+def run_all(workload: Workload, schedulers: Sequence[str], *,
+            progress: Callable[[str], Progress | None] | None = None,
+            keep_samples: bool = True) -> list[RunOutput]:
+    """Run ``workload`` under each scheduler in turn; ``progress(name)`` gives a callback."""
+    outputs = []
+    for name in schedulers:
+        callback = progress(name) if progress is not None else None
+        outputs.append(simulate(workload, factory(name, workload), progress=callback,
+                                keep_samples=keep_samples))
+    return outputs

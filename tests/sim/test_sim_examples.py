@@ -1,0 +1,71 @@
+"""The example workloads run, and show what they claim to show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gangsched.sim import generate, parse, results, runner
+from gangsched.sim.jobs import Outcome
+from gangsched.sim.source import Document
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "simulations"
+
+
+def outcomes(out: runner.RunOutput) -> dict[str, Outcome | None]:
+    return {run.job.name: run.outcome for run in out.jobs}
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_example_runs_under_both_schedulers(path: Path) -> None:
+    workload = parse.load(str(path))
+    for out in runner.run_all(workload, ["gangsched", "naive"]):
+        assert all(run.outcome is not None for run in out.jobs)
+
+
+def test_spark_deadlock_naive_stalls_and_gangsched_finishes_every_job() -> None:
+    workload = parse.load(str(EXAMPLES / "spark-deadlock.yaml"))
+    gang, naive = runner.run_all(workload, ["gangsched", "naive"])
+    gang_summary, naive_summary = results.summarise(gang), results.summarise(naive)
+    assert gang_summary.completed == gang_summary.jobs == 16
+    assert gang_summary.job_timeouts == 0
+    # Pod by pod, the drivers fill the cluster and no executor ever starts: every attempt
+    # of every job times out, and nothing does useful work.
+    assert naive_summary.completed == 0
+    assert naive_summary.outcomes == {"timedOut": 16}
+    assert naive_summary.job_timeouts == 16 * 3
+    assert naive_summary.utilisation["cpu.busy"] == 0
+    assert naive_summary.idle_cpu_seconds > 4 * (gang_summary.placeholder_cpu_seconds
+                                                 + gang_summary.idle_cpu_seconds)
+    assert all(run.first_gang_start is None for run in naive.jobs)
+
+
+def test_queue_quota_holds_rejects_and_kills() -> None:
+    workload = parse.load(str(EXAMPLES / "queue-quota.yaml"))
+    (out,) = runner.run_all(workload, ["gangsched"])
+    found = outcomes(out)
+    assert found.pop("too-big") is Outcome.REJECTED
+    assert found.pop("pinned") is Outcome.KILLED
+    assert set(found.values()) == {Outcome.COMPLETED}
+    # Held for quota: etl-3 waits for etl-1 or etl-2 to leave room in analytics.
+    etl3 = next(run for run in out.jobs if run.job.name == "etl-3")
+    assert etl3.first_gang_start is not None and etl3.first_gang_start >= 800
+    assert results.summarise(out).counters["placeholderTimeouts"] == 1
+
+
+def test_mixed_ai_batch_completes_despite_the_failures() -> None:
+    workload = parse.load(str(EXAMPLES / "mixed-ai-batch.yaml"))
+    (out,) = runner.run_all(workload, ["gangsched"])
+    assert set(outcomes(out).values()) == {Outcome.COMPLETED}
+    assert results.summarise(out).pod_failures == 2
+
+
+def test_a_small_generated_day_runs() -> None:
+    data = generate.day(40, 400, seed=3)
+    assert data == generate.day(40, 400, seed=3)  # the same seed, the same workload
+    workload = parse.build(Document("day", data))
+    assert workload.pod_count == 400 and len(workload.nodes) == 40
+    (out,) = runner.run_all(workload, ["gangsched"])
+    summary = results.summarise(out)
+    assert summary.completed > summary.jobs // 2
+    assert out.end == 86_400
