@@ -1,0 +1,270 @@
+"""How fast the scheduling core places pods, and how the cost grows with nodes and pods.
+
+    python3 bench/core.py                      # reference run plus the sweep
+    python3 bench/core.py --quick              # smaller sweep, for a quick look
+    python3 bench/core.py --nodes 2000 --pods 8000 --no-sweep
+    python3 bench/core.py --profile            # where the reference run spends its time
+    python3 bench/core.py --repeat 3           # keep the fastest of 3 runs per cell
+
+Not a test: it prints a table. Everything runs in this one thread ("one core").
+
+Workload: ``--nodes`` nodes of 32 cpu / 128Gi / 110 pods, and ``--pods`` pending pods in
+gangs of 1 to 64: Applications with two task groups (the core creates placeholders, the
+world creates them, the core binds them, then swaps each real pod into its placeholder's
+place), PodGroups (members assumed, then bound all together), and plain pods. Pod sizes
+are scaled down when needed so that the pods use at most 60% of the cluster, so every
+pod can be placed and every cell of the sweep measures the same thing.
+
+Measured: the scheduler cycles (through :class:`gangsched.sim.world.World`, so that every
+placeholder creation, bind and deletion makes the round trip as observations) from the
+first cycle until every real pod is bound. Observing the initial objects is timed apart.
+*Placements/s* counts real pods bound per second of cycle time; *binds/s* counts every
+bind the core asked for (placeholders and real pods). Times are CPU seconds of this
+process (``time.process_time``), so that other work on the machine does not count; the
+wall-clock total is shown too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import platform
+import pstats
+import random
+import sys
+import time
+from dataclasses import dataclass
+
+from gangsched.core.decisions import BindPod
+from gangsched.core.model import (
+    AppKey,
+    AppSpec,
+    GangMode,
+    GroupKey,
+    Node,
+    Pod,
+    PodGroupSpec,
+    PodUID,
+    QueueSpec,
+    SchedulerConfig,
+    SchedulingPolicy,
+    SortPolicy,
+    TaskGroup,
+)
+from gangsched.core.resources import Resources
+from gangsched.core.scheduler import Scheduler
+from gangsched.sim.world import World
+
+NODE = Resources.from_k8s({"cpu": 32, "memory": "128Gi", "pods": 110})
+GANG_SIZES = (1, 2, 4, 8, 8, 16, 16, 32, 64)
+TARGET = 5000.0
+"""Placements per second the core should reach on the reference workload."""
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    nodes: list[Node]
+    apps: list[AppSpec]
+    groups: list[PodGroupSpec]
+    pods: list[Pod]
+    plain: int
+
+    @property
+    def gangs(self) -> str:
+        return f"{len(self.apps)} apps, {len(self.groups)} PodGroups, {self.plain} plain pods"
+
+
+def build(nodes: int, pods: int, seed: int = 7) -> Workload:
+    """A deterministic workload of ``pods`` pending pods in gangs, on ``nodes`` nodes."""
+    rng = random.Random(seed)
+    node_list = [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b"})
+                 for i in range(nodes)]
+    shapes: list[tuple[str, int]] = []
+    left = pods
+    while left > 0:
+        size = min(left, rng.choice(GANG_SIZES))
+        draw = rng.random()
+        shapes.append(("pods" if size == 1 or draw < 0.3 else
+                       "group" if draw < 0.6 else "app", size))
+        left -= size
+    sizes = [(rng.choice((1, 2, 4)), rng.choice((2, 4, 8))) for _ in shapes]
+    demand_cpu = sum(c * n for (c, _), (_, n) in zip(sizes, shapes, strict=True))
+    demand_mem = sum(m * n for (_, m), (_, n) in zip(sizes, shapes, strict=True))
+    scale = min(1.0, 0.6 * nodes * 32 / demand_cpu, 0.6 * nodes * 128 / demand_mem)
+    apps: list[AppSpec] = []
+    groups: list[PodGroupSpec] = []
+    pod_list: list[Pod] = []
+    plain = 0
+    for index, ((kind, size), (cpu, mem)) in enumerate(zip(shapes, sizes, strict=True)):
+        request = Resources.from_k8s({"cpu": f"{max(1, int(cpu * scale * 1000))}m",
+                                      "memory": f"{max(64, int(mem * scale * 1024))}Mi"})
+        creation = float(index)
+        name = f"{kind}-{index}"
+        if kind == "pods":
+            plain += size
+            pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
+                             creation=creation, queue="default") for i in range(size)]
+        elif kind == "group":
+            group_key = GroupKey(f"bench/{name}")
+            groups.append(PodGroupSpec(group_key, uid=name, min_member=size, queue="batch",
+                                       mode=GangMode.STRICT, creation=creation))
+            pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
+                             creation=creation, pod_group=group_key) for i in range(size)]
+        else:
+            key = AppKey(f"bench/{name}")
+            groups_ = (TaskGroup("driver", 1, request),
+                       TaskGroup("executor", size - 1, request)) if size > 1 else (
+                           TaskGroup("driver", 1, request),)
+            apps.append(AppSpec(key, uid=name, queue="batch", task_groups=groups_,
+                                policy=SchedulingPolicy(), creation=creation))
+            for i in range(size):
+                group = "driver" if i == 0 else "executor"
+                pod_list.append(Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
+                                    creation=creation, app=key, task_group=group))
+    return Workload(node_list, apps, groups, pod_list, plain)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    nodes: int
+    pods: int
+    observe_seconds: float
+    cycle_seconds: float
+    cycles: int
+    binds: int
+    placed: int
+    wall_seconds: float
+    """Observing and cycling, by the wall clock (other processes on the machine count)."""
+
+    @property
+    def placements_per_second(self) -> float:
+        return self.placed / self.cycle_seconds if self.cycle_seconds else 0.0
+
+    @property
+    def binds_per_second(self) -> float:
+        return self.binds / self.cycle_seconds if self.cycle_seconds else 0.0
+
+    @property
+    def micros_per_placement(self) -> float:
+        return 1e6 * self.cycle_seconds / self.placed if self.placed else float("inf")
+
+
+def best(nodes: int, pods: int, repeat: int) -> Result:
+    """The fastest of ``repeat`` runs (the least disturbed by the rest of the machine)."""
+    return min((run(nodes, pods) for _ in range(max(1, repeat))),
+               key=lambda r: r.cycle_seconds)
+
+
+def run(nodes: int, pods: int, *, max_cycles: int = 10_000) -> Result:
+    """Observe the workload, then cycle until every real pod is bound (or nothing moves)."""
+    workload = build(nodes, pods)
+    gc.collect()
+    started = time.process_time()
+    wall = time.perf_counter()
+    scheduler = Scheduler(SchedulerConfig())
+    world = World(scheduler, keep_decisions=False)
+    world.add_queue(QueueSpec("batch", sort_policy=SortPolicy.FIFO))
+    for node in workload.nodes:
+        world.add_node(node)
+    for app in workload.apps:
+        world.add_app(app)
+    for group in workload.groups:
+        world.add_group(group)
+    for pod in workload.pods:
+        world.add_pod(pod)
+    observed = time.process_time()
+    real = {pod.uid for pod in workload.pods}
+    binds = placed = cycles = 0
+    now = 1.0
+    while placed < len(real) and cycles < max_cycles:
+        decisions = world.step(now)
+        cycles += 1
+        moved = 0
+        for decision in decisions:
+            if isinstance(decision, BindPod):
+                binds += 1
+                moved += 1
+                placed += decision.uid in real
+        if not moved and not any(not isinstance(d, BindPod) for d in decisions):
+            break
+        now += 0.01
+    finished = time.process_time()
+    return Result(nodes, pods, observed - started, finished - observed, cycles, binds, placed,
+                  time.perf_counter() - wall)
+
+
+def _reference(nodes: int, pods: int, repeat: int) -> Result:
+    workload = build(nodes, pods)
+    print(f"Reference: {nodes} nodes (32 cpu, 128Gi, 110 pods), {pods} pending pods in gangs "
+          f"of 1 to 64: {workload.gangs}")
+    result = best(nodes, pods, repeat)
+    verdict = "meets" if result.placements_per_second >= TARGET else "MISSES"
+    print(f"  observe nodes, apps, PodGroups and pods  {result.observe_seconds:8.2f} s cpu")
+    print(f"  cycles until every pod is bound          {result.cycle_seconds:8.2f} s cpu "
+          f"({result.cycles} cycles)")
+    print(f"  both, by the wall clock                  {result.wall_seconds:8.2f} s")
+    print(f"  pods placed                              {result.placed:8d}")
+    print(f"  binds (placeholders and real pods)       {result.binds:8d}")
+    print(f"  placements/s                             {result.placements_per_second:8.0f} "
+          f"({verdict} the target of {TARGET:.0f}/s)")
+    print(f"  binds/s                                  {result.binds_per_second:8.0f}")
+    print(f"  cost per placement                       {result.micros_per_placement:8.1f} µs")
+    return result
+
+
+def _sweep(node_counts: list[int], pod_counts: list[int], repeat: int) -> None:
+    results = {(n, p): best(n, p, repeat) for n in node_counts for p in pod_counts}
+    print("\nSweep: µs of cycle time per pod placed (placements/s in brackets)")
+    corner = "nodes / pods"
+    print(f"{corner:>12}" + "".join(f"{p:>18}" for p in pod_counts))
+    for n in node_counts:
+        cells = ""
+        for p in pod_counts:
+            cell = results[(n, p)]
+            cells += f"{cell.micros_per_placement:>9.1f} ({cell.placements_per_second:>6.0f})"
+        print(f"{n:>12}" + cells)
+    low, high = node_counts[0], node_counts[-1]
+    print(f"\nGrowth with nodes ({low} -> {high}, x{high / low:g}), per pod count:")
+    for p in pod_counts:
+        ratio = results[(high, p)].micros_per_placement / results[(low, p)].micros_per_placement
+        shape = "sub-linear" if ratio < high / low else "linear or worse"
+        print(f"  {p:>6} pods: cost x{ratio:.2f} ({shape})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000, help="reference nodes (5000)")
+    parser.add_argument("--pods", type=int, default=20_000, help="reference pods (20000)")
+    parser.add_argument("--quick", action="store_true", help="a smaller sweep")
+    parser.add_argument("--no-sweep", action="store_true", help="only the reference run")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="runs per measurement, the fastest is kept (default 2)")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile the reference run and print the top functions")
+    args = parser.parse_args(argv)
+    print(f"gangsched core benchmark: Python {platform.python_version()} on "
+          f"{platform.machine()}, one thread")
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        _reference(args.nodes, args.pods, 1)
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+        print(text.getvalue())
+        return 0
+    repeat = 1 if args.quick else args.repeat
+    print(f"Times are CPU seconds; each is the fastest of {repeat} run(s).")
+    _reference(args.nodes, args.pods, repeat)
+    if not args.no_sweep:
+        if args.quick:
+            _sweep([500, 2000], [2000, 5000], repeat)
+        else:
+            _sweep([500, 1000, 2000, 5000], [2000, 5000, 20_000], repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
