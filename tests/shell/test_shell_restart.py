@@ -136,6 +136,31 @@ async def test_restart_after_reservation_with_real_pods_created_meanwhile(cluste
         await op.kill()
 
 
+async def test_restart_while_the_first_lists_fail(cluster) -> None:  # type: ignore[no-untyped-def]
+    """The new operator's start-up lists fail at first: it tries them again before it
+    schedules anything, and then recognises the reserved gang as it is."""
+    api, kubeconfig = cluster
+    clock = FakeClock()
+    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    api.create(application("train", GANG, timeout=600))
+    await wait_for(lambda: app_status(api).get("reserved") == "5/5", what="reserved 5/5")
+    await op.kill()
+
+    apps = api.faults.add(method="GET", path_regex=r"/applications\?limit=", times=2,
+                          status=500)
+    pods = api.faults.add(method="GET", path_regex=r"^/api/v1/pods\?limit=", times=2,
+                          drop_connection=True)
+    op = await OperatorUnderTest(api, kubeconfig, clock, api_retry_initial=0.05).start()
+    try:
+        assert (apps.hits, pods.hits) == (2, 2)
+        real_pods(api)
+        await wait_for(lambda: bound(api, REAL), what="real pods bound")
+        await wait_for(lambda: not placeholders(api), what="no placeholder left")
+        check_no_duplicates(api)
+    finally:
+        await op.kill()
+
+
 async def test_restart_mid_swap(cluster) -> None:  # type: ignore[no-untyped-def]
     """Killed with the ps and two worker placeholders deleted but their real pods not yet
     bound (their binds fail), and the other two placeholders' deletions failing."""
@@ -336,3 +361,21 @@ async def test_placeholders_are_hardened_and_recognised_after_a_restart(cluster)
         assert len(creates) == 2
     finally:
         await op.kill()
+
+
+async def test_a_graceful_stop_writes_the_last_status(cluster) -> None:  # type: ignore[no-untyped-def]
+    """Statuses are batched (here: at most one write per 60 s); stopping (SIGTERM, a
+    rollout) writes what is pending, so the next operator starts from it."""
+    api, kubeconfig = cluster
+    clock = FakeClock()
+    op = await OperatorUnderTest(api, kubeconfig, clock, status_interval=60).start()
+    api.create(application("train", GANG, timeout=600))
+    await wait_for(lambda: app_status(api).get("state"), what="a first status")
+    await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")]) == 5,
+                   what="5 placeholders bound")
+    await op.settle()
+    assert app_status(api).get("reserved") != "5/5"  # not written yet
+    await op.kill()
+    status = app_status(api)
+    assert (status["reserved"], status["state"]) == ("5/5", "Accepted")
+    assert status["placeholderTimerStart"]

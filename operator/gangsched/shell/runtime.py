@@ -15,6 +15,7 @@ the API server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import json
@@ -235,26 +236,53 @@ class Runtime:
 
     # --- start-up ------------------------------------------------------------------------
 
-    async def sync(self) -> None:
+    async def sync(self, stop: asyncio.Event | None = None) -> bool:
         """List everything and rebuild the core's state before the first cycle.
 
         What kopf relayed before is dropped: an Application's first observation is the
         one its persisted state and timers are restored from, so it must be current.
+        A list that fails is tried again (with a backoff) until it succeeds: scheduling
+        from part of the cluster could bind on a node that looks free, or re-create
+        placeholders that exist. False if ``stop`` was set first.
         """
         self.inbox.clear()
         for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
                                 ("podgroups", self.on_podgroup)):
-            try:
-                items, _ = await self.client.list(resource_path(GROUP, VERSION, plural))
-            except ApiError as err:
-                log.warning("cannot list %s: %s", plural, err)
-                continue
-            for obj in items:
+            path = resource_path(GROUP, VERSION, plural)
+            listed: list[JSON] = []
+
+            async def list_crs(path: str = path, listed: list[JSON] = listed) -> None:
+                listed.extend((await self.client.list(path))[0])
+
+            if not await self._until_done(f"list {plural}", list_crs, stop):
+                return False
+            for obj in listed:
                 handler("ADDED", obj)
-        await self.node_watch.list()
-        await self.pod_watch.list()
+        for reflector in (self.node_watch, self.pod_watch):
+            if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
+                return False
         self._drain()
         self.ready.set()
+        return True
+
+    async def _until_done(self, what: str, call: Callable[[], Awaitable[None]],
+                          stop: asyncio.Event | None) -> bool:
+        attempt = 0
+        while stop is None or not stop.is_set():
+            try:
+                await call()
+                return True
+            except ApiError as err:
+                delay = min(self.settings.api_retry_initial * 2 ** attempt,
+                            self.settings.api_retry_max)
+                attempt += 1
+                log.warning("%s failed: %s; retrying in %.1fs", what, err, delay)
+                if stop is None:
+                    await asyncio.sleep(delay)
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), timeout=delay)
+        return False
 
     def _drain(self) -> None:
         batch, self.inbox = self.inbox, []
@@ -277,13 +305,17 @@ class Runtime:
                 await _wait_any(self.leading, stop)
             else:
                 self.leading.set()
-            if stop.is_set():
+            if stop.is_set() or not await self.sync(stop):
                 return
-            await self.sync()
             tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
             tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
             await self._cycles(stop)
         finally:
+            if self.leading.is_set() and self.ready.is_set():
+                # A graceful stop (SIGTERM): write the last statuses, timers included.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.status.flush(),
+                                           timeout=self.settings.shutdown_timeout)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
