@@ -272,3 +272,23 @@ async def test_pod_watch_failure_loses_nothing(cluster, fault: dict[str, Any]) -
         assert_bound_at_most_once(api)
     finally:
         await op.kill()
+
+
+async def test_slow_pending_condition_never_lands_after_the_bind(cluster, op) -> None:  # type: ignore[no-untyped-def]
+    """A real pod says WaitingForPlaceholder while its placeholder goes; that condition
+    write is slow, the bind is not. The pod must end PodScheduled=True, not False."""
+    api, _ = cluster
+    api.create(application("swap", [group("w", 1)]))
+    await wait_for(lambda: status_of(api, "applications", "default", "swap")
+                   .get("reserved") == "1/1", what="reserved")
+    slow = api.faults.add(method="PATCH", path_regex=r"/pods/real/status", delay=0.3)
+    api.create(pod("real", labels={"gangsched.io/app": "swap"},
+                   annotations={"gangsched.io/task-group": "w"}))
+    await wait_for(lambda: node_of(api, "real") == "node-0", what="bound")
+    await wait_for(lambda: slow.hits >= 1, what="the condition write")
+    await op.settle()
+    await wait_for(lambda: len([e for e in api.request_log if e.method == "PATCH" and
+                                "/pods/real/status" in e.path_qs]) == slow.hits,
+                   what="the slow writes answered")
+    found = condition(api.get("pods", "default", "real"), "PodScheduled")
+    assert found["status"] == "True", found

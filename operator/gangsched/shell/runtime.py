@@ -105,6 +105,9 @@ class Runtime:
         """Pods-first pods whose Application cannot be made from them, and why."""
         self.conditions: dict[PodUID, PodPending] = {}
         """The PodScheduled condition each pod should show, until it is written."""
+        self.pod_locks: dict[PodUID, asyncio.Lock] = {}
+        """One write at a time per pod for its bind and its PodScheduled condition, so
+        that a slow PodScheduled=False never lands after the bind's True."""
         watch_timeout = self.settings.watch_timeout
         self.pod_watch = Reflector(client, "/api/v1/pods", self.on_pod, name="pods",
                                    timeout_seconds=watch_timeout)
@@ -132,6 +135,7 @@ class Runtime:
             self.pods_first_tried.pop(uid, None)
             self.pods_first_errors.pop(uid, None)
             self.conditions.pop(PodUID(uid), None)
+            self.pod_locks.pop(PodUID(uid), None)
             self.submit(PodGone(PodUID(uid)))
             return
         pod = pod_from_k8s(obj, scheduler_names=self.settings.scheduler_names)
@@ -393,13 +397,21 @@ class Runtime:
         micro = times.format_micro_time(now)
         self.api.submit(lambda: self.events.record(name, body, now, micro))
 
+    def _pod_lock(self, uid: PodUID) -> asyncio.Lock:
+        lock = self.pod_locks.get(uid)
+        if lock is None:
+            lock = self.pod_locks[uid] = asyncio.Lock()
+        return lock
+
     async def _bind(self, d: BindPod) -> None:
-        if not self.leading.is_set():
-            return  # leadership lost: the new leader decides about this pod
-        try:
-            await self.client.bind(d.namespace, d.name, d.uid, d.node)
-        except ApiError as err:
-            self.submit(BindFailed(d.uid, d.node, err.code, err.message or err.reason))
+        self.conditions.pop(d.uid, None)  # a pending reason not yet written is moot now
+        async with self._pod_lock(d.uid):
+            if not self.leading.is_set():
+                return  # leadership lost: the new leader decides about this pod
+            try:
+                await self.client.bind(d.namespace, d.name, d.uid, d.node)
+            except ApiError as err:
+                self.submit(BindFailed(d.uid, d.node, err.code, err.message or err.reason))
 
     async def _create_placeholder(self, d: CreatePlaceholder) -> None:
         app = self.apps.get(d.app)
@@ -440,13 +452,15 @@ class Runtime:
                                  d.reason, d.message))
 
     async def _write_condition(self, d: PodPending, now: float, attempt: int) -> None:
-        if self.conditions.get(d.uid) is not d:
-            return  # superseded by a newer reason, or the pod is gone
         condition = render.pod_scheduled_condition(d, now=now)
         try:
-            await self.client.patch("", "v1", "pods", d.namespace, d.name,
-                                    {"status": {"conditions": [condition]}},
-                                    subresource="status", content_type=STRATEGIC_MERGE_PATCH)
+            async with self._pod_lock(d.uid):
+                if self.conditions.get(d.uid) is not d:
+                    return  # superseded by a newer reason or a bind, or the pod is gone
+                await self.client.patch("", "v1", "pods", d.namespace, d.name,
+                                        {"status": {"conditions": [condition]}},
+                                        subresource="status",
+                                        content_type=STRATEGIC_MERGE_PATCH)
         except ApiError as err:
             if err.code in RETRYABLE and attempt < self.settings.api_retries:
                 self._later(functools.partial(self._write_condition, d, now, attempt + 1),
