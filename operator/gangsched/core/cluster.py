@@ -93,7 +93,8 @@ class NodeState:
         self.node = node
         self.used = Resources.ZERO
         self.free = node.allocatable
-        self.pods: set[str] = set()
+        self.pods: dict[str, Resources] = {}
+        """The request each pod placed here holds, by pod uid."""
 
     def score(self, request: Resources) -> float:
         """Utilisation after placing ``request``: the sum of per-resource fractions."""
@@ -137,6 +138,8 @@ class Cluster:
         self.sample_size = max(1, sample_size)
         self.free_epoch = 0
         """Bumped whenever capacity is released or added: cached "does not fit" is stale."""
+        self._release_epoch = 0
+        """Bumped on every release, also those that need no retry: watermarks are stale."""
         self._sorted: list[NodeState] | None = None
         self._static: dict[Constraints, list[NodeState]] = {}
         self._watermarks: dict[tuple[Constraints, Resources], int] = {}
@@ -156,17 +159,17 @@ class Cluster:
             state = NodeState(node)
             self.nodes[node.name] = state
             for uid, request in self._orphan_usage.pop(node.name, {}).items():
-                state.pods.add(uid)
+                state.pods[uid] = request
                 state.used = state.used + request
             state.free = node.allocatable - state.used
             self._nodes_changed()
-            self.free_epoch += 1
+            self._freed()
             return
         old = state.node
         state.node = node
         if old.allocatable != node.allocatable:
             state.free = node.allocatable - state.used
-            self.free_epoch += 1
+            self._freed()
         if (
             old.labels != node.labels
             or old.taints != node.taints
@@ -174,15 +177,19 @@ class Cluster:
             or old.ready != node.ready
         ):
             self._nodes_changed()
-            self.free_epoch += 1
+            self._freed()
 
     def remove_node(self, name: str) -> None:
-        """Forget a node. Pods still charged to it stay charged until they go."""
+        """Forget a node. Pods still charged to it stay charged until they go.
+
+        Their usage is kept aside under the node's name: if a node of that name comes
+        back before they go, it starts with their usage (no overcommit on re-add).
+        """
         state = self.nodes.pop(name, None)
         if state is None:
             return
         if state.pods:
-            self._orphan_usage[name] = {}
+            self._orphan_usage.setdefault(name, {}).update(state.pods)
         self._nodes_changed()
 
     def _nodes_changed(self) -> None:
@@ -207,23 +214,34 @@ class Cluster:
             return
         if uid in state.pods:
             return
-        state.pods.add(uid)
+        state.pods[uid] = request
         state.used = state.used + request
         state.free = state.free - request
 
-    def release(self, node_name: str, uid: str, request: Resources) -> None:
+    def release(self, node_name: str, uid: str, request: Resources, *, retry: bool = True) -> None:
+        """Forget pod ``uid``'s usage on the node (the amount charged, whatever ``request``).
+
+        ``retry=False`` is for undoing a tentative placement made in the same cycle (a
+        Strict gang's rollback): the capacity was free when the cycle began, so pods that
+        failed to fit need not be tried again because of it.
+        """
         state = self.nodes.get(node_name)
         if state is None:
             orphans = self._orphan_usage.get(node_name)
             if orphans is not None:
                 orphans.pop(uid, None)
             return
-        if uid not in state.pods:
+        held = state.pods.pop(uid, None)
+        if held is None:
             return
-        state.pods.discard(uid)
-        state.used = state.used - request
-        state.free = state.free + request
-        self.free_epoch += 1
+        state.used = state.used - held
+        state.free = state.free + held
+        self._freed(retry)
+
+    def _freed(self, retry: bool = True) -> None:
+        self._release_epoch += 1
+        if retry:
+            self.free_epoch += 1
 
     def capacity(self) -> Resources:
         total = Resources.ZERO
@@ -248,19 +266,27 @@ class Cluster:
             self._static[constraints] = found
         return found
 
-    def fits(self, node_name: str, request: Resources, constraints: Constraints) -> bool:
+    def fits(
+        self,
+        node_name: str,
+        request: Resources,
+        constraints: Constraints,
+        *,
+        extra: Resources = Resources.ZERO,
+    ) -> bool:
+        """Does ``request`` fit on the node now, with ``extra`` more free? False if unknown."""
         state = self.nodes.get(node_name)
         if state is None or static_failure(state.node, constraints) is not None:
             return False
-        return request.fits_in(state.free)
+        return request.fits_in(state.free + extra if extra else state.free)
 
     def place(
         self, request: Resources, constraints: Constraints, scoring: Scoring
     ) -> str | None:
         """The best node for ``request`` (pods slot included), or None if none fits."""
-        if self._watermark_epoch != self.free_epoch:
+        if self._watermark_epoch != self._release_epoch:
             self._watermarks.clear()
-            self._watermark_epoch = self.free_epoch
+            self._watermark_epoch = self._release_epoch
         nodes = self.candidates(constraints)
         count = len(nodes)
         if count == 0:
@@ -300,7 +326,7 @@ class Cluster:
 
     def diagnose(self, request: Resources, constraints: Constraints) -> Diagnosis:
         """Why ``request`` fits no node. O(nodes), cached until nodes or capacity change."""
-        epoch = (self._node_epoch, self.free_epoch)
+        epoch = (self._node_epoch, self._release_epoch)
         if self._diagnosis_epoch != epoch:
             self._diagnoses.clear()
             self._diagnosis_epoch = epoch

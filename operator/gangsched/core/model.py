@@ -251,7 +251,13 @@ class PodGroupSpec:
 
 @dataclass(frozen=True, slots=True)
 class QueueSpec:
-    """A queue. ``max`` is None for no quota; a resource missing from ``max`` is unlimited."""
+    """A queue. ``max`` is None for no quota; a resource missing from ``max`` is unlimited.
+
+    :class:`Resources` drops zero amounts, so ``max={"nvidia.com/gpu": 0}`` alone would read
+    as "GPUs unlimited". ``limited`` names every resource that ``max`` sets, zeros
+    included: a name in ``limited`` but absent from ``max`` has a limit of 0 (none allowed).
+    Names with a non-zero amount in ``max`` are limited whether or not they are listed.
+    """
 
     name: str
     parent: str | None = None
@@ -263,6 +269,25 @@ class QueueSpec:
     weight: int = 1
     reclaimable: bool = True
     invalid: str | None = None
+    limited: frozenset[str] = frozenset()
+
+    def limit(self, name: str) -> int | None:
+        """The most of resource ``name`` the queue may use; None when it is unlimited."""
+        if self.max is None:
+            return 0 if name in self.limited else None
+        amount = self.max.get(name)
+        if amount or name in self.limited:
+            return amount
+        return None
+
+    def within_max(self, usage: Resources) -> bool:
+        """Does ``usage`` stay within ``max`` (zero limits included)? True without a max."""
+        for name, amount in usage.items():
+            if amount > 0:
+                cap = self.limit(name)
+                if cap is not None and amount > cap:
+                    return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)

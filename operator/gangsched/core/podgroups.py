@@ -43,12 +43,26 @@ def group_observed(s: Scheduler, spec: PodGroupSpec) -> None:
         rt.timed_out = spec.persisted_phase == "TimedOut"
         rt.satisfied = spec.persisted_phase in SATISFIED_PHASES
         s.groups[spec.key] = rt
-        s.rebuild_queue_usage()
+        s.recharge(s.group_members.get(spec.key, set()))
+        _retry_gang(s, spec)
         return
     old, rt.spec = rt.spec, spec
     rt.dirty = True
+    if old != spec:
+        _retry_gang(s, spec)
     if old.queue != spec.queue:
-        s.rebuild_queue_usage()
+        s.recharge(s.group_members.get(spec.key, set()))
+
+
+def _retry_gang(s: Scheduler, spec: PodGroupSpec) -> None:
+    """Something the gang condition depends on changed: let the GangGroup try again."""
+    for key in spec.members_of_gang_group:
+        member = s.groups.get(key)
+        if member is not None:
+            member.failed_epoch = -1
+    for other in s.groups.values():
+        if spec.key in other.spec.gang_group:
+            other.failed_epoch = -1
 
 
 def group_gone(s: Scheduler, key: GroupKey) -> None:
@@ -56,23 +70,37 @@ def group_gone(s: Scheduler, key: GroupKey) -> None:
     if rt is None:
         return
     _release_assumed(s, rt)
-    for uid in s.group_members.get(key, ()):
+    found = s.group_members.get(key, set())
+    for uid in found:
         s.pods[uid].pending_reason = None
-    s.rebuild_queue_usage()
+    s.recharge(found)
+    s.queues_dirty = True
 
 
 def pod_gone(s: Scheduler, ps: PodState) -> None:
+    unassume(s, ps)
+
+
+def unassume(s: Scheduler, ps: PodState) -> None:
+    """The pod is no longer an assumed member of its group: gone, bound, finished, moved.
+
+    A member bound by someone else, or that finished, must not be bound (or released)
+    with the rest of the gang later.
+    """
     if ps.pod.pod_group is not None:
         rt = s.groups.get(ps.pod.pod_group)
-        if rt is not None:
+        if rt is not None and ps.uid in rt.assumed:
             rt.assumed.discard(ps.uid)
+            rt.dirty = True
 
 
-def _release_assumed(s: Scheduler, rt: GroupRuntime) -> None:
+def _release_assumed(s: Scheduler, rt: GroupRuntime, *, rollback: bool = False) -> None:
+    """Give back every assumed member's place. A Strict rollback, undoing this very
+    attempt, frees nothing that was not free when the cycle began: it retries no one."""
     for uid in sorted(rt.assumed):
         ps = s.pods.get(uid)
-        if ps is not None:
-            s.uncharge(ps)
+        if ps is not None and ps.pod.node_name is None:
+            s.uncharge(ps, retry=not rollback)
             s.refresh_pending(ps)
     rt.assumed.clear()
     rt.dirty = True
@@ -118,6 +146,9 @@ def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
         key = ps.pod.pod_group
         if key is None or ps.pod.app is not None:
             continue
+        if ps.pod.invalid:
+            s.mark_pending(ps, "InvalidPod", ps.pod.invalid)
+            continue
         rt = s.groups.get(key)
         if rt is None:
             s.mark_pending(ps, "PodGroupNotFound",
@@ -158,13 +189,19 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
         return
     over = s.queues.over_max(spec.queue, spec.min_resources)
     if not over.ok:
-        rt.reason = "QueueQuotaExceeded"
-        rt.message = (f"minResources {spec.min_resources.format_short()} exceed queue "
-                      f"{over.queue}'s max {over.max.format_short()}")
-        rt.blocking = BlockingReason("QueueQuota", rt.message, {"queue": over.queue})
+        if over.problem:
+            reason, rt.message = "QueueNotFound", over.problem
+        else:
+            reason = "QueueQuotaExceeded"
+            rt.message = (f"minResources {spec.min_resources.format_short()} exceed queue "
+                          f"{over.queue}'s max {over.max_text}")
+        rt.reason = reason
+        rt.blocking = BlockingReason(reason, rt.message, {"queue": over.queue})
         rt.dirty = True
-        _mark_all(s, unit.pending, "QueueQuotaExceeded", rt.message)
+        _mark_all(s, unit.pending, reason, rt.message)
         return
+    if rt.reason in ("QueueQuotaExceeded", "QueueNotFound"):
+        rt.reason, rt.message, rt.dirty = "", "", True
     gang: list[GroupRuntime] = []
     for key in spec.members_of_gang_group:
         member = s.groups.get(key)
@@ -202,12 +239,20 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
     summary = ", ".join(f"{g.spec.key} {placed[g.spec.key]}/{g.spec.min_member}" for g in gang)
     for g in gang:
         if g.spec.mode is GangMode.STRICT and g.assumed:
-            _release_assumed(s, g)
+            _release_assumed(s, g, rollback=True)
+    for g in gang:
+        # After every rollback: the gang is tried again only once capacity is freed
+        # (or a member, a spec or a quota changes), not in every cycle.
         g.failed_epoch = s.cluster.free_epoch
         for ps in pending.get(g.spec.key, []):
-            if ps.node is None:
+            if ps.pod.invalid:
+                s.mark_pending(ps, "InvalidPod", ps.pod.invalid)
+            elif ps.node is None:
                 s.mark_pending(ps, "WaitingForGang", f"gang members placed: {summary}")
-            g.dirty = True
+            else:
+                s.mark_pending(ps, "WaitingForGang", f"held on node {ps.node} until the gang "
+                               f"is complete; gang members placed: {summary}")
+        g.dirty = True
 
 
 def _pending_by_group(s: Scheduler, gang: list[GroupRuntime]) -> dict[GroupKey, list[PodState]]:
@@ -228,12 +273,8 @@ def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) 
             continue
         check = s.queues.fits(queue, ps.request)
         if not check.ok:
-            g.blocking = BlockingReason(
-                "QueueQuota",
-                f"queue {check.queue} has {check.headroom.format_short()} free; a member "
-                f"needs {ps.request.format_short()}",
-                {"queue": check.queue},
-            )
+            g.blocking = BlockingReason("QueueQuota", check.describe(ps.request, "a member"),
+                                        {"queue": check.queue})
             return
         node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring)
         if node is None:
@@ -251,11 +292,15 @@ def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) 
 
 
 def progress(s: Scheduler, now: float) -> None:
-    """Derive each changed PodGroup's phase from its members."""
+    """Derive each changed PodGroup's phase from its members; report an invalid spec."""
     for key in sorted(s.groups):
         rt = s.groups[key]
         if not rt.dirty:
             continue
+        invalid = rt.spec.invalid
+        if invalid and f"invalid:{invalid}" not in rt.warned:
+            rt.warned.add(f"invalid:{invalid}")
+            s.event(ref(rt), EventType.WARNING, "InvalidSpec", invalid)
         if not rt.satisfied and not rt.timed_out and _bound(s, rt) > 0 and not rt.assumed:
             rt.satisfied = True  # bound members survive restarts: the gang was satisfied
         rt.phase = _phase(s, rt)

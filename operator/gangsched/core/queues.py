@@ -2,7 +2,9 @@
 
 Usage is charged to a leaf queue and counted at every level above it, so a quota set on a
 parent applies to all of its children together. A resource missing from ``max`` is
-unlimited there (YuniKorn's rule); a queue with no ``max`` at all has no quota.
+unlimited there (YuniKorn's rule); a queue with no ``max`` at all has no quota. A resource
+set to 0 in ``max`` is *not* missing: the edge lists it in ``QueueSpec.limited`` (zero
+amounts do not survive in :class:`Resources`), and the queue allows none of it.
 
 The queue named ``default`` always exists: when no Queue object defines it, it is a
 top-level queue with no quota and the configured default sort policy.
@@ -28,9 +30,33 @@ class QuotaCheck:
     queue: str = ""
     headroom: Resources = Resources.ZERO
     max: Resources = Resources.ZERO
+    problem: str = ""
+    """Set when the queue cannot be used at all: unknown, invalid, or a broken parent chain."""
+    max_text: str = ""
+    """``max`` for messages, with zero limits shown (``nvidia.com/gpu=0``)."""
+
+    def describe(self, needed: Resources, what: str) -> str:
+        """A message for users: why ``what`` (needing ``needed``) does not fit."""
+        if self.problem:
+            return self.problem
+        return (f"queue {self.queue} has {self.headroom.format_short()} free of max "
+                f"{self.max_text}; {what} needs {needed.format_short()}")
 
 
 OK = QuotaCheck(True)
+
+
+def format_max(spec: QueueSpec) -> str:
+    """``spec.max`` as ``cpu=4, nvidia.com/gpu=0``: zero limits are shown too."""
+    limits = spec.max or Resources.ZERO
+    names = sorted(set(limits.names()) | spec.limited)
+    if not names:
+        return "none"
+    shown = []
+    for name in names:
+        amount = limits.get(name)
+        shown.append(Resources({name: amount}).format_short() if amount else f"{name}=0")
+    return ", ".join(shown)
 
 
 class QueueTree:
@@ -139,24 +165,27 @@ class QueueTree:
         """
         path = self.path(name)
         if isinstance(path, str):
-            return QuotaCheck(False, name)
+            return QuotaCheck(False, name, problem=path)
         for level in path:
             spec = self.specs.get(level)
-            if spec is None or spec.max is None:
+            if spec is None or (spec.max is None and not spec.limited):
                 continue
             taken = self.used.get(level, Resources.ZERO) + self.earmarked.get(level, Resources.ZERO)
             taken = taken - own_earmark
-            if not (taken + request).fits_in_quota(spec.max):
-                return QuotaCheck(False, level, (spec.max - taken).clamp_non_negative(), spec.max)
+            if not spec.within_max(taken + request):
+                limit = spec.max or Resources.ZERO
+                return QuotaCheck(False, level, (limit - taken).clamp_non_negative(), limit,
+                                  max_text=format_max(spec))
         return OK
 
     def over_max(self, name: str, request: Resources) -> QuotaCheck:
         """Is ``request`` larger than the quota of some level, even with the queue empty?"""
         path = self.path(name)
         if isinstance(path, str):
-            return QuotaCheck(False, name)
+            return QuotaCheck(False, name, problem=path)
         for level in path:
             spec = self.specs.get(level)
-            if spec is not None and spec.max is not None and not request.fits_in_quota(spec.max):
-                return QuotaCheck(False, level, spec.max, spec.max)
+            if spec is not None and not spec.within_max(request):
+                limit = spec.max or Resources.ZERO
+                return QuotaCheck(False, level, limit, limit, max_text=format_max(spec))
         return OK

@@ -59,35 +59,63 @@ def members(s: Scheduler, rt: AppRuntime) -> tuple[list[PodState], list[PodState
     return placeholders, reals
 
 
+def taken(reals: list[PodState]) -> dict[str, int]:
+    """Real pods holding a place, by task group: each stands for a member of the gang.
+
+    Normally no real pod runs before the reservation; after a restart whose last status
+    write was lost, some may already have taken their placeholder's place.
+    """
+    found: dict[str, int] = {}
+    for ps in reals:
+        if ps.node is not None and ps.pod.active and ps.pod.task_group is not None:
+            found[ps.pod.task_group] = found.get(ps.pod.task_group, 0) + 1
+    return found
+
+
 def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+    """Admit, create the missing placeholders, allocate the pending ones, and say whether
+    the gang is reserved: every task group has ``minMember`` allocated placeholders or
+    real pods."""
     spec = rt.spec
-    placeholders, _ = members(s, rt)
+    placeholders, reals = members(s, rt)
     observed = {
         p.pod.name: p for p in placeholders if p.release_reason is None and not p.pod.terminating
     }
     rt.placeholders = {name: p.uid for name, p in observed.items()}
-    expected = expected_placeholders(rt)
-    if not rt.admitted and not _admit(s, rt, observed):
+    running = taken(reals)
+    if not rt.admitted and not _admit(s, rt, observed, running):
         return
-    for name, group, index in expected:
-        if name in observed:
-            continue
-        asked = rt.create_asked.get(name)
-        if asked is not None and now - asked < s.config.placeholder_retry:
-            continue
-        rt.create_asked[name] = now
-        task_group = spec.group(group)
-        assert task_group is not None  # expected names come from the task groups
-        s.out.append(CreatePlaceholder(spec.key, group, index, name, spec.namespace,
-                                       task_group.min_resource))
-    expected_names = {name for name, _, _ in expected}
+    names = {group.name: _names(rt, group.name, group.min_member) for group in spec.task_groups}
+    for group in spec.task_groups:
+        group_names = names[group.name]
+        missing = group.min_member - running.get(group.name, 0)
+        missing -= sum(1 for name in group_names if name in observed)
+        for index, name in enumerate(group_names):
+            if missing <= 0:
+                break
+            if name in observed:
+                continue
+            missing -= 1
+            asked = rt.create_asked.get(name)
+            if asked is not None and now - asked < s.config.placeholder_retry:
+                continue
+            rt.create_asked[name] = now
+            s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
+                                           group.min_resource))
+    expected_names = {name for group_names in names.values() for name in group_names}
     for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
         if ps.pod.name in expected_names and ps.release_reason is None:
             _allocate(s, rt, ps, now)
-    allocated = sum(1 for name in expected_names if name in observed
-                    and observed[name].node is not None)
+    allocated = complete = 0
+    for group in spec.task_groups:
+        held = sum(1 for name in names[group.name]
+                   if name in observed and observed[name].node is not None)
+        allocated += held
+        complete += held + running.get(group.name, 0) >= group.min_member
+    if allocated and rt.timer_start is None:
+        rt.timer_start = now  # allocated before a restart that lost the persisted start
     was = rt.reserved
-    rt.reserved = allocated == len(expected_names)
+    rt.reserved = complete == len(spec.task_groups)
     if rt.reserved:
         rt.blocking.clear()
         if rt.earmark:
@@ -95,28 +123,53 @@ def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -
             rt.earmark = Resources.ZERO
         if not was:
             rt.dirty = True
+            members_running = sum(running.values())
+            note = f" and {members_running} members already running" if members_running else ""
             s.event(ref(rt), EventType.NORMAL, "GangReserved",
-                    f"all {allocated} placeholders allocated; the gang's capacity is held")
+                    f"all {allocated} placeholders allocated{note}; the gang's capacity is held")
 
 
-def _admit(s: Scheduler, rt: AppRuntime, observed: dict[str, PodState]) -> bool:
-    """Admit the gang if its remaining ask fits the queue's headroom."""
+def _names(rt: AppRuntime, group: str, count: int) -> list[str]:
     spec = rt.spec
-    remaining = gang_ask(spec)
+    return [naming.placeholder_name(spec.name, spec.uid, group, i) for i in range(count)]
+
+
+def place_pending(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+    """Allocate the app's pending, unreleased placeholders again (after a failed bind)."""
+    expected_names = {name for name, _, _ in expected_placeholders(rt)}
+    for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
+        if ps.pod.name in expected_names and ps.release_reason is None:
+            _allocate(s, rt, ps, now)
+
+
+def _admit(
+    s: Scheduler, rt: AppRuntime, observed: dict[str, PodState], running: dict[str, int]
+) -> bool:
+    """Admit the gang if what it still needs fits the queue's headroom.
+
+    A gang that already has placeholders (found after a restart) is admitted at once:
+    they hold their place already. What is still needed is earmarked.
+    """
+    spec = rt.spec
+    allocated: dict[str, int] = {}
     for ps in observed.values():
         if ps.node is not None:
-            remaining = remaining - ps.request
-    remaining = remaining.clamp_non_negative()
+            group_name = ps.pod.task_group or ""
+            allocated[group_name] = allocated.get(group_name, 0) + 1
+    remaining = Resources.ZERO
+    for group in spec.task_groups:
+        short = group.min_member - allocated.get(group.name, 0) - running.get(group.name, 0)
+        if short > 0:
+            remaining = remaining + (group.min_resource + ONE_POD).scale(short)
     if not observed:
         check = s.queues.fits(spec.queue, remaining)
         if not check.ok:
-            message = (f"queue {check.queue} has {check.headroom.format_short()} free of max "
-                       f"{check.max.format_short()}; the gang needs {remaining.format_short()}")
+            message = check.describe(remaining, "the gang")
             blocking = BlockingReason("QueueQuota", message, {
                 "queue": check.queue,
                 "needed": remaining.format_short(),
                 "headroom": check.headroom.format_short(),
-                "max": check.max.format_short(),
+                "max": check.max_text,
             })
             for group in spec.task_groups:
                 rt.blocking[group.name] = blocking
@@ -139,8 +192,7 @@ def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
         return
     check = s.queues.fits(spec.queue, ps.request, own_earmark=rt.earmark)
     if not check.ok:
-        message = (f"queue {check.queue} has {check.headroom.format_short()} free; "
-                   f"a placeholder needs {ps.request.format_short()}")
+        message = check.describe(ps.request, "a placeholder")
         rt.blocking[group] = BlockingReason("QueueQuota", message, {"queue": check.queue})
         s.mark_pending(ps, "QueueQuota", message)
         rt.dirty = True

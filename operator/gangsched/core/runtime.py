@@ -36,6 +36,7 @@ class PodState:
         "pod",
         "release_reason",
         "request",
+        "swapped",
     )
 
     def __init__(self, pod: Pod) -> None:
@@ -57,19 +58,24 @@ class PodState:
         self.parked_name = ""
         self.parked_node: str | None = None
         """The node of that placeholder, where the real pod goes once it is deleted."""
+        self.swapped = False
+        """For a real gang member: it has taken a placeholder once, and takes no other."""
         self.release_reason: str | None = None
         """For a placeholder: why the core asked for its deletion."""
         self.delete_asked = 0.0
 
     def update(self, pod: Pod) -> None:
+        """Take a newer version of the pod; a changed request or constraint retries it."""
         if pod.requests != self.pod.requests:
             self.request = pod.requests + ONE_POD
+            self.blocked_epoch = -1
         if (
             pod.node_selector != self.pod.node_selector
             or pod.tolerations != self.pod.tolerations
             or pod.affinity != self.pod.affinity
         ):
             self.constraints = Constraints.of_pod(pod)
+            self.blocked_epoch = -1
         self.pod = pod
 
     @property
@@ -119,7 +125,21 @@ class AppRuntime:
     last_status: SetAppStatus | None = None
     warned: set[str] = field(default_factory=set)
     """Warnings already recorded as events (pod larger than its group...), not repeated."""
+    placeholders_expired: bool = False
+    """The placeholder timeout released the placeholders: any still seen go too."""
+    unchecked: list[PodUID] = field(default_factory=list)
+    """Placeholders observed since the last cycle, to check they are still wanted."""
     dirty: bool = True
+
+    def reset_run(self) -> None:
+        """Forget a finished run, for a Completed or Rejected app submitted again."""
+        self.admitted = self.reserved = self.placeholders_expired = False
+        self.timer_start = self.waiting_since = self.starting_since = None
+        self.bound_ever = 0
+        self.counters.clear()
+        self.create_asked.clear()
+        self.blocking.clear()
+        self.dirty = True
 
     def counter(self, group: str) -> GroupCounters:
         found = self.counters.get(group)

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import gangsched.core.allocation as alloc_logic
 import gangsched.core.apps as app_logic
+import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
 import gangsched.core.status as status_logic
+import gangsched.core.swap as swap_logic
 from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
     BindPod,
@@ -74,6 +77,10 @@ class Scheduler:
         self.group_members: dict[GroupKey, set[PodUID]] = {}
         self.pending: dict[PodUID, None] = {}
         """Pods of ours waiting for a node, in arrival order."""
+        self.parked: dict[PodUID, None] = {}
+        """Real pods waiting for the deletion of the placeholder they take."""
+        self.deleting: dict[PodUID, None] = {}
+        """Placeholders whose deletion was asked for and is not yet seen."""
         self.now = 0.0
         self.out: list[Decision] = []
         self.queues_dirty = True
@@ -105,14 +112,19 @@ class Scheduler:
             group_logic.group_gone(self, obs.key)
         elif isinstance(obs, QueueObserved):
             self.queues.upsert(obs.spec)
-            self.rebuild_queue_usage()
+            self._queues_changed()
         elif isinstance(obs, QueueGone):
             self.queues.remove(obs.name)
-            self.rebuild_queue_usage()
+            self._queues_changed()
         elif isinstance(obs, BindFailed):
             self._bind_failed(obs)
         elif isinstance(obs, PlaceholderCreateFailed):
             app_logic.placeholder_create_failed(self, obs)
+
+    def _queues_changed(self) -> None:
+        self.rebuild_queue_usage()
+        for group in self.groups.values():
+            group.failed_epoch = -1  # a quota may have grown: try the gangs again
 
     def _pod_observed(self, obs: PodObserved) -> None:
         pod = obs.pod
@@ -122,13 +134,24 @@ class Scheduler:
             self.pods[pod.uid] = ps
             self.pod_by_name[pod.ref] = pod.uid
             self._join(ps)
+            if pod.placeholder:
+                app_logic.placeholder_observed(self, ps)
+        elif (ps.pod.app, ps.pod.pod_group) != (pod.app, pod.pod_group):
+            if ps.node is not None and pod.requests != ps.pod.requests:
+                self.uncharge(ps)
+            self._leave(ps)
+            ps.update(pod)
+            self._join(ps)
+            self.recharge((ps.uid,))
+            if pod.placeholder:
+                app_logic.placeholder_observed(self, ps)
+        elif ps.node is not None and pod.requests != ps.pod.requests:
+            held = ps.node  # charged with the old request: charge the new one, same place
+            self.uncharge(ps)
+            ps.update(pod)
+            self.charge(ps, held)
         else:
-            if (ps.pod.app, ps.pod.pod_group) != (pod.app, pod.pod_group):
-                self._leave(ps)
-                ps.update(pod)
-                self._join(ps)
-            else:
-                ps.update(pod)
+            ps.update(pod)
         if pod.node_name is not None and pod.active:
             if ps.node != pod.node_name:
                 self.uncharge(ps)
@@ -136,9 +159,11 @@ class Scheduler:
             if ps.assumed:
                 ps.assumed = False
                 app_logic.real_pod_confirmed(self, ps)
+            group_logic.unassume(self, ps)
         elif not pod.active:
             self.uncharge(ps)
             ps.assumed = False
+            group_logic.unassume(self, ps)
         self.refresh_pending(ps)
         self.touch_owner(ps)
 
@@ -149,6 +174,8 @@ class Scheduler:
         self.pod_by_name.pop(ps.pod.ref, None)
         self.uncharge(ps)
         self.pending.pop(uid, None)
+        self.parked.pop(uid, None)
+        self.deleting.pop(uid, None)
         self.touch_owner(ps)
         self._leave(ps)
         app_logic.pod_gone(self, ps)
@@ -160,6 +187,9 @@ class Scheduler:
             self.app_members.setdefault(pod.app, set()).add(pod.uid)
         if pod.pod_group is not None:
             self.group_members.setdefault(pod.pod_group, set()).add(pod.uid)
+            group = self.groups.get(pod.pod_group)
+            if group is not None:
+                group.failed_epoch = -1  # a new member: the gang may be complete now
 
     def _leave(self, ps: PodState) -> None:
         pod = ps.pod
@@ -171,6 +201,11 @@ class Scheduler:
             group_members = self.group_members.get(pod.pod_group)
             if group_members is not None:
                 group_members.discard(pod.uid)
+            group = self.groups.get(pod.pod_group)
+            if group is not None and pod.uid in group.assumed:
+                group_logic.unassume(self, ps)
+                if pod.node_name is None:
+                    self.uncharge(ps)
 
     def _bind_failed(self, obs: BindFailed) -> None:
         ps = self.pods.get(obs.uid)
@@ -217,15 +252,36 @@ class Scheduler:
             ps.charged_queue = queue
         self.queues_dirty = True
 
-    def uncharge(self, ps: PodState) -> None:
+    def uncharge(self, ps: PodState, *, retry: bool = True) -> None:
+        """Release what ``ps`` holds on its node and queue (see ``Cluster.release``)."""
         if ps.node is None:
             return
-        self.cluster.release(ps.node, ps.uid, ps.request)
+        self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
         if ps.charged_queue is not None:
             self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
             ps.charged_queue = None
         ps.node = None
         self.queues_dirty = True
+
+    def recharge(self, uids: Iterable[PodUID]) -> None:
+        """Move the queue charge of these pods to the queue they belong to now.
+
+        Called when their application or pod group appears, goes, or changes queue:
+        O(those pods), not a recount of every pod.
+        """
+        for uid in uids:
+            ps = self.pods.get(uid)
+            if ps is None or ps.node is None:
+                continue
+            queue = self.queue_of(ps)
+            if queue == ps.charged_queue:
+                continue
+            if ps.charged_queue is not None:
+                self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
+            if queue is not None:
+                self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
+            ps.charged_queue = queue
+            self.queues_dirty = True
 
     def rebuild_queue_usage(self) -> None:
         """Recount every queue's usage from the pods (queue specs or membership changed)."""
@@ -293,7 +349,7 @@ class Scheduler:
         self.now = now
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
-        app_logic.complete_swaps(self, now)
+        swap_logic.complete_swaps(self, now)
         self._allocate(now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
@@ -302,70 +358,29 @@ class Scheduler:
         return out
 
     def _allocate(self, now: float) -> None:
-        units = app_logic.units(self, now) + group_logic.units(self) + self._ordinary_units()
+        units = alloc_logic.units(self, now) + group_logic.units(self) + ordinary_logic.units(self)
         by_queue: dict[str, list[tuple[tuple[object, ...], object]]] = {}
         for queue, key, unit in units:
             by_queue.setdefault(queue, []).append((key, unit))
+        done: set[GroupKey] = set()
         for queue in sorted(by_queue):
-            gate = app_logic.StateAwareGate(self, queue, now)
-            done: set[GroupKey] = set()
-            for _, unit in sorted(by_queue[queue], key=lambda item: item[0]):
-                if isinstance(unit, app_logic.AppUnit):
-                    app_logic.schedule_app(self, unit, gate, now)
+            ordered = sorted(by_queue[queue], key=lambda item: item[0])
+            with_work = {u.rt.spec.key for _, u in ordered if isinstance(u, alloc_logic.AppUnit)}
+            gate = alloc_logic.StateAwareGate(self, queue, now, with_work)
+            for _, unit in ordered:
+                if isinstance(unit, alloc_logic.AppUnit):
+                    alloc_logic.schedule_app(self, unit, gate, now)
                 elif isinstance(unit, group_logic.GroupUnit):
                     group_logic.schedule_group(self, unit, done, now)
                 elif isinstance(unit, PodState):
                     self.schedule_ordinary(unit, now)
 
-    def _ordinary_units(self) -> list[tuple[str, tuple[object, ...], object]]:
-        units: list[tuple[str, tuple[object, ...], object]] = []
-        for uid in self.pending:
-            ps = self.pods[uid]
-            pod = ps.pod
-            if pod.app is not None or pod.pod_group is not None:
-                continue
-            queue = pod.queue or "default"
-            units.append((queue, self.sort_key(queue, pod.priority, pod.creation, pod.ref), ps))
-        return units
-
     def sort_key(
         self, queue: str, priority: int, creation: float, ref: str
     ) -> tuple[object, ...]:
-        spec = self.queues.spec(queue)
-        if spec is not None and spec.sort_policy.value == "priority":
-            return (-priority, creation, ref)
-        return (creation, -priority, ref)
+        """The order of a unit within ``queue`` (see ``ordinary.sort_key``)."""
+        return ordinary_logic.sort_key(self, queue, priority, creation, ref)
 
     def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled") -> bool:
         """Place one pod on its own (no gang condition). True if a bind was asked for."""
-        pod = ps.pod
-        if pod.invalid:
-            self.mark_pending(ps, "InvalidPod", pod.invalid)
-            return False
-        if ps.backoff_until > now:
-            return False
-        queue = self.queue_of(ps) or "default"
-        check = self.queues.fits(queue, ps.request)
-        if not check.ok:
-            if check.queue == queue and self.queues.spec(queue) is None:
-                self.mark_pending(ps, "QueueNotFound", f'queue "{queue}" does not exist')
-            else:
-                self.mark_pending(
-                    ps,
-                    "QueueQuota",
-                    f"queue {check.queue} has {check.headroom.format_short()} free "
-                    f"of max {check.max.format_short()}; the pod needs "
-                    f"{ps.request.format_short()}",
-                )
-            return False
-        if ps.blocked_epoch == self.cluster.free_epoch:
-            return False
-        node = self.cluster.place(ps.request, ps.constraints, self.config.pod_scoring)
-        if node is None:
-            ps.blocked_epoch = self.cluster.free_epoch
-            diagnosis = self.cluster.diagnose(ps.request, ps.constraints)
-            reason_name = "Constraints" if diagnosis.constraint_bound else "Capacity"
-            self.mark_pending(ps, reason_name, diagnosis.message(ps.request))
-            return False
-        self.bind(ps, node, reason)
-        return True
+        return ordinary_logic.place(self, ps, now, reason)

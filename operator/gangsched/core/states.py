@@ -14,7 +14,8 @@ scheduling design (``state-aware-batch-scheduling.txt``) and its later Soft styl
 * ``Resuming``: Soft style after the placeholder timeout: unused placeholders are released
   and the real pods are scheduled as ordinary pods.
 * ``Completed``, ``Rejected``, ``Killed``: terminal. A Completed app may be submitted again
-  under the same ID (``RESUBMIT``), as the design asks for cron-like reuse of an ID.
+  under the same ID (``RESUBMIT``), as the design asks for cron-like reuse of an ID; a
+  Rejected app whose spec is changed is checked again (``RESUBMIT`` back to ``New``).
 
 Side effects are never run here: the scheduler turns a transition into decisions.
 """
@@ -67,7 +68,7 @@ class AppEvent(enum.StrEnum):
     KILL = "kill"
     """Hard style: the placeholder timeout expired before the gang started."""
     RESUBMIT = "resubmit"
-    """New pods arrived for a Completed application ID."""
+    """New pods arrived for a Completed application ID, or a Rejected app's spec changed."""
 
 
 class IllegalTransition(ValueError):
@@ -101,6 +102,7 @@ def _table() -> dict[tuple[AppState, AppEvent], AppState]:
         (AppState.RESUMING, AppEvent.RUN): AppState.RUNNING,
         (AppState.RESUMING, AppEvent.WAIT): AppState.WAITING,
         (AppState.COMPLETED, AppEvent.RESUBMIT): AppState.NEW,
+        (AppState.REJECTED, AppEvent.RESUBMIT): AppState.NEW,
     }
     for state in _LIVE:
         table.setdefault((state, AppEvent.KILL), AppState.KILLED)
@@ -135,3 +137,7 @@ def render_mermaid(
     for state in sorted(TERMINAL_STATES, key=lambda s: s.value):
         lines.append(f"    {state.value} --> [*]")
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates docs/application-states.md
+    print(render_mermaid(), end="")

@@ -1,0 +1,205 @@
+"""Allocation for applications: which apps have work, the state-aware gate, and the order.
+
+Each cycle, every application with a pending pod (and every Accepted gang, which may
+have placeholders to create) becomes one *unit*; the scheduler sorts the units of each
+queue by the queue's policy and calls :func:`schedule_app` on each in turn:
+
+* ``New``/``Completed``: its pods wait, and say why (the queue is missing, the queue is
+  at ``maxApplications``...). ``Killed``/``Rejected``: its pods are never scheduled.
+* a ``stateaware`` queue lets one *starting* application at a time get allocations
+  (:class:`StateAwareGate`); running applications are never held back.
+* an Accepted gang reserves (:mod:`~gangsched.core.reservation`); only once every
+  placeholder is allocated are its real pods placed (:mod:`~gangsched.core.swap`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gangsched.core import reservation, swap
+from gangsched.core.apps import NOT_SCHEDULABLE
+from gangsched.core.decisions import BlockingReason, EventType
+from gangsched.core.model import AppKey, SortPolicy
+from gangsched.core.reservation import ref
+from gangsched.core.runtime import AppRuntime, PodState
+from gangsched.core.states import AppState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+
+@dataclass(slots=True)
+class AppUnit:
+    rt: AppRuntime
+    pending: list[PodState] = field(default_factory=list)
+
+
+def units(s: Scheduler, now: float) -> list[tuple[str, tuple[object, ...], object]]:
+    """The apps with work this cycle, and what to say to pods of missing apps."""
+    by_app: dict[AppKey, AppUnit] = {}
+    for uid in s.pending:
+        ps = s.pods[uid]
+        key = ps.pod.app
+        if key is None:
+            continue
+        if ps.pod.invalid:  # never scheduled, and no part of its app's work
+            s.mark_pending(ps, "InvalidPod", ps.pod.invalid)
+            continue
+        rt = s.apps.get(key)
+        if rt is None:
+            s.mark_pending(ps, "ApplicationNotFound",
+                           f"application {key} does not exist yet; waiting for it")
+            continue
+        unit = by_app.get(key)
+        if unit is None:
+            unit = by_app[key] = AppUnit(rt)
+        unit.pending.append(ps)
+    for key, rt in s.apps.items():
+        if key not in by_app and rt.spec.gang and rt.state is AppState.ACCEPTED:
+            by_app[key] = AppUnit(rt)
+    result: list[tuple[str, tuple[object, ...], object]] = []
+    for key, unit in by_app.items():
+        spec = unit.rt.spec
+        unit.pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+        result.append((spec.queue, s.sort_key(spec.queue, spec.priority, spec.creation, key), unit))
+    return result
+
+
+def starting(rt: AppRuntime, with_work: Collection[AppKey] | None = None) -> bool:
+    """Is the app in a starting state, as state-aware scheduling counts them?
+
+    A gang counts from admission until its reservation is complete. Otherwise an
+    Accepted or Starting app counts only while it asks for something (it is in
+    ``with_work``, when given): an application with nothing left to schedule does not
+    hold the queue back, even before its state catches up at the end of the cycle.
+    """
+    asking = with_work is None or rt.spec.key in with_work
+    if rt.state is AppState.STARTING:
+        return asking
+    if rt.state is not AppState.ACCEPTED:
+        return False
+    if rt.spec.gang:
+        return rt.admitted and not rt.reserved
+    return asking
+
+
+class StateAwareGate:
+    """In a ``stateaware`` queue, one starting app at a time gets allocations.
+
+    An app leaves the starting state as soon as it progresses (its gang is reserved, or
+    it gets a further allocation, or it has nothing left to ask for), so start-up is not
+    serialised to one app per timeout. An app starting for longer than the queue's
+    ``stateAwareTimeoutSeconds`` stops holding the others back.
+    """
+
+    def __init__(
+        self,
+        s: Scheduler,
+        queue: str,
+        now: float,
+        with_work: Collection[AppKey] | None = None,
+    ) -> None:
+        spec = s.queues.spec(queue)
+        self.active = spec is not None and spec.sort_policy is SortPolicy.STATE_AWARE
+        self.timeout = spec.state_aware_timeout if spec is not None else 0.0
+        self.now = now
+        self.holder: AppKey | None = None
+        if not self.active:
+            return
+        ordered = sorted(
+            (rt for rt in s.apps.values()
+             if rt.spec.queue == queue and starting(rt, with_work)),
+            key=lambda rt: (rt.spec.creation, rt.spec.key),
+        )
+        for rt in ordered:
+            if not self._expired(rt):
+                self.holder = rt.spec.key
+                break
+
+    def _expired(self, rt: AppRuntime) -> bool:
+        since = rt.starting_since
+        return since is not None and self.now - since >= self.timeout
+
+    def allows(self, rt: AppRuntime) -> bool:
+        """May ``rt`` get allocations (or be admitted) now?"""
+        if not self.active or rt.state in (AppState.RUNNING, AppState.WAITING,
+                                           AppState.RESUMING):
+            return True
+        if rt.spec.gang and rt.state is AppState.ACCEPTED and rt.reserved:
+            return True
+        if self._expired(rt):
+            return True
+        if self.holder is None:
+            self.holder = rt.spec.key
+        return self.holder == rt.spec.key
+
+
+def schedule_app(s: Scheduler, unit: AppUnit, gate: StateAwareGate, now: float) -> None:
+    rt = unit.rt
+    spec = rt.spec
+    reals = [p for p in unit.pending if not p.pod.placeholder]
+    check_sizes(s, rt, reals)
+    if rt.state in (AppState.NEW, AppState.COMPLETED):
+        for ps in reals:
+            s.mark_pending(ps, rt.reason, rt.message or "the application is not accepted yet")
+        return
+    if rt.state in NOT_SCHEDULABLE:
+        for ps in reals:
+            s.mark_pending(ps, NOT_SCHEDULABLE[rt.state], rt.message)
+        return
+    if not gate.allows(rt):
+        message = (f"queue {spec.queue} starts one application at a time; "
+                   f"waiting for {gate.holder}")
+        for group in spec.task_groups:
+            rt.blocking[group.name] = BlockingReason(
+                "StateAwareGate", message, {"startingApplication": str(gate.holder)})
+        rt.dirty = True
+        for ps in reals:
+            s.mark_pending(ps, "StateAwareGate", message)
+        return
+    placeholders = [p for p in unit.pending if p.pod.placeholder]
+    if spec.gang and rt.state is AppState.ACCEPTED:
+        reservation.reserve(s, rt, placeholders, now)
+        if not rt.reserved:
+            allocated, total = _reservation(s, rt)
+            for ps in reals:
+                s.mark_pending(ps, "WaitingForGang",
+                               f"{allocated}/{total} placeholders of the gang allocated")
+            return
+    elif placeholders and rt.state is not AppState.RESUMING and not rt.placeholders_expired:
+        # A placeholder whose bind failed after the gang was reserved: hold its place again.
+        reservation.place_pending(s, rt, placeholders, now)
+    free = swap.FreePlaceholders(s, rt)
+    for ps in reals:
+        swap.place_real(s, rt, ps, free, now)
+
+
+def check_sizes(s: Scheduler, rt: AppRuntime, reals: list[PodState]) -> None:
+    """Report, once, a real pod larger than its task group's minResource, or in no group."""
+    for ps in reals:
+        if ps.uid in rt.warned:
+            continue
+        rt.warned.add(ps.uid)
+        group = rt.spec.group(ps.pod.task_group)
+        if rt.spec.gang and group is None:
+            s.event(ref(rt), EventType.WARNING, "UnknownTaskGroup",
+                    f"pod {ps.pod.ref} names task group {ps.pod.task_group!r}, which the "
+                    "application does not define; it is scheduled without a placeholder")
+        elif group is not None and not ps.pod.requests.fits_in(group.min_resource):
+            excess = ps.pod.requests.shortfall(group.min_resource)
+            s.event(ref(rt), EventType.WARNING, "PodLargerThanTaskGroup",
+                    f"pod {ps.pod.ref} requests {ps.pod.requests.format_short()}, more than "
+                    f"task group {group.name}'s minResource {group.min_resource.format_short()}"
+                    f" (by {excess.format_short()}); it may not fit in its placeholder's place")
+
+
+def _reservation(s: Scheduler, rt: AppRuntime) -> tuple[int, int]:
+    total = sum(g.min_member for g in rt.spec.task_groups)
+    allocated = 0
+    for uid in rt.placeholders.values():
+        ps = s.pods.get(uid)
+        if ps is not None and ps.node is not None:
+            allocated += 1
+    return allocated, total

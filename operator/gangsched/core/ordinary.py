@@ -1,0 +1,70 @@
+"""Ordinary pods: pods of ours with no gang condition, placed one by one in their queue.
+
+Pods with neither an Application nor a PodGroup are units of their own; real pods of an
+application without a placeholder to take, and members of a PodGroup that is already
+satisfied, are placed the same way (:func:`place`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gangsched.core.model import DEFAULT_QUEUE, SortPolicy
+from gangsched.core.runtime import PodState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+
+def sort_key(s: Scheduler, queue: str, priority: int, creation: float,
+             ref: str) -> tuple[object, ...]:
+    """Order within a queue: ``priority`` queues by (priority desc, creation, name); the
+    others (fifo, stateaware, fair) by (creation, priority desc, name)."""
+    spec = s.queues.spec(queue)
+    if spec is not None and spec.sort_policy is SortPolicy.PRIORITY:
+        return (-priority, creation, ref)
+    return (creation, -priority, ref)
+
+
+def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
+    """The pending pods with neither an Application nor a PodGroup, with their queue."""
+    found: list[tuple[str, tuple[object, ...], object]] = []
+    for uid in s.pending:
+        ps = s.pods[uid]
+        pod = ps.pod
+        if pod.app is not None or pod.pod_group is not None:
+            continue
+        queue = pod.queue or DEFAULT_QUEUE
+        found.append((queue, sort_key(s, queue, pod.priority, pod.creation, pod.ref), ps))
+    return found
+
+
+def place(s: Scheduler, ps: PodState, now: float, reason: str) -> bool:
+    """Place one pod on its own. True if a bind was asked for; else it says why it waits.
+
+    An invalid pod waits with ``InvalidPod``; one in backoff after a failed bind waits
+    silently; then the queue (``QueueNotFound``, ``QueueQuota``) and the nodes
+    (``Constraints`` when no node passes the static filters, else ``Capacity``).
+    """
+    pod = ps.pod
+    if pod.invalid:
+        s.mark_pending(ps, "InvalidPod", pod.invalid)
+        return False
+    if ps.backoff_until > now:
+        return False
+    check = s.queues.fits(s.queue_of(ps) or DEFAULT_QUEUE, ps.request)
+    if not check.ok:
+        why = "QueueNotFound" if check.problem else "QueueQuota"
+        s.mark_pending(ps, why, check.describe(ps.request, "the pod"))
+        return False
+    if ps.blocked_epoch == s.cluster.free_epoch:
+        return False  # nothing was freed since it last fit nowhere
+    node = s.cluster.place(ps.request, ps.constraints, s.config.pod_scoring)
+    if node is None:
+        ps.blocked_epoch = s.cluster.free_epoch
+        diagnosis = s.cluster.diagnose(ps.request, ps.constraints)
+        why = "Constraints" if diagnosis.constraint_bound else "Capacity"
+        s.mark_pending(ps, why, diagnosis.message(ps.request))
+        return False
+    s.bind(ps, node, reason)
+    return True

@@ -1,0 +1,102 @@
+"""Releasing placeholders: asking for their deletion, again until it is seen, and
+dropping those no longer wanted.
+
+A placeholder is released when its gang no longer needs it: replaced by a real pod
+(``PlaceholderReplaced``), expired (``PlaceholderTimeout``), its application completed,
+killed or deleted, or it is not one the current spec asks for (``PlaceholderOrphaned``).
+A placeholder can turn up after its application stopped wanting it: created late, left
+from an older spec, or found after a restart. Each placeholder seen for the first time
+is checked in the next cycle and released at once if unwanted.
+
+A deletion that is not seen within ``placeholder_retry`` seconds is asked for again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gangsched.core.decisions import DeletePod, DeleteReason
+from gangsched.core.reservation import expected_placeholders, members
+from gangsched.core.resources import Resources
+from gangsched.core.runtime import AppRuntime, PodState
+from gangsched.core.states import AppState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+
+def release(s: Scheduler, rt: AppRuntime, ps: PodState, reason: DeleteReason, message: str) -> None:
+    """Ask for the deletion of one placeholder, and ask again until it is gone."""
+    ps.release_reason = reason.value
+    ps.delete_asked = s.now
+    s.deleting[ps.uid] = None
+    if reason is not DeleteReason.PLACEHOLDER_REPLACED:
+        rt.counter(ps.pod.task_group or "").released += 1
+    pod = ps.pod
+    s.out.append(DeletePod(pod.uid, pod.namespace, pod.name, reason, message))
+    rt.dirty = True
+
+
+def release_all(s: Scheduler, rt: AppRuntime, reason: DeleteReason, message: str) -> int:
+    """Ask for the deletion of every placeholder not yet released. Returns how many."""
+    count = 0
+    placeholders, _ = members(s, rt)
+    for ps in placeholders:
+        if ps.release_reason is not None or ps.pod.terminating:
+            continue
+        release(s, rt, ps, reason, message)
+        count += 1
+    rt.dirty = True
+    return count
+
+
+def drop_earmark(s: Scheduler, rt: AppRuntime) -> None:
+    """Give back the queue headroom an admitted gang still holds for its placeholders."""
+    if rt.earmark:
+        s.queues.unearmark(rt.spec.queue, rt.earmark)
+        rt.earmark = Resources.ZERO
+        s.queues_dirty = True
+
+
+def _unwanted(rt: AppRuntime, expected: bool) -> tuple[DeleteReason, str] | None:
+    """Why a live placeholder of ``rt`` should go, or None while the gang may use it."""
+    if rt.state is AppState.COMPLETED:
+        return DeleteReason.APP_COMPLETED, "application completed"
+    if rt.state is AppState.KILLED:
+        return DeleteReason.APP_KILLED, "application was killed"
+    if rt.state is AppState.REJECTED:
+        return DeleteReason.ORPHANED, "application was rejected"
+    if rt.state is AppState.RESUMING or rt.placeholders_expired:
+        return DeleteReason.PLACEHOLDER_TIMEOUT, "the placeholder timeout has expired"
+    if not expected and rt.state is not AppState.NEW:
+        return DeleteReason.ORPHANED, "not a member of the application's task groups"
+    return None
+
+
+def check_placeholders(s: Scheduler, rt: AppRuntime) -> None:
+    """Release the placeholders seen since the last cycle that ``rt`` does not want."""
+    expected = {name for name, _, _ in expected_placeholders(rt)}
+    for uid in rt.unchecked:
+        ps = s.pods.get(uid)
+        if (ps is None or not ps.pod.placeholder or ps.pod.app != rt.spec.key
+                or ps.release_reason is not None or ps.pod.terminating):
+            continue
+        unwanted = _unwanted(rt, ps.pod.name in expected)
+        if unwanted is not None:
+            release(s, rt, ps, *unwanted)
+    rt.unchecked.clear()
+
+
+def retry_deletes(s: Scheduler, now: float) -> None:
+    """Ask again for deletions not seen after ``placeholder_retry`` seconds."""
+    for uid in list(s.deleting):
+        ps = s.pods.get(uid)
+        if ps is None or ps.release_reason is None:
+            del s.deleting[uid]
+            continue
+        if ps.pod.terminating or now - ps.delete_asked < s.config.placeholder_retry:
+            continue
+        ps.delete_asked = now
+        pod = ps.pod
+        s.out.append(DeletePod(pod.uid, pod.namespace, pod.name,
+                               DeleteReason(ps.release_reason), "deletion asked for again"))
