@@ -1,0 +1,46 @@
+"""Invariants over random workloads, checked after every cycle (see ``workloads.py``)."""
+
+from __future__ import annotations
+
+from gangsched.core.model import SchedulerConfig, Scoring
+from hypothesis import HealthCheck, given, settings
+from simworld import SimWorld
+from workloads import Cluster, Op, Runner, check_invariants, clusters, ops
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def run(cluster: Cluster, operations: list[Op], config: SchedulerConfig | None = None) -> Runner:
+    runner = Runner(SimWorld(config=config))
+    runner.setup(cluster)
+    runner.run(operations)
+    runner.world.hold_deletes.clear()
+    runner.now += 2000.0  # every timer expires, every held deletion is asked for again
+    for _ in range(3):
+        runner.step()
+    check_invariants(runner.world)  # nothing held any more: no placeholder is left over
+    return runner
+
+
+@SETTINGS
+@given(clusters(), ops)
+def test_invariants_hold_after_every_cycle(cluster: Cluster, operations: list[Op]) -> None:
+    run(cluster, operations)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), ops)
+def test_invariants_hold_with_spread_scoring(cluster: Cluster, operations: list[Op]) -> None:
+    run(cluster, operations, SchedulerConfig(gang_scoring=Scoring.SPREAD,
+                                             pod_scoring=Scoring.SPREAD, sample_size=2))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), ops)
+def test_same_observations_and_times_give_the_same_decisions(
+    cluster: Cluster, operations: list[Op]
+) -> None:
+    first = run(cluster, operations)
+    second = run(cluster, operations)
+    assert first.log == second.log

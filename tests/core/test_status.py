@@ -1,0 +1,111 @@
+"""Status decisions: what Applications, PodGroups and Queues report, and only on change."""
+
+from __future__ import annotations
+
+from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
+from gangsched.core.decisions import (
+    BlockingReason,
+    PlaceholderCounts,
+    SetAppStatus,
+    SetPodGroupStatus,
+    SetQueueStatus,
+    TaskGroupStatus,
+)
+from gangsched.core.model import GroupKey
+from gangsched.core.naming import label_value, placeholder_name
+from simworld import SimWorld
+
+
+def test_app_status_counts_through_a_gang_life() -> None:
+    w = SimWorld()
+    w.add_node(make_node("n", cpu=3))
+    app = make_app("a", make_group("g", 4, cpu=1), placeholder_timeout=50)
+    w.add_app(app)
+    w.add_pod(make_pod("r0", app="a", task_group="g"))
+    w.settle(0)
+    status = w.app_status[app.key]
+    assert (status.state, status.reserved, status.running) == ("Accepted", "3/4", 0)
+    group = status.task_groups[0]
+    assert group.placeholders == PlaceholderCounts(created=4, allocated=3, pending=1)
+    assert (group.real_bound, group.real_pending) == (0, 1)
+    assert group.blocking.reason == "Capacity"
+    w.add_node(make_node("m", cpu=1))
+    w.settle(1)
+    status = w.app_status[app.key]
+    assert (status.state, status.reserved, status.running) == ("Running", "4/4", 1)
+    assert status.task_groups[0] == TaskGroupStatus(
+        name="g", min_member=4,
+        placeholders=PlaceholderCounts(created=4, allocated=3, replaced=1),
+        real_bound=1, real_pending=0, blocking=BlockingReason(),
+    )
+    w.step(60)
+    counts = w.app_status[app.key].task_groups[0].placeholders
+    assert counts == PlaceholderCounts(created=4, replaced=1, released=3)
+    assert w.app_status[app.key].placeholder_timer_start is None
+
+
+def test_statuses_are_sent_only_when_they_change() -> None:
+    w = SimWorld()
+    w.add_node(make_node("n"))
+    w.add_app(make_app("a", make_group("g", 1)))
+    w.add_group(make_podgroup("pg", 1))
+    w.settle(0)
+    quiet = w.settle(1)
+    assert [d for d in quiet
+            if isinstance(d, SetAppStatus | SetPodGroupStatus | SetQueueStatus)] == []
+
+
+def test_podgroup_status() -> None:
+    w = SimWorld()
+    w.add_node(make_node("n", cpu=2))
+    w.add_group(make_podgroup("pg", 2))
+    for i in range(3):
+        w.add_pod(make_pod(f"m{i}", pod_group="pg"))
+    w.settle(5)
+    status = w.group_status[GroupKey("default/pg")]
+    assert (status.phase, status.members, status.scheduled, status.running) == (
+        "Running", 3, 2, 2)
+    assert status.schedule_start == 5
+    w.finish("m0")
+    w.finish("m1")
+    w.delete("m2")
+    w.step(6)
+    assert w.group_status[GroupKey("default/pg")].phase == "Finished"
+
+
+def test_queue_status() -> None:
+    w = SimWorld()
+    w.add_node(make_node("n", cpu=4))
+    w.add_queue(make_queue("root", max=res(8)))
+    w.add_queue(make_queue("q", parent="root"))
+    w.add_app(make_app("a", make_group("g", 1, cpu=1), queue="q"))
+    w.add_pod(make_pod("p", cpu=2, queue="q"))
+    w.add_pod(make_pod("big", cpu=5, queue="q"))
+    w.add_queue(make_queue("orphan", parent="gone"))
+    w.settle(0)
+    root = w.queue_status["root"]
+    assert root.allocated == res(3, "2Gi", pods=2)
+    assert root.reserved_by_placeholders == res(1, "1Gi", pods=1)
+    assert root.pending == res(5, "1Gi", pods=1)
+    assert root.max == res(8)
+    assert root.applications == {"Accepted": 1}
+    assert w.queue_status["q"].allocated == root.allocated
+    assert w.queue_status["orphan"].message == (
+        'queue "orphan" names parent "gone", which does not exist')
+    assert "default" in w.queue_status
+
+
+def test_placeholder_names_are_deterministic_valid_and_short() -> None:
+    name = placeholder_name("spark-pi", "uid-1", "executor", 3)
+    assert name == placeholder_name("spark-pi", "uid-1", "executor", 3)
+    assert name.startswith("spark-pi-executor-") and name.endswith("-3")
+    assert name != placeholder_name("spark-pi", "uid-2", "executor", 3)
+    long = placeholder_name("a" * 80, "u", "Group" * 10, 12345)
+    assert len(long) <= 63 and long == long.lower() and long.endswith("-12345")
+
+
+def test_label_values_are_valid_and_unique() -> None:
+    assert label_value("plain") == "plain"
+    odd = label_value("default/my app!")
+    assert odd != label_value("default/my app?")
+    assert len(label_value("x" * 100)) <= 63
