@@ -269,9 +269,6 @@ async def test_a_rejected_app_is_checked_again_when_fixed(cluster) -> None:  # t
         await op.kill()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core: a placeholder that cannot be created (403, 422...) is reported by an Event "
-    "only; the Application's status shows no blocking reason"))
 async def test_placeholder_creation_refused_shows_in_status(cluster) -> None:  # type: ignore[no-untyped-def]
     api, kubeconfig = cluster
     op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
@@ -282,6 +279,9 @@ async def test_placeholder_creation_refused_shows_in_status(cluster) -> None:  #
         await wait_for(lambda: events(api, reason="PlaceholderCreateFailed"), what="Event")
         await op.settle(3)
         gang = condition(api.try_get("applications", "default", "vip"), "GangReserved")
-        assert "platinum" in gang.get("message", "")
+        assert gang["status"] == "False"
+        assert "no PriorityClass with name platinum was found" in gang["message"]
+        blocking = status_of(api, "applications", "default", "vip")["taskGroups"][0]
+        assert "platinum" in blocking["blockingReason"]["message"]
     finally:
         await op.kill()
