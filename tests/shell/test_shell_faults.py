@@ -236,6 +236,28 @@ async def test_pod_condition_write_failure_is_retried(cluster, op, code: int) ->
     assert events(api, reason="Capacity", regarding="huge")
 
 
+async def test_pending_reason_updates_its_condition_in_place(cluster, op) -> None:  # type: ignore[no-untyped-def]
+    """PodScheduled is written with a strategic merge patch of pods/status: a new reason
+    replaces it in place, and the pod's other conditions stay."""
+    api, _ = cluster
+    api.create(pod("huge", cpu="64"))
+    first = await wait_for(lambda: condition(api.try_get("pods", "default", "huge"),
+                                             "PodScheduled"), what="condition")
+    assert "0/1 nodes fit" in first["message"]
+    api.patch("pods", "default", "huge",
+              {"status": {"conditions": [{"type": "example.com/Checked", "status": "True"}]}},
+              subresource="status", content_type="application/strategic-merge-patch+json")
+    api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+                "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                           "conditions": [{"type": "Ready", "status": "True"}]}})
+    await wait_for(lambda: "0/2 nodes fit" in condition(
+        api.try_get("pods", "default", "huge"), "PodScheduled").get("message", ""),
+        what="the new reason")
+    kinds = [c["type"] for c in api.get("pods", "default", "huge")["status"]["conditions"]]
+    assert sorted(kinds) == ["PodScheduled", "example.com/Checked"]
+    assert len(events(api, reason="Capacity", regarding="huge")) == 2
+
+
 async def test_placeholder_creation_failure_is_retried(cluster, op) -> None:  # type: ignore[no-untyped-def]
     api, _ = cluster
     rule = api.faults.add(method="POST", path_regex=r"namespaces/default/pods$", times=1,
