@@ -285,3 +285,20 @@ async def test_placeholder_creation_refused_shows_in_status(cluster) -> None:  #
         assert "platinum" in blocking["blockingReason"]["message"]
     finally:
         await op.kill()
+
+
+async def test_an_app_recreated_under_its_name_gets_its_status(cluster) -> None:  # type: ignore[no-untyped-def]
+    """Its status would be the very one written for the old object: it is written again."""
+    api, kubeconfig = cluster
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        api.create(application("lost", [group("w", 1)], queue="nope"))
+        await wait_for(lambda: status_of(api, "applications", "default", "lost")
+                       .get("reason") == "QueueNotFound", what="QueueNotFound")
+        api.delete("applications", "default", "lost")
+        await op.settle()
+        api.create(application("lost", [group("w", 1)], queue="nope"))
+        await wait_for(lambda: status_of(api, "applications", "default", "lost")
+                       .get("reason") == "QueueNotFound", what="QueueNotFound again")
+    finally:
+        await op.kill()

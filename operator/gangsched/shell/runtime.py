@@ -152,30 +152,40 @@ class Runtime:
 
     def on_app(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
+        self._track(self.apps, key, kind, obj, "applications")
         if kind == "DELETED":
-            self.apps.pop(key, None)
             self.submit(AppGone(AppKey(key)))
-            return
-        self.apps[key] = obj
-        self.submit(AppObserved(app_from_k8s(obj)))
+        else:
+            self.submit(AppObserved(app_from_k8s(obj)))
 
     def on_podgroup(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
+        self._track(self.groups, key, kind, obj, "podgroups")
         if kind == "DELETED":
-            self.groups.pop(key, None)
             self.submit(PodGroupGone(GroupKey(key)))
-            return
-        self.groups[key] = obj
-        self.submit(PodGroupObserved(podgroup_from_k8s(obj)))
+        else:
+            self.submit(PodGroupObserved(podgroup_from_k8s(obj)))
 
     def on_queue(self, kind: str, obj: JSON) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
+        self._track(self.queues, name, kind, obj, "queues")
         if kind == "DELETED":
-            self.queues.pop(name, None)
             self.submit(QueueGone(name))
-            return
-        self.queues[name] = obj
-        self.submit(QueueObserved(queue_from_k8s(obj)))
+        else:
+            self.submit(QueueObserved(queue_from_k8s(obj)))
+
+    def _track(self, known: dict[str, JSON], key: str, kind: str, obj: JSON,
+               plural: str) -> None:
+        """Keep the latest object of a kind; forget what the status writer remembers of an
+        object that is gone or was re-created under its name (a new uid)."""
+        old = known.pop(key, None) if kind == "DELETED" else known.get(key)
+        if kind != "DELETED":
+            known[key] = obj
+        uid = (obj.get("metadata") or {}).get("uid")
+        if old is not None and (kind == "DELETED" or (old.get("metadata") or {}).get("uid")
+                                != uid):
+            ns, _, name = key.rpartition("/")
+            self.status.forget(StatusTarget(GROUP, VERSION, plural, ns or None, name))
 
     def _pods_first(self, obj: JSON, app: AppKey) -> None:
         """A pod with task groups and no Application yet: create it, owned by the pod.
