@@ -10,6 +10,12 @@ Everything else is level-based: every watch event and kopf event becomes an obse
 in the inbox; the loop wakes, drains the inbox into the core, runs one cycle at the wall
 clock's ``now`` and hands each decision to an executor. The loop itself never awaits
 the API server.
+
+Failures: a failed bind goes back to the core (``BindFailed``), which also asks again
+for placeholders and deletions that do not happen. What the core does not ask for again
+(a pod's PodScheduled condition, a pods-first Application) is retried here on transient
+errors, with a backoff. Only the Lease holder observes and cycles: a replica that takes
+over lists everything first, like a restarted one.
 """
 
 from __future__ import annotations
