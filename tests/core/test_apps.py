@@ -15,7 +15,16 @@ from gangsched.core.decisions import (
     PodPending,
     SetAppStatus,
 )
-from gangsched.core.model import AppKey, AppSpec, PodPhase, QueueSpec, SortPolicy, Style
+from gangsched.core.model import (
+    AppKey,
+    AppSpec,
+    PodPhase,
+    QueueSpec,
+    SchedulerConfig,
+    Scoring,
+    SortPolicy,
+    Style,
+)
 from gangsched.core.observations import (
     AppObserved,
     NodeObserved,
@@ -539,3 +548,35 @@ def test_real_pods_decisions_carry_reasons() -> None:
     pending = [d for d in w.decisions if isinstance(d, PodPending) and d.name == "a-r0"]
     assert [d.reason for d in pending] == ["WaitingForGang", "WaitingForPlaceholder"]
     assert w.scheduler.apps[AppKey("default/a")].state.value == "Running"
+
+
+@pytest.mark.parametrize(
+    ("policy", "winner"),
+    [
+        pytest.param(SortPolicy.FIFO, "old", id="fifo-oldest-first"),
+        pytest.param(SortPolicy.PRIORITY, "urgent", id="priority-highest-first"),
+    ],
+)
+def test_gangs_compete_for_capacity_in_queue_order(policy: SortPolicy, winner: str) -> None:
+    w = world(2, queues=(make_queue("q", policy=policy),))
+    w.add_app(make_app("old", make_group("g", 2), queue="q", creation=1))
+    w.add_app(make_app("urgent", make_group("g", 2), queue="q", creation=2, priority=100))
+    w.settle(0)
+    allocated = {key.split("/")[1] for key, status in w.app_status.items()
+                 if status.reserved == "2/2"}
+    assert allocated == {winner}
+
+
+@pytest.mark.parametrize(
+    ("scoring", "nodes_used"),
+    [pytest.param(Scoring.BINPACK, 1, id="binpack-default"),
+     pytest.param(Scoring.SPREAD, 3, id="spread")],
+)
+def test_placeholders_use_the_gang_scoring(scoring: Scoring, nodes_used: int) -> None:
+    w = SimWorld(config=SchedulerConfig(gang_scoring=scoring))
+    for i in range(3):
+        w.add_node(make_node(f"n{i}", cpu=8))
+    app = make_app("a", make_group("g", 3))
+    w.add_app(app)
+    w.settle(0)
+    assert len({p.node_name for p in w.placeholders(app.key)}) == nodes_used

@@ -7,9 +7,11 @@ from the times persisted in the objects' status instead of starting again.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, placeholder_of
-from gangsched.core.decisions import CreatePlaceholder, DeletePod, SetAppStatus
+from gangsched.core.decisions import CreatePlaceholder, DeletePod, DeleteReason, SetAppStatus
 from gangsched.core.model import AppSpec, GangMode, GroupKey, Style
 from simworld import SimWorld
 from workloads import check_invariants
@@ -250,3 +252,19 @@ def test_a_running_gang_whose_status_was_lost_runs_and_completes() -> None:
     w.step(2)
     w.step(12)
     assert w.app_state("default/a") == "Completed"
+
+
+def test_a_placeholder_of_an_older_spec_found_without_status_is_released() -> None:
+    old = make_app("a", make_group("g", 3, cpu=1))
+    w = gang_world(old, 8)
+    w.settle(0)
+    new = dataclasses.replace(old, task_groups=(make_group("g", 2, cpu=1),))
+    w.apps[new.key] = new  # changed while the operator was down
+    lose_status(w, new, None)
+    w.restart()
+    out = w.settle(1)
+    assert w.app_state("default/a") == "Accepted"
+    assert [(d.name, d.reason) for d in out if isinstance(d, DeletePod)] == [
+        (placeholder_of(old, "g", 2), DeleteReason.ORPHANED)]
+    assert sorted(p.name for p in w.placeholders(new.key)) == [
+        placeholder_of(old, "g", 0), placeholder_of(old, "g", 1)]

@@ -33,21 +33,33 @@ def test_gangs_are_admitted_one_at_a_time_in_creation_order() -> None:
     assert len(w.placeholders(late.key)) == 1
 
 
-def test_non_gang_apps_start_one_at_a_time() -> None:
+def test_a_started_app_holds_the_queue_until_its_second_allocation() -> None:
+    """The design's Spark example: a driver runs and asks for nothing yet; the next
+    application's driver waits until the first one has an executor."""
     w = world()
-    w.add_app(make_app("a", queue="sa", creation=1))
-    w.add_app(make_app("b", queue="sa", creation=2))
-    w.add_pod(make_pod("a0", app="a"))
-    w.add_pod(make_pod("b0", app="b"))
-    w.add_pod(make_pod("a1", app="a", creation=1, cpu=100))  # a is still asking
-    w.step(0)
-    assert w.node_of("a0") == "n"
-    assert w.pending_reason("b0") == "StateAwareGate"
-    assert w.app_state("default/a") == "Starting"
-    w.delete("a1")  # a asks for nothing more: it is running, b may start
+    w.add_app(make_app("app1", queue="sa", creation=1))
+    w.add_app(make_app("app2", queue="sa", creation=2))
+    w.add_pod(make_pod("d1", app="app1"))
+    w.add_pod(make_pod("d2", app="app2"))
+    w.settle(0)
+    assert w.app_state("default/app1") == "Starting"  # nothing pending, still starting
+    assert w.node_of("d2") is None
+    assert w.pending_reason("d2") == "StateAwareGate"
+    w.add_pod(make_pod("e11", app="app1"))
     w.step(1)
+    assert w.app_state("default/app1") == "Running"
+    w.step(2)
+    assert w.node_of("d2") == "n"
+    assert w.app_state("default/app2") == "Starting"
+
+
+def test_outside_stateaware_queues_a_lone_pod_runs_at_once() -> None:
+    w = SimWorld()
+    w.add_node(make_node("n"))
+    w.add_app(make_app("a"))
+    w.add_pod(make_pod("only", app="a"))
+    w.step(0)
     assert w.app_state("default/a") == "Running"
-    assert w.node_of("b0") == "n"
 
 
 def test_an_app_that_gets_a_second_allocation_moves_on_at_once() -> None:
@@ -75,16 +87,22 @@ def test_an_app_that_gets_a_second_allocation_moves_on_at_once() -> None:
         pytest.param(300.0, 300.0, True, id="default-timeout"),
     ],
 )
-def test_fallback_timeout_frees_the_queue(timeout: float, at: float, b_runs: bool) -> None:
+@pytest.mark.parametrize("asking", [True, False], ids=["still-asking", "asking-nothing"])
+def test_fallback_timeout_frees_the_queue(
+    timeout: float, at: float, b_runs: bool, asking: bool
+) -> None:
     w = world(timeout)
     w.add_app(make_app("a", queue="sa", creation=1))
     w.add_app(make_app("b", queue="sa", creation=2))
     w.add_pod(make_pod("a0", app="a"))
-    w.add_pod(make_pod("a1", app="a", cpu=100))  # a stays Starting
+    if asking:
+        w.add_pod(make_pod("a1", app="a", cpu=100))  # never fits: a makes no progress
     w.add_pod(make_pod("b0", app="b"))
     w.step(0)
     w.step(at)
+    w.step(at)
     assert (w.node_of("b0") == "n") is b_runs
+    assert w.app_state("default/a") == ("Running" if b_runs else "Starting")
 
 
 def test_an_app_with_nothing_to_schedule_does_not_hold_the_queue() -> None:

@@ -371,6 +371,8 @@ def check_invariants(w: SimWorld, held: set[str] | frozenset[str] = frozenset())
     for name, spec in w.queues.items():
         used = queue_used.get(name, Resources.ZERO)
         assert spec.within_max(used), f"queue {name} over max: {used} > {spec.max}"
+    for pod in w.placeholders():
+        assert pod.app in w.apps or pod.name in held, f"{pod.name} outlived its application"
     for key, rt in s.apps.items():
         if rt.state.value in ("Killed", "Completed", "Resuming") or rt.placeholders_expired:
             left = [p.name for p in w.placeholders(key) if p.name not in held]

@@ -70,19 +70,17 @@ def units(s: Scheduler, now: float) -> list[tuple[str, tuple[object, ...], objec
 def starting(rt: AppRuntime, with_work: Collection[AppKey] | None = None) -> bool:
     """Is the app in a starting state, as state-aware scheduling counts them?
 
-    A gang counts from admission until its reservation is complete. Otherwise an
-    Accepted or Starting app counts only while it asks for something (it is in
-    ``with_work``, when given): an application with nothing left to schedule does not
-    hold the queue back, even before its state catches up at the end of the cycle.
+    ``Starting`` apps count. A gang counts from admission until its reservation is
+    complete. A non-gang Accepted app counts only while it asks for something (it is in
+    ``with_work``, when given): one with no pods yet does not hold the queue back.
     """
-    asking = with_work is None or rt.spec.key in with_work
     if rt.state is AppState.STARTING:
-        return asking
+        return True
     if rt.state is not AppState.ACCEPTED:
         return False
     if rt.spec.gang:
         return rt.admitted and not rt.reserved
-    return asking
+    return with_work is None or rt.spec.key in with_work
 
 
 class StateAwareGate:

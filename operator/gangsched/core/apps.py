@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 
 import gangsched.core.placeholders as ph
 from gangsched.core.decisions import BlockingReason, DeleteReason, EventType
-from gangsched.core.model import AppKey, AppSpec, PersistedAppStatus, SortPolicy, Style
+from gangsched.core.model import (
+    AppKey,
+    AppSpec,
+    PersistedAppStatus,
+    QueueSpec,
+    SortPolicy,
+    Style,
+)
 from gangsched.core.observations import PlaceholderCreateFailed
 from gangsched.core.reservation import expected_placeholders, gang_ask, members, ref
 from gangsched.core.runtime import AppRuntime, PodState
@@ -187,13 +194,13 @@ def pod_gone(s: Scheduler, ps: PodState) -> None:
 def lifecycle(s: Scheduler, now: float) -> None:
     for key in sorted(s.apps):
         rt = s.apps[key]
-        if rt.unchecked:
-            ph.check_placeholders(s, rt)
         if rt.state is AppState.COMPLETED and rt.dirty and _has_pending_real(s, rt):
             move(s, rt, AppEvent.RESUBMIT, "Resubmitted", "new pods arrived for this application")
             rt.reset_run()
         if rt.state is AppState.NEW:
             _admit(s, rt, now)
+        if rt.unchecked:
+            ph.check_placeholders(s, rt)
         _placeholder_timeout(s, rt, now)
         waited = rt.waiting_since
         if rt.state is AppState.WAITING and waited is not None:
@@ -329,11 +336,34 @@ def real_allocated(s: Scheduler, rt: AppRuntime) -> None:
         move(s, rt, AppEvent.RUN, "Running", "real pods allocated")
 
 
+def _starting_expired(s: Scheduler, rt: AppRuntime, now: float) -> bool:
+    """Has the app been starting for longer than its queue's state-aware timeout?"""
+    if rt.state is not AppState.STARTING or rt.starting_since is None:
+        return False
+    queue = s.queues.spec(rt.spec.queue) or QueueSpec(rt.spec.queue)
+    return now - rt.starting_since >= queue.state_aware_timeout
+
+
+def _stays_starting(s: Scheduler, rt: AppRuntime) -> bool:
+    """A non-gang app in a ``stateaware`` queue leaves Starting only by a second
+    allocation or the timeout, even with nothing pending: a Spark driver asks for its
+    executors only once it runs (``state-aware-batch-scheduling.txt``)."""
+    queue = s.queues.spec(rt.spec.queue)
+    return (not rt.spec.gang and queue is not None
+            and queue.sort_policy is SortPolicy.STATE_AWARE)
+
+
 def progress(s: Scheduler, now: float) -> None:
-    """Starting -> Running -> Waiting, and back, for apps whose pods changed."""
+    """Starting -> Running -> Waiting, and back, for apps whose pods changed.
+
+    Starting -> Running on the second real allocation, on having nothing left to ask
+    for (except non-gang apps in a ``stateaware`` queue), or once the queue's
+    state-aware timeout has passed.
+    """
     for key in sorted(s.apps):
         rt = s.apps[key]
-        if not rt.dirty or rt.state.terminal or rt.state is AppState.NEW:
+        expired = _starting_expired(s, rt, now)
+        if (not rt.dirty and not expired) or rt.state.terminal or rt.state is AppState.NEW:
             continue
         if rt.state is AppState.ACCEPTED and not (rt.reserved or not rt.spec.gang):
             continue
@@ -352,9 +382,12 @@ def progress(s: Scheduler, now: float) -> None:
                 continue
             # Real pods run, yet the app never left Accepted: a restart lost its status.
             move(s, rt, AppEvent.START, "Starting", "real pods found running")
-        if rt.state is AppState.STARTING and (rt.bound_ever >= 2 or pending == 0):
+        if rt.state is AppState.STARTING and (
+            rt.bound_ever >= 2 or expired or (pending == 0 and not _stays_starting(s, rt))
+        ):
+            note = "" if rt.bound_ever >= 2 or not expired else " (starting timeout)"
             move(s, rt, AppEvent.RUN, "Running",
-                 "gang started" if rt.spec.gang else "application started")
+                 ("gang started" if rt.spec.gang else "application started") + note)
         if rt.state in (AppState.STARTING, AppState.RUNNING, AppState.RESUMING):
             if active == 0 and pending == 0:
                 move(s, rt, AppEvent.WAIT, "Waiting", "no pods running or pending")

@@ -68,13 +68,19 @@ def _unwanted(rt: AppRuntime, expected: bool) -> tuple[DeleteReason, str] | None
         return DeleteReason.ORPHANED, "application was rejected"
     if rt.state is AppState.RESUMING or rt.placeholders_expired:
         return DeleteReason.PLACEHOLDER_TIMEOUT, "the placeholder timeout has expired"
-    if not expected and rt.state is not AppState.NEW:
+    if not expected:
         return DeleteReason.ORPHANED, "not a member of the application's task groups"
     return None
 
 
 def check_placeholders(s: Scheduler, rt: AppRuntime) -> None:
-    """Release the placeholders seen since the last cycle that ``rt`` does not want."""
+    """Release the placeholders seen since the last cycle that ``rt`` does not want.
+
+    While the app is ``New`` (not yet checked against its queue, as after a restart
+    without status) nothing is decided: they are checked again once it moves on.
+    """
+    if rt.state is AppState.NEW:
+        return
     expected = {name for name, _, _ in expected_placeholders(rt)}
     for uid in rt.unchecked:
         ps = s.pods.get(uid)

@@ -226,8 +226,8 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
             count = len(g.assumed)
             for uid in sorted(g.assumed, key=lambda u: s.pods[u].pod.name):
                 ps = s.pods[uid]
-                assert ps.node is not None  # assumed members hold a node
-                s.bind(ps, ps.node, "GangSatisfied")
+                if ps.node is not None:  # always: assumed members hold a node
+                    s.bind(ps, ps.node, "GangSatisfied")
             g.assumed.clear()
             g.satisfied = True
             g.blocking = BlockingReason()

@@ -8,7 +8,9 @@ scheduling design (``state-aware-batch-scheduling.txt``) and its later Soft styl
   created and allocated, and while it is held for quota; it is *reserved* once every
   placeholder is allocated. A non-gang app stays here until its first allocation.
 * ``Starting``: the first real pod is bound. The next real allocation, or having nothing
-  left to ask for, moves it to ``Running``. (State-aware queues start one app at a time.)
+  left to ask for, moves it to ``Running``; so does the queue's state-aware timeout.
+  State-aware queues start one app at a time, and there a non-gang app with nothing left
+  to ask for stays ``Starting`` (a Spark driver asks for executors only once it runs).
 * ``Running``: real pods are bound.
 * ``Waiting``: nothing bound and nothing pending; after the waiting timeout it completes.
 * ``Resuming``: Soft style after the placeholder timeout: unused placeholders are released
@@ -58,7 +60,8 @@ class AppEvent(enum.StrEnum):
     START = "start"
     """The first real allocation."""
     RUN = "run"
-    """A further real allocation, or a Starting app with nothing left to ask for."""
+    """A further real allocation, or a Starting app with nothing left to ask for or
+    starting for longer than its queue's state-aware timeout."""
     WAIT = "wait"
     """Nothing bound and nothing pending."""
     COMPLETE = "complete"
