@@ -330,3 +330,18 @@ def test_an_invalid_group_gets_one_event() -> None:
     events = [e for e in w.events if e.target.kind == "PodGroup"]
     assert [(e.reason, e.message) for e in events] == [
         ("InvalidSpec", "spec.totalNumber: must be at least 3, got 2")]
+
+
+def test_gang_groups_join_transitively_even_when_listed_one_way() -> None:
+    w = world(8)
+    w.add_group(make_podgroup("a", 1, gang_group=("default/a", "default/b")))
+    w.add_group(make_podgroup("b", 1, gang_group=("default/a", "default/b", "default/c")))
+    w.add_group(make_podgroup("c", 1, gang_group=("default/b", "default/c")))
+    members(w, "b", 1)
+    members(w, "c", 1)  # c's own list is complete, but b also needs a
+    w.settle(0)
+    assert bound(w, "b") == bound(w, "c") == 0
+    assert "default/a 0/1" in w.pending_reasons[w.uid_of("c-0")].message
+    members(w, "a", 1)
+    w.settle(1)
+    assert bound(w, "a") == bound(w, "b") == bound(w, "c") == 1

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from gangsched.core.decisions import BindPod, CreatePlaceholder, DeletePod
 from gangsched.core.model import SchedulerConfig, Scoring
 from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 from workloads import Cluster, Op, Runner, check_invariants, clusters, ops
 
+ACTIONS = (BindPod, CreatePlaceholder, DeletePod)
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
@@ -17,9 +19,16 @@ def run(cluster: Cluster, operations: list[Op], config: SchedulerConfig | None =
     runner.run(operations)
     runner.world.hold_deletes.clear()
     runner.now += 2000.0  # every timer expires, every held deletion is asked for again
-    for _ in range(3):
-        runner.step()
+    for _ in range(10):  # until the world is quiet: nothing bound, created or deleted
+        decisions = runner.step()
+        runner.now += 100.0  # past any bind backoff
+        if not [d for d in decisions if isinstance(d, ACTIONS)]:
+            break
     check_invariants(runner.world)  # nothing held any more: no placeholder is left over
+    w = runner.world
+    for pod in w.pods.values():  # every pod still waiting says why
+        if pod.ours and pod.node_name is None and pod.active:
+            assert pod.uid in w.pending_reasons, f"{pod.name} waits without a reason"
     return runner
 
 

@@ -89,6 +89,9 @@ def test_a_failed_bind_releases_the_assumption_and_backs_off() -> None:
     w.step(1)
     event = next(e for e in w.events if e.reason == "BindFailed")  # sent with the next cycle
     assert event.message == "binding to node n failed (500): injected failure"
+    reason = w.pending_reasons[w.uid_of("p")]
+    assert (reason.reason, reason.message) == (
+        "BindFailed", "binding to node n failed (500): injected failure; trying again in 2s")
     assert w.node_of("other") == "n"  # the capacity went to someone else meanwhile
     w.delete("other")
     w.fail_binds["p"] = 503

@@ -262,7 +262,7 @@ class Runner:
         if a % 5 == 4:
             self.world.hold_deletes.clear()
 
-    def step(self) -> None:
+    def step(self) -> list[Decision]:
         w = self.world
         bound_before = _bound_members(w)
         self.seen.update(w.pods)
@@ -272,6 +272,7 @@ class Runner:
         if self.check:
             self._check_gangs(decisions, bound_before)
             check_invariants(w, self.held_ever)
+        return decisions
 
     def _check_gangs(self, decisions: list[Decision], bound_before: dict[GroupKey, int]) -> None:
         """Hard gangs and PodGroups: no real member bound before the gang is reserved."""

@@ -202,16 +202,13 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
         return
     if rt.reason in ("QueueQuotaExceeded", "QueueNotFound"):
         rt.reason, rt.message, rt.dirty = "", "", True
-    gang: list[GroupRuntime] = []
-    for key in spec.members_of_gang_group:
-        member = s.groups.get(key)
-        if member is None:
-            message = f"GangGroup member PodGroup {key} does not exist yet"
-            rt.blocking = BlockingReason("WaitingForGang", message, {"missing": key})
-            rt.dirty = True
-            _mark_all(s, unit.pending, "WaitingForGangGroup", message)
-            return
-        gang.append(member)
+    gang = gang_of(s, spec.key)
+    if isinstance(gang, str):
+        message = f"GangGroup member PodGroup {gang} does not exist yet"
+        rt.blocking = BlockingReason("WaitingForGang", message, {"missing": gang})
+        rt.dirty = True
+        _mark_all(s, unit.pending, "WaitingForGangGroup", message)
+        return
     done.update(g.spec.key for g in gang)
     if all(g.failed_epoch == s.cluster.free_epoch for g in gang):
         return
@@ -253,6 +250,27 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
                 s.mark_pending(ps, "WaitingForGang", f"held on node {ps.node} until the gang "
                                f"is complete; gang members placed: {summary}")
         g.dirty = True
+
+
+def gang_of(s: Scheduler, key: GroupKey) -> list[GroupRuntime] | GroupKey:
+    """Every PodGroup that must be satisfied with ``key``, in key order; or the first
+    missing one.
+
+    GangGroups are joined transitively: if A names B and B names C, all three bind
+    together, even when the PodGroups do not list each other the same way.
+    """
+    found: dict[GroupKey, GroupRuntime] = {}
+    todo = [key]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        member = s.groups.get(current)
+        if member is None:
+            return current
+        found[current] = member
+        todo.extend(k for k in member.spec.members_of_gang_group if k not in found)
+    return [found[k] for k in sorted(found)]
 
 
 def _pending_by_group(s: Scheduler, gang: list[GroupRuntime]) -> dict[GroupKey, list[PodState]]:

@@ -208,23 +208,30 @@ class Scheduler:
                     self.uncharge(ps)
 
     def _bind_failed(self, obs: BindFailed) -> None:
+        """A bind the core asked for did not happen: release the assumption and requeue.
+
+        409 means the pod is bound already (an earlier attempt did succeed): no backoff,
+        the observation of the bound pod follows. Any other code (404: the pod is gone,
+        its deletion follows) backs off, doubling from ``bind_backoff_initial`` up to
+        ``bind_backoff_max``, and the pod says so. A failure for a pod the core did not
+        ask to bind is ignored.
+        """
         ps = self.pods.get(obs.uid)
         if ps is None or not ps.assumed:
             return
         ps.assumed = False
         self.uncharge(ps)
+        text = f"binding to node {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
         if obs.code != 409:
             ps.failures += 1
             delay = self.config.bind_backoff_initial * 2 ** (ps.failures - 1)
-            ps.backoff_until = self.now + min(delay, self.config.bind_backoff_max)
+            wait = min(delay, self.config.bind_backoff_max)
+            ps.backoff_until = self.now + wait
+            self.mark_pending(ps, "BindFailed", f"{text}; trying again in {wait:g}s")
         self.refresh_pending(ps)
         self.touch_owner(ps)
-        self.event(
-            ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
-            EventType.WARNING,
-            "BindFailed",
-            f"binding to node {obs.node} failed ({obs.code}): {obs.message}".rstrip(": "),
-        )
+        self.event(ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
+                   EventType.WARNING, "BindFailed", text)
 
     # --- accounting ----------------------------------------------------------------------
 
