@@ -87,6 +87,7 @@ class OperatorUnderTest:
         await wait_for(lambda: runtime.cycles >= target, what=f"{cycles} cycles")
         await asyncio.wait_for(runtime.binds.drain(), timeout=10)
         await asyncio.wait_for(runtime.api.drain(), timeout=10)
+        await asyncio.wait_for(runtime.reports.drain(), timeout=10)
 
     async def advance(self, seconds: float, cycles: int = 2) -> None:
         """Move the fake clock and let the operator run a few cycles at the new time."""

@@ -102,6 +102,12 @@ class Runtime:
         self.queues: dict[str, JSON] = {}
         self.binds = WorkPool("bind", self.settings.bind_workers)
         self.api = WorkPool("api", self.settings.api_workers)
+        self.reports = WorkPool("reports", self.settings.report_workers)
+        """Events and PodScheduled conditions: never queued ahead of placeholder creates
+        and deletes, which gangs wait for."""
+        self.in_flight: set[tuple[str, str]] = set()
+        """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
+        core asks again for one not seen in time, which must not queue a duplicate."""
         self.status = StatusWriter(client, self.settings.status_interval)
         self.events = EventRecorder(client)
         self.pods_first_tried: dict[str, str] = {}
@@ -316,6 +322,7 @@ class Runtime:
         """Run until ``stop``: sync, lead, then cycle; stop everything on the way out."""
         self.binds.start()
         self.api.start()
+        self.reports.start()
         tasks = [asyncio.create_task(self.status.run(stop), name="status")]
         try:
             if self.settings.leader_election:
@@ -341,6 +348,7 @@ class Runtime:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.binds.stop()
             await self.api.stop()
+            await self.reports.stop()
 
     async def _cycles(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -376,9 +384,10 @@ class Runtime:
         if isinstance(d, BindPod):
             self.binds.submit(functools.partial(self._bind, d))
         elif isinstance(d, CreatePlaceholder):
-            self.api.submit(functools.partial(self._create_placeholder, d))
+            self._once(("create", f"{d.namespace}/{d.name}"),
+                       functools.partial(self._create_placeholder, d))
         elif isinstance(d, DeletePod):
-            self.api.submit(functools.partial(self._delete, d))
+            self._once(("delete", d.uid), functools.partial(self._delete, d))
         elif isinstance(d, PodPending):
             self._pending(d, now)
         elif isinstance(d, SetAppStatus):
@@ -406,12 +415,26 @@ class Runtime:
         elif isinstance(d, RecordEvent):
             self._record(d)
 
+    def _once(self, key: tuple[str, str], job: Callable[[], Awaitable[None]]) -> None:
+        """Queue ``job`` on the API pool unless the same request is queued or under way."""
+        if key in self.in_flight:
+            return
+        self.in_flight.add(key)
+
+        async def run() -> None:
+            try:
+                await job()
+            finally:
+                self.in_flight.discard(key)
+
+        self.api.submit(run)
+
     def _record(self, d: RecordEvent) -> None:
         now = self.clock()
         body = render.event_body(d, now=now, instance=self.settings.identity)
         name = render.event_name(d)
         micro = times.format_micro_time(now)
-        self.api.submit(lambda: self.events.record(name, body, now, micro))
+        self.reports.submit(lambda: self.events.record(name, body, now, micro))
 
     def _pod_lock(self, uid: PodUID) -> asyncio.Lock:
         lock = self.pod_locks.get(uid)
@@ -462,7 +485,7 @@ class Runtime:
         if why is not None and d.reason == "ApplicationNotFound":
             d = dataclasses.replace(d, message=f"{d.message}; {why}")
         self.conditions[d.uid] = d
-        self.api.submit(functools.partial(self._write_condition, d, now, 0))
+        self.reports.submit(functools.partial(self._write_condition, d, now, 0))
         kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
         self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
                                  d.reason, d.message))

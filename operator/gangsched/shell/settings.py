@@ -28,7 +28,10 @@ class OperatorSettings:
     """Concurrent binds in flight. The loop never waits for them."""
 
     api_workers: int = 16
-    """Concurrent creates, deletes, status patches and events."""
+    """Concurrent placeholder creates, pod deletes and other writes."""
+
+    report_workers: int = 8
+    """Concurrent Events and PodScheduled condition patches (a pool of their own)."""
 
     max_connections: int = 64
     """Connection pool size to the API server."""
