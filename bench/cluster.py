@@ -1,0 +1,1054 @@
+#!/usr/bin/env python3
+"""Cluster benchmark: how fast does a scheduler bind pods on a real (or fake) API server?
+
+Usage::
+
+    python3 bench/cluster.py --nodes 500 --pods 3000 [--gang-size 8] [--null]
+                             [--scheduler CMD] [--mode backlog|live] [--repeat 3]
+                             [--json FILE] [-v]
+
+Against the cluster named by ``KUBECONFIG``, or, when none is set, against the fake API
+server of ``tests/fakeapi`` started in its own process (``python3 -m fakeapi.serve``).
+For each scheduler (the operator; with ``--null`` the null binder; with ``--scheduler``
+any command) the run is the same, on a fresh server (or a fresh namespace):
+
+1. create ``--nodes`` Node objects (4 cpu, 32Gi, 110 pods, Ready; no kubelet needed);
+2. ``backlog`` mode (the default): create ``--pods`` pending pods (plain, or gangs of
+   ``--gang-size``: one Application with one task group per gang), then start the
+   scheduler. ``live`` mode: start the scheduler, wait until it is idle, then create
+   the pods while it runs;
+3. a separate watcher process records when it *receives* each pod's ADDED event and its
+   first event with ``spec.nodeName`` (receive timestamps: ``creationTimestamp`` has
+   one-second resolution), and each Application's ADDED event;
+4. when every real pod is bound: the scheduler's CPU time (``/proc``, its process tree)
+   and the API requests it made (the fake counts them per ``User-Agent``; on a real
+   cluster our own schedulers report their client's count at exit).
+
+Every scheduler runs in its own process, as do the watcher and the fake API server, so
+none of them shares an event loop with another. The schedulers:
+
+* ``operator``: the real operator (kopf handlers, reflectors, runtime, core), started
+  like ``gangsched run --no-leader-election``;
+* ``null``: the operator's client stack (``KubeClient``, ``Reflector``, a ``WorkPool``
+  of ``bind_workers``) binding each pending pod round-robin, with no scheduling logic:
+  the most this client stack can do against this API server (with gangs it binds the
+  real pods and ignores the Applications);
+* ``--scheduler CMD``: any command, e.g. ``kube-scheduler --config {config}``.
+  ``{kubeconfig}``, ``{config}`` (a KubeSchedulerConfiguration written for the run:
+  this kubeconfig, QPS/burst ``--qps``, no leader election, one profile for the pods'
+  ``schedulerName``) and ``{scheduler_name}`` are substituted; ``KUBECONFIG`` is set.
+  gangsched's client has no QPS limiter (its bounds are ``bind_workers`` binds and
+  ``api_workers`` other calls in flight), so ``--qps`` defaults to 5000, which does not
+  limit at these rates: the same budget for both.
+
+Metrics (real pods only: placeholders are counted apart): bind throughput (average
+over the makespan, and p50/p90/max of one-second samples), makespan (first to last
+bind; and from the scheduler's launch in backlog mode), pod latency p50/p90/p99 (from
+the pod's ADDED; in backlog mode from the scheduler's launch, since every pod waited
+for it), gang-complete latency (all real pods of an Application bound, from its ADDED
+or the launch), API requests per bound pod (everything the scheduler sent, lists and
+watches included; ``-v`` shows them by verb), CPU seconds per 1,000 pods (the
+scheduler's and the fake server's), and how many cores each kept busy between the
+first and the last bind. In backlog mode the scheduler's start-up CPU (interpreter,
+imports, connecting, with no pods) is the median of ``--startup-samples`` launches
+before the pods exist, and is subtracted.
+
+The machine is shared by every process of the run, so other load skews the figures:
+``--repeat N`` runs each scheduler N times, interleaved, and reports medians (ratios
+are of the medians); the load average is printed.
+
+On a real cluster, nodes carry the label ``gangsched-bench=true`` and heartbeat Leases
+(``--heartbeat``) so that the node lifecycle controller keeps them Ready; they and the
+run's namespace are deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import os
+import pathlib
+import shlex
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+from gangsched.shell.client import ApiError, KubeClient, load_connection
+from gangsched.shell.executors import WorkPool
+from gangsched.shell.settings import OperatorSettings
+from gangsched.shell.watch import Reflector
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+AGENT = "gangsched-bench"
+LABEL = "gangsched-bench"
+LABEL_APP = "gangsched.io/app"
+ANN_TASK_GROUP = "gangsched.io/task-group"
+LABEL_PLACEHOLDER = "gangsched.io/placeholder"
+GROUP, VERSION = "gangsched.io", "v1alpha1"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+JSON = dict[str, Any]
+
+log = logging.getLogger("bench.cluster")
+
+
+# --- the client -------------------------------------------------------------------------
+
+
+class BenchClient(KubeClient):
+    """The operator's client, under another User-Agent so that the fake can tell apart
+    the benchmark's own requests from the scheduler's."""
+
+    def _open(self) -> aiohttp.ClientSession:
+        session = super()._open()
+        session.headers["User-Agent"] = AGENT
+        return session
+
+
+async def pool(jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
+    iterator = iter(jobs)
+
+    async def worker() -> None:
+        for job in iterator:
+            await job()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+# --- process helpers --------------------------------------------------------------------
+
+
+def _proc_stats() -> dict[int, tuple[int, float]]:
+    """pid -> (ppid, CPU seconds of the process and its waited-for children)."""
+    out: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2:].split()
+        ticks = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        out[int(entry)] = (int(fields[1]), ticks / CLK_TCK)
+    return out
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds used so far by ``pid`` and all its descendants."""
+    stats = _proc_stats()
+    children: dict[int, list[int]] = {}
+    for p, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(p)
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        if p in stats:
+            total += stats[p][1]
+        todo.extend(children.get(p, ()))
+    return total
+
+
+class Child:
+    """A subprocess whose stdout lines are read as they come; stderr goes to a file."""
+
+    def __init__(self, name: str, proc: asyncio.subprocess.Process, log_path: pathlib.Path
+                 ) -> None:
+        self.name = name
+        self.proc = proc
+        self.log_path = log_path
+        self.lines: asyncio.Queue[str] = asyncio.Queue()
+        self.output: list[str] = []
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, name: str, argv: list[str], log_dir: pathlib.Path, *,
+                    cwd: pathlib.Path | None = None, env: Mapping[str, str] | None = None
+                    ) -> Child:
+        log_path = log_dir / f"{name}.log"
+        with open(log_path, "ab") as err:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=err, cwd=cwd,
+                env={**os.environ, **(env or {})}, start_new_session=True)
+        return cls(name, proc, log_path)
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.output.append(line)
+            self.lines.put_nowait(line)
+        self.lines.put_nowait("")  # EOF
+
+    async def expect(self, prefix: str, timeout: float) -> str:
+        """The next stdout line starting with ``prefix``; fails on EOF or timeout."""
+        async with asyncio.timeout(timeout):
+            while True:
+                line = await self.lines.get()
+                if line.startswith(prefix):
+                    return line
+                if line == "":  # EOF: the process is gone
+                    code = await self.proc.wait()
+                    raise RuntimeError(f"{self.name} exited ({code}); see {self.log_path}")
+
+    def cpu(self) -> float:
+        return tree_cpu(self.proc.pid)
+
+    async def stop(self, timeout: float = 15.0) -> None:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), timeout)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                await self.proc.wait()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+
+    async def wait_idle(self, *, at_least: float = 1.0, quiet: float = 1.0,
+                        threshold: float = 0.05, timeout: float = 120.0) -> float:
+        """Wait until the process tree used < ``threshold`` CPU seconds over ``quiet``
+        seconds (and ``at_least`` seconds passed); its CPU seconds then."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        samples: list[tuple[float, float]] = []
+        while True:
+            now, cpu = loop.time(), self.cpu()
+            samples.append((now, cpu))
+            if self.proc.returncode is not None:
+                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}); "
+                                   f"see {self.log_path}")
+            old = [s for s in samples if s[0] <= now - quiet]
+            if now - start >= at_least and old and cpu - old[-1][1] < threshold:
+                return cpu
+            if now - start > timeout:
+                log.warning("%s never went idle; going on", self.name)
+                return cpu
+            await asyncio.sleep(0.1)
+
+
+# --- clusters ---------------------------------------------------------------------------
+
+
+class Cluster:
+    """Where a run happens: a fresh fake API server, or a namespace of a real cluster."""
+
+    kubeconfig: str
+    namespace: str
+    fake: bool
+    url: str = ""
+
+    async def open(self, run: str) -> None: ...
+    async def close(self) -> None: ...
+
+    async def counters(self) -> JSON | None:
+        """The fake's request counters and CPU; None on a real cluster."""
+        if not self.fake:
+            return None
+        async with aiohttp.ClientSession() as session, \
+                session.get(self.url + "/debug/requests") as resp:
+            result: JSON = await resp.json()
+            return result
+
+    def server_cpu(self) -> float | None:
+        return None
+
+
+class FakeCluster(Cluster):
+    fake = True
+
+    def __init__(self, log_dir: pathlib.Path) -> None:
+        self.log_dir = log_dir
+        self.server: Child | None = None
+        self.namespace = "default"
+
+    async def open(self, run: str) -> None:
+        self.kubeconfig = str(self.log_dir / f"kubeconfig-{run}")
+        self.server = await Child.start(
+            f"fakeapi-{run}", [sys.executable, "-m", "fakeapi.serve", "--kubeconfig",
+                               self.kubeconfig, "--namespace", "bench"],
+            self.log_dir, cwd=ROOT / "tests")
+        self.url = (await self.server.expect("http", 60)).strip()
+        self.namespace = "bench"
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None
+
+    def server_cpu(self) -> float | None:
+        return self.server.cpu() if self.server is not None else None
+
+
+class RealCluster(Cluster):
+    fake = False
+
+    def __init__(self, kubeconfig: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.namespace = ""
+
+    async def open(self, run: str) -> None:
+        self.namespace = f"gangsched-bench-{run}-{os.getpid()}"
+        async with BenchClient(await load_connection(self.kubeconfig)) as client:
+            await client.create("", "v1", "namespaces", None, {
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": self.namespace, "labels": {LABEL: "true"}}})
+
+    async def close(self) -> None:
+        async with BenchClient(await load_connection(self.kubeconfig)) as client:
+            options = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+            with contextlib.suppress(ApiError):  # no kubelet: pods go at once with grace 0
+                await client.request("DELETE", f"/api/v1/namespaces/{self.namespace}/pods",
+                                     body=options)
+            for path in (f"/api/v1/nodes?labelSelector={LABEL}%3Dtrue",
+                         f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+                         f"?labelSelector={LABEL}%3Dtrue",
+                         f"/api/v1/namespaces/{self.namespace}"):
+                try:
+                    await client.request("DELETE", path)
+                except ApiError as err:
+                    log.warning("cleanup %s: %s", path, err)
+
+
+# --- the workload -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    nodes: int
+    pods: int
+    gang_size: int
+    cpu: str
+    memory: str
+    scheduler_name: str
+
+    @property
+    def gangs(self) -> int:
+        return -(-self.pods // self.gang_size) if self.gang_size else 0
+
+
+def node_body(i: int) -> JSON:
+    name = f"bench-node-{i:05d}"
+    capacity = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {LABEL: "true", "kubernetes.io/hostname": name,
+                                              "kubernetes.io/os": "linux"}},
+        "spec": {},
+        "status": {
+            "capacity": capacity, "allocatable": capacity,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "fake node", "lastHeartbeatTime": now,
+                            "lastTransitionTime": now}],
+        },
+    }
+
+
+def pod_body(w: Workload, ns: str, i: int) -> JSON:
+    labels = {LABEL: "true"}
+    annotations: dict[str, str] = {}
+    if w.gang_size:
+        labels[LABEL_APP] = f"app-{i // w.gang_size:05d}"
+        annotations[ANN_TASK_GROUP] = "worker"
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"pod-{i:05d}", "namespace": ns, "labels": labels,
+                     "annotations": annotations},
+        "spec": {"schedulerName": w.scheduler_name, "terminationGracePeriodSeconds": 0,
+                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                 "resources": {"requests": {"cpu": w.cpu,
+                                                            "memory": w.memory}}}]},
+    }
+
+
+def app_body(w: Workload, ns: str, j: int) -> JSON:
+    members = min(w.gang_size, w.pods - j * w.gang_size)
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}", "kind": "Application",
+        "metadata": {"name": f"app-{j:05d}", "namespace": ns},
+        "spec": {"queue": "default", "taskGroups": [{
+            "name": "worker", "minMember": members,
+            "minResource": {"cpu": w.cpu, "memory": w.memory}}]},
+    }
+
+
+async def create_nodes(client: KubeClient, w: Workload, concurrency: int) -> None:
+    async def one(i: int) -> None:
+        body = node_body(i)
+        try:
+            created = await client.create("", "v1", "nodes", None, body)
+        except ApiError as err:
+            if err.code != 409:
+                raise
+            created = await client.get("", "v1", "nodes", None, body["metadata"]["name"])
+        if not (created.get("status") or {}).get("allocatable"):
+            await client.patch("", "v1", "nodes", None, body["metadata"]["name"],
+                               {"status": body["status"]}, subresource="status")
+
+    await pool((functools.partial(one, i) for i in range(w.nodes)), concurrency)
+
+
+async def create_pods(client: KubeClient, w: Workload, ns: str, concurrency: int) -> None:
+    """Gang by gang: the Application, then its pods (the order a job controller uses)."""
+    def jobs() -> Iterable[Callable[[], Awaitable[None]]]:
+        per = w.gang_size or w.pods
+        for j in range(-(-w.pods // per)):
+            if w.gang_size:
+                yield functools.partial(client.create, GROUP, VERSION, "applications", ns,
+                                        app_body(w, ns, j))  # type: ignore[arg-type]
+            for i in range(j * per, min(w.pods, (j + 1) * per)):
+                yield functools.partial(client.create, "", "v1", "pods", ns,
+                                        pod_body(w, ns, i))  # type: ignore[arg-type]
+
+    await pool(jobs(), concurrency)
+
+
+async def heartbeat(client: KubeClient, nodes: int, interval: float) -> None:
+    """Keep fake nodes Ready on a real cluster: renew a Lease per node, spread over time."""
+    path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+    names = [f"bench-node-{i:05d}" for i in range(nodes)]
+    while True:
+        started = time.monotonic()
+        for k, name in enumerate(names):
+            now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": name, "namespace": "kube-node-lease",
+                                 "labels": {LABEL: "true"}},
+                    "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                             "renewTime": now}}
+            try:
+                await client.request("PATCH", f"{path}/{name}", body=body,
+                                     content_type="application/merge-patch+json")
+            except ApiError as err:
+                if err.code == 404:
+                    with contextlib.suppress(ApiError):
+                        await client.request("POST", path, body=body)
+            delay = started + interval * (k + 1) / len(names) - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+
+# --- the schedulers (run as subprocesses) -----------------------------------------------
+
+
+def _announce(word: str, **extra: Any) -> None:
+    print(word, json.dumps(extra), flush=True)
+
+
+async def _serve_until_signal(body: Callable[[asyncio.Event], Awaitable[None]]) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await body(stop)
+
+
+def role_operator(args: argparse.Namespace) -> None:
+    """The operator as ``gangsched run --no-leader-election`` runs it, plus READY and
+    the client's request count on stdout."""
+    from gangsched.shell.main import operate
+    from gangsched.shell.runtime import Runtime
+
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = OperatorSettings(scheduler_names=frozenset({args.scheduler_name}),
+                                leader_election=False)
+    runtimes: list[Runtime] = []
+
+    async def body(stop: asyncio.Event) -> None:
+        def started(runtime: Runtime) -> None:
+            runtimes.append(runtime)
+
+            async def ready() -> None:
+                await runtime.ready.wait()
+                _announce("READY")
+            asyncio.get_running_loop().create_task(ready())
+
+        await operate(settings, stop, kubeconfig=args.kubeconfig, started=started)
+        if runtimes:
+            rt = runtimes[0]
+            _announce("COUNTERS", requests=rt.client.requests, cycles=rt.cycles,
+                      decisions=rt.decisions, binds=rt.binds.done, api=rt.api.done)
+
+    _run_maybe_profiled(args, lambda: asyncio.run(_serve_until_signal(body)))
+
+
+def role_null(args: argparse.Namespace) -> None:
+    """The null binder: the operator's client stack, binding round-robin, no scheduling."""
+    logging.basicConfig(level=args.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = OperatorSettings(scheduler_names=frozenset({args.scheduler_name}),
+                                leader_election=False)
+
+    async def body(stop: asyncio.Event) -> None:
+        connection = await load_connection(args.kubeconfig)
+        async with KubeClient(connection, max_connections=settings.max_connections) as client:
+            nodes: dict[str, None] = {}
+            ring: list[str] = []
+            submitted: set[str] = set()
+            binds = WorkPool("bind", settings.bind_workers)
+            turn = 0
+
+            def on_node(kind: str, obj: Mapping[str, Any]) -> None:
+                name = str(obj["metadata"]["name"])
+                if kind == "DELETED":
+                    nodes.pop(name, None)
+                else:
+                    nodes[name] = None
+                ring[:] = list(nodes)
+
+            async def bind(ns: str, name: str, uid: str, node: str) -> None:
+                try:
+                    await client.bind(ns, name, uid, node)
+                except ApiError as err:
+                    if err.code != 409:
+                        submitted.discard(uid)
+                        log.warning("bind %s/%s: %s", ns, name, err)
+
+            def on_pod(kind: str, obj: Mapping[str, Any]) -> None:
+                nonlocal turn
+                meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+                uid = str(meta.get("uid", ""))
+                if kind == "DELETED":
+                    submitted.discard(uid)
+                    return
+                if (spec.get("nodeName") or uid in submitted or not ring
+                        or spec.get("schedulerName") not in settings.scheduler_names
+                        or meta.get("deletionTimestamp")):
+                    return
+                submitted.add(uid)
+                node = ring[turn % len(ring)]
+                turn += 1
+                binds.submit(functools.partial(bind, str(meta.get("namespace", "")),
+                                               str(meta.get("name", "")), uid, node))
+
+            pods = Reflector(client, "/api/v1/pods", on_pod, name="pods")
+            node_watch = Reflector(client, "/api/v1/nodes", on_node, name="nodes")
+            binds.start()
+            await node_watch.list()
+            await pods.list()
+            tasks = [asyncio.create_task(pods.run(stop)), asyncio.create_task(node_watch.run(stop))]
+            _announce("READY")
+            await stop.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await binds.stop()
+            _announce("COUNTERS", requests=client.requests, binds=binds.done)
+
+    _run_maybe_profiled(args, lambda: asyncio.run(_serve_until_signal(body)))
+
+
+def _run_maybe_profiled(args: argparse.Namespace, main: Callable[[], None]) -> None:
+    if not args.profile:
+        main()
+        return
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        main()
+    finally:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+
+
+def role_watch(args: argparse.Namespace) -> None:
+    """The watcher: receive timestamps of pod ADDED / bound and Application ADDED."""
+    async def body(stop: asyncio.Event) -> None:
+        async with BenchClient(await load_connection(args.kubeconfig)) as client:
+            added: dict[str, float] = {}
+            bound: dict[str, float] = {}
+            app_of: dict[str, str] = {}
+            apps: dict[str, float] = {}
+            placeholders: dict[str, float] = {}
+            done = asyncio.Event()
+
+            def on_pod(kind: str, obj: Mapping[str, Any]) -> None:
+                now = time.time()
+                meta = obj.get("metadata") or {}
+                name = str(meta.get("name"))
+                labels = meta.get("labels") or {}
+                if labels.get(LABEL) != "true":
+                    if (labels.get(LABEL_PLACEHOLDER) == "true" and kind != "DELETED"
+                            and (obj.get("spec") or {}).get("nodeName")):
+                        placeholders.setdefault(str(meta.get("uid")), now)
+                    return
+                added.setdefault(name, now)
+                if LABEL_APP in labels:
+                    app_of[name] = str(labels[LABEL_APP])
+                if (kind != "DELETED" and name not in bound
+                        and (obj.get("spec") or {}).get("nodeName")):
+                    bound[name] = now
+                    if len(bound) >= args.expect:
+                        done.set()
+
+            def on_app(kind: str, obj: Mapping[str, Any]) -> None:
+                apps.setdefault(str((obj.get("metadata") or {}).get("name")), time.time())
+
+            ns = args.namespace
+            watches = [Reflector(client, f"/api/v1/namespaces/{ns}/pods", on_pod)]
+            if args.gangs:
+                watches.append(Reflector(
+                    client, f"/apis/{GROUP}/{VERSION}/namespaces/{ns}/applications", on_app))
+            for w in watches:
+                await w.list()
+            tasks = [asyncio.create_task(w.run(stop)) for w in watches]
+            _announce("READY")
+            waiter = asyncio.create_task(done.wait())
+            stopper = asyncio.create_task(stop.wait())
+            await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if done.is_set():
+                _announce("DONE", bound=len(bound))
+            pathlib.Path(args.out).write_text(json.dumps({
+                "added": added, "bound": bound, "app_of": app_of, "apps": apps,
+                "placeholders_bound": len(placeholders)}))
+            _announce("WRITTEN")
+            await stop.wait()
+            for t in (*tasks, waiter, stopper):
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(_serve_until_signal(body))
+
+
+# --- one run ----------------------------------------------------------------------------
+
+
+@dataclass
+class Scheduler:
+    name: str
+    template: list[str]
+    """The command; ``{kubeconfig}``, ``{config}`` and ``{scheduler_name}`` are filled in."""
+    ours: bool
+    """Prints READY and COUNTERS."""
+
+    def argv(self, cluster: Cluster, log_dir: pathlib.Path, args: argparse.Namespace
+             ) -> list[str]:
+        config = log_dir / f"kube-scheduler-{cluster.namespace}.json"
+        kube_scheduler_config(config, cluster.kubeconfig, args.qps, args.scheduler_name)
+        return [a.replace("{kubeconfig}", cluster.kubeconfig).replace("{config}", str(config))
+                .replace("{scheduler_name}", args.scheduler_name) for a in self.template]
+
+
+@dataclass
+class RunResult:
+    scheduler: str
+    pods: int
+    bound: int = 0
+    first_bind: float = 0.0
+    last_bind: float = 0.0
+    launched: float = 0.0
+    throughput_samples: list[int] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    gang_latencies: list[float] = field(default_factory=list)
+    placeholders_bound: int = 0
+    cpu: float | None = None
+    startup_cpu: float | None = None
+    server_cpu: float | None = None
+    requests: int | None = None
+    requests_detail: dict[str, int] = field(default_factory=dict)
+    requests_by_verb: dict[str, int] = field(default_factory=dict)
+    cpu_samples: list[tuple[float, float, float]] = field(default_factory=list)
+    """(time, scheduler CPU s, server CPU s) every 0.2 s while the pods are bound."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def makespan(self) -> float:
+        return self.last_bind - self.first_bind
+
+    def busy(self, which: int) -> float | None:
+        """CPU seconds per second of the scheduler (1) or the server (2) between the
+        first and the last bind: 1.0 is one core fully busy."""
+        window = [s for s in self.cpu_samples if self.first_bind <= s[0] <= self.last_bind]
+        if len(window) < 2 or window[-1][0] <= window[0][0]:
+            return None
+        return (window[-1][which] - window[0][which]) / (window[-1][0] - window[0][0])
+
+    def metrics(self, mode: str) -> dict[str, float | None]:
+        lat, gang = sorted(self.latencies), sorted(self.gang_latencies)
+        samples = sorted(self.throughput_samples)
+        per_k = 1000 / self.bound if self.bound else None
+        return {
+            "bound": self.bound,
+            "placeholders bound": self.placeholders_bound,
+            "makespan s (first to last bind)": self.makespan,
+            "makespan s (from launch)": self.last_bind - self.launched if mode == "backlog"
+            else None,
+            "binds/s average": self.bound / self.makespan if self.makespan > 0 else None,
+            "binds/s p50 (1 s samples)": _pct(samples, 50),
+            "binds/s p90 (1 s samples)": _pct(samples, 90),
+            "binds/s max (1 s samples)": float(samples[-1]) if samples else None,
+            "pod latency p50 s": _pct(lat, 50),
+            "pod latency p90 s": _pct(lat, 90),
+            "pod latency p99 s": _pct(lat, 99),
+            "gang complete p50 s": _pct(gang, 50),
+            "gang complete p90 s": _pct(gang, 90),
+            "gang complete max s": gang[-1] if gang else None,
+            "API requests / bound pod": self.requests / self.bound
+            if self.requests is not None and self.bound else None,
+            "scheduler CPU s / 1000 pods": self.cpu * per_k
+            if self.cpu is not None and per_k else None,
+            "API server CPU s / 1000 pods": self.server_cpu * per_k
+            if self.server_cpu is not None and per_k else None,
+            "scheduler cores busy while binding": self.busy(1),
+            "API server cores busy while binding": self.busy(2),
+        }
+
+
+def _pct(values: list[float] | list[int], p: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return float(values[0])
+    return float(statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1])
+
+
+def analyse(result: RunResult, data: JSON, mode: str) -> None:
+    added: dict[str, float] = data["added"]
+    bound: dict[str, float] = data["bound"]
+    result.bound = len(bound)
+    result.placeholders_bound = int(data.get("placeholders_bound", 0))
+    if not bound:
+        return
+    times = sorted(bound.values())
+    result.first_bind, result.last_bind = times[0], times[-1]
+    seconds = int(result.last_bind - result.first_bind)
+    bins = [0] * (seconds + 1)
+    for t in times:
+        bins[int(t - result.first_bind)] += 1
+    if len(bins) > 1:  # the last bin is partial
+        bins.pop()
+    result.throughput_samples = bins
+
+    def since(t: float) -> float:
+        return max(t, result.launched) if mode == "backlog" else t
+
+    result.latencies = [t - since(added.get(name, t)) for name, t in bound.items()]
+    if data.get("apps"):
+        members: dict[str, list[str]] = {}
+        for pod, app in data["app_of"].items():
+            members.setdefault(app, []).append(pod)
+        for app, t_app in data["apps"].items():
+            pods = members.get(app, [])
+            if pods and all(p in bound for p in pods):
+                result.gang_latencies.append(max(bound[p] for p in pods) - since(t_app))
+
+
+async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argparse.Namespace,
+                  log_dir: pathlib.Path, run: str) -> RunResult:
+    result = RunResult(sched.name, w.pods)
+    await cluster.open(run)
+    argv = sched.argv(cluster, log_dir, args)
+    children: list[Child] = []
+    heart: asyncio.Task[None] | None = None
+    env = {"KUBECONFIG": cluster.kubeconfig}
+    try:
+        async with BenchClient(await load_connection(cluster.kubeconfig),
+                               max_connections=args.concurrency) as client:
+            t0 = time.monotonic()
+            await create_nodes(client, w, args.concurrency)
+            print(f"  [{run}] {w.nodes} nodes in {time.monotonic() - t0:.1f}s",
+                  flush=True)
+            if not cluster.fake and args.heartbeat > 0:
+                heart = asyncio.create_task(heartbeat(client, w.nodes, args.heartbeat))
+
+            if args.mode == "backlog":  # the start-up cost, with no pods yet
+                startups = []
+                for k in range(args.startup_samples):
+                    warm = await Child.start(f"{run}-startup-{k}", argv, log_dir, env=env)
+                    if sched.ours:
+                        await warm.expect("READY", args.timeout)
+                    startups.append(await warm.wait_idle())
+                    await warm.stop()
+                result.startup_cpu = statistics.median(startups)
+
+            watcher = await Child.start(
+                f"watcher-{run}",
+                [sys.executable, __file__, "_watch", "--kubeconfig", cluster.kubeconfig,
+                 "--namespace", cluster.namespace, "--expect", str(w.pods),
+                 "--out", str(log_dir / f"watch-{run}.json"),
+                 *(["--gangs"] if w.gang_size else [])], log_dir)
+            children.append(watcher)
+            await watcher.expect("READY", 60)
+
+            async def launch() -> Child:
+                child = await Child.start(run, argv, log_dir, env=env)
+                children.append(child)
+                result.launched = time.time()
+                return child
+
+            if args.mode == "backlog":
+                t0 = time.monotonic()
+                await create_pods(client, w, cluster.namespace, args.concurrency)
+                print(f"  [{run}] {w.pods} pods ({w.gangs} gangs) in "
+                      f"{time.monotonic() - t0:.1f}s", flush=True)
+                await asyncio.sleep(1.0)  # let the watcher receive every ADDED
+                before = await cluster.counters()
+                server_before = cluster.server_cpu()
+                child = await launch()
+                cpu_before = result.startup_cpu or 0.0
+            else:
+                child = await launch()
+                if sched.ours:
+                    await child.expect("READY", args.timeout)
+                cpu_before = await child.wait_idle()
+                before = await cluster.counters()
+                server_before = cluster.server_cpu()
+                t0 = time.monotonic()
+                await create_pods(client, w, cluster.namespace, args.concurrency)
+                print(f"  [{run}] {w.pods} pods ({w.gangs} gangs) in "
+                      f"{time.monotonic() - t0:.1f}s", flush=True)
+            sampler = asyncio.create_task(sample_cpu(child, cluster, result.cpu_samples))
+            try:
+                await watcher.expect("DONE", args.timeout)
+            except TimeoutError:
+                result.notes.append(f"timed out after {args.timeout}s")
+            finally:
+                sampler.cancel()
+            result.cpu = child.cpu() - cpu_before
+            after = await cluster.counters()
+            server_after = cluster.server_cpu()
+            if server_before is not None and server_after is not None:
+                result.server_cpu = server_after - server_before
+            if before is not None and after is not None:
+                delta = {k: v - before["by_agent"].get(k, 0)
+                         for k, v in after["by_agent"].items()}
+                result.requests_detail = {k: v for k, v in delta.items() if v and k != AGENT}
+                result.requests = sum(result.requests_detail.values())
+                result.requests_by_verb = {
+                    k: d for k, v in after["by_agent_verb"].items()
+                    if not k.startswith(AGENT + " ")
+                    and (d := v - before["by_agent_verb"].get(k, 0))}
+            await child.stop()
+            if after is None and sched.ours:
+                for line in child.output:
+                    if line.startswith("COUNTERS"):
+                        result.requests = int(json.loads(line.split(" ", 1)[1])["requests"])
+                        result.notes.append("requests: the scheduler's own client only")
+            with contextlib.suppress(TimeoutError, RuntimeError):
+                watcher.proc.send_signal(signal.SIGTERM)
+                await watcher.expect("WRITTEN", 30)
+            data = json.loads((log_dir / f"watch-{run}.json").read_text())
+            analyse(result, data, args.mode)
+    finally:
+        if heart is not None:
+            heart.cancel()
+        for c in children:
+            await c.stop()
+        await cluster.close()
+    return result
+
+
+async def sample_cpu(child: Child, cluster: Cluster,
+                     out: list[tuple[float, float, float]]) -> None:
+    while True:
+        out.append((time.time(), child.cpu(), cluster.server_cpu() or 0.0))
+        await asyncio.sleep(0.2)
+
+
+# --- output -----------------------------------------------------------------------------
+
+
+def summarise(results: list[RunResult], mode: str) -> dict[str, dict[str, float | None]]:
+    """Per scheduler, the median of each metric over its repetitions."""
+    by_name: dict[str, list[dict[str, float | None]]] = {}
+    for r in results:
+        by_name.setdefault(r.scheduler, []).append(r.metrics(mode))
+    summary: dict[str, dict[str, float | None]] = {}
+    for name, runs in by_name.items():
+        summary[name] = {}
+        for key in runs[0]:
+            values = [v for run in runs if (v := run[key]) is not None]
+            summary[name][key] = statistics.median(values) if values else None
+    return summary
+
+
+def table(summary: dict[str, dict[str, float | None]]) -> str:
+    rows = list(summary.values())
+    names = list(summary)
+    base = rows[0]
+    ratio_cols = [f"{names[0]}/{n}" for n in names[1:]]
+    header = ["metric", *names, *ratio_cols]
+    lines = []
+    for key in base:
+        values = [row[key] for row in rows]
+        if all(v is None for v in values) or (key == "placeholders bound"
+                                              and not any(values)):
+            continue
+        cells = [key, *(_fmt(v) for v in values)]
+        for v in values[1:]:
+            b = base[key]
+            cells.append(f"{b / v:.2f}" if b is not None and v else "")
+        lines.append(cells)
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *lines, strict=True)]
+    out = ["| " + " | ".join(h.ljust(wd) for h, wd in zip(header, widths, strict=True)) + " |",
+           "|" + "|".join("-" * (wd + 2) for wd in widths) + "|"]
+    for cells in lines:
+        out.append("| " + " | ".join(
+            (c.ljust(wd) if i == 0 else c.rjust(wd))
+            for i, (c, wd) in enumerate(zip(cells, widths, strict=True))) + " |")
+    return "\n".join(out)
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return ""
+    if v == int(v) and abs(v) >= 100:
+        return f"{int(v)}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}"
+
+
+def kube_scheduler_config(path: pathlib.Path, kubeconfig: str, qps: float,
+                          scheduler_name: str) -> None:
+    path.write_text(json.dumps({
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": kubeconfig, "qps": qps, "burst": int(qps)},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": scheduler_name}],
+    }, indent=2))
+
+
+def _self(role: str, args: argparse.Namespace, extra: list[str]) -> list[str]:
+    argv = [sys.executable, __file__, role, "--scheduler-name", args.scheduler_name,
+            "--log-level", args.log_level]
+    return argv + extra
+
+
+async def main_async(args: argparse.Namespace) -> list[RunResult]:
+    w = Workload(args.nodes, args.pods, args.gang_size, args.cpu, args.memory,
+                 args.scheduler_name)
+    keep = args.log_dir is not None
+    log_dir = pathlib.Path(args.log_dir or tempfile.mkdtemp(prefix="gangsched-bench-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = os.environ.get("KUBECONFIG")
+    cluster: Cluster = RealCluster(kubeconfig) if kubeconfig else FakeCluster(log_dir)
+    kc = "{kubeconfig}"
+    schedulers: list[Scheduler] = []
+    if not args.no_operator:
+        profile = ["--profile", args.profile] if args.profile else []
+        schedulers.append(Scheduler("operator", _self("_operator", args,
+                                                      ["--kubeconfig", kc, *profile]), True))
+    if args.null:
+        schedulers.append(Scheduler("null", _self("_null", args, ["--kubeconfig", kc]), True))
+    for k, cmd in enumerate(args.scheduler):
+        name = "scheduler" if len(args.scheduler) == 1 else f"scheduler{k + 1}"
+        schedulers.append(Scheduler(name, shlex.split(cmd), False))
+    if not schedulers:
+        raise SystemExit("nothing to run")
+    where = f"KUBECONFIG={kubeconfig}" if kubeconfig else "the fake API server"
+    print(f"{w.nodes} nodes, {w.pods} pods"
+          + (f" in gangs of {w.gang_size}" if w.gang_size else " (plain)")
+          + f", {args.mode} mode, on {where}; {os.cpu_count()} cores; logs in {log_dir}",
+          flush=True)
+    results = []
+    load = [os.getloadavg()[0]]
+    for k in range(args.repeat):
+        for sched in schedulers:
+            run = sched.name if args.repeat == 1 else f"{sched.name}-{k + 1}"
+            result = await run_one(sched, cluster, w, args, log_dir, run)
+            results.append(result)
+            load.append(os.getloadavg()[0])
+            m = result.metrics(args.mode)
+            print(f"  [{run}] {result.bound} bound, {_fmt(m['binds/s average'])} binds/s, "
+                  f"requests by client: {result.requests_detail or result.requests}"
+                  + "".join(f"; {note}" for note in result.notes), flush=True)
+            if args.verbose and result.requests_by_verb:
+                print(f"  [{run}] requests: {result.requests_by_verb}", flush=True)
+    summary = summarise(results, args.mode)
+    print()
+    if args.repeat > 1:
+        print(f"medians of {args.repeat} runs each, interleaved")
+    print(table(summary))
+    print(f"1-minute load average during the runs: {min(load):.1f} to {max(load):.1f}")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(
+            {"nodes": w.nodes, "pods": w.pods, "gang_size": w.gang_size, "mode": args.mode,
+             "repeat": args.repeat, "cores": os.cpu_count(),
+             "where": "real" if kubeconfig else "fake", "load": load, "results": summary,
+             "runs": [{"scheduler": r.scheduler, **r.metrics(args.mode)} for r in results]},
+            indent=2))
+    if not keep:
+        print(f"(logs and raw data in {log_dir})")
+    return results
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="bench/cluster.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", type=int, default=500)
+    p.add_argument("--pods", type=int, default=3000)
+    p.add_argument("--gang-size", type=int, default=0, help="0: plain pods")
+    p.add_argument("--mode", choices=("backlog", "live"), default="backlog")
+    p.add_argument("--null", action="store_true", help="also run the null binder")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run each scheduler this many times, interleaved; report medians")
+    p.add_argument("--no-operator", action="store_true", help="do not run the operator")
+    p.add_argument("--scheduler", action="append", default=[], metavar="CMD",
+                   help="also run this scheduler command (repeatable)")
+    p.add_argument("--scheduler-name", default="gangsched", help="the pods' schedulerName")
+    p.add_argument("--qps", type=float, default=5000, help="client QPS for {config}")
+    p.add_argument("--cpu", default="100m", help="each pod's cpu request")
+    p.add_argument("--memory", default="256Mi", help="each pod's memory request")
+    p.add_argument("--concurrency", type=int, default=64, help="creates in flight")
+    p.add_argument("--timeout", type=float, default=600, help="seconds to wait for binds")
+    p.add_argument("--heartbeat", type=float, default=20,
+                   help="real clusters: node Lease renewal period (0: none)")
+    p.add_argument("--startup-samples", type=int, default=3,
+                   help="backlog mode: launches with no pods whose median CPU is start-up")
+    p.add_argument("--profile", help="cProfile the operator into this file")
+    p.add_argument("--log-level", default="WARNING", help="of the schedulers we start")
+    p.add_argument("--log-dir", help="keep logs and raw data here")
+    p.add_argument("--json", help="write the metrics here")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print the schedulers' requests by verb and resource")
+    return p.parse_args(argv)
+
+
+def parse_role(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("--kubeconfig")
+    p.add_argument("--scheduler-name", default="gangsched")
+    p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--profile")
+    p.add_argument("--namespace")
+    p.add_argument("--expect", type=int, default=0)
+    p.add_argument("--out")
+    p.add_argument("--gangs", action="store_true")
+    return p.parse_args(argv)
+
+
+ROLES: dict[str, Callable[[argparse.Namespace], None]] = {
+    "_operator": role_operator, "_null": role_null, "_watch": role_watch}
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ROLES:
+        ROLES[argv[0]](parse_role(argv[1:]))
+        return
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    asyncio.run(main_async(parse(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Run the fake API server in its own process, for benchmarks and manual use.
+
+``cd tests && python3 -m fakeapi.serve --kubeconfig /tmp/kc`` starts a server with the
+CRDs of ``crds/`` installed and the namespaces ``default`` and ``gangsched-system``,
+writes a kubeconfig for it, prints its URL on one line of stdout, and serves until
+SIGINT/SIGTERM.
+
+Besides the API, it answers ``GET /debug/requests``: the request counters (by verb,
+resource and subresource, and by client ``User-Agent`` product, e.g. ``gangsched``,
+``kopf``, ``kube-scheduler``), the open watches, and the server's own CPU seconds.
+``POST /debug/pods?count=N&namespace=NS&prefix=P&rate=R&bind=1`` creates N pods
+in-process (R per second; 0: as fast as the store goes), binds each one after the next
+is created, and answers the commit times: a source of watch events that costs no HTTP
+client. These debug requests are not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import pathlib
+import resource
+import signal
+import time
+
+from aiohttp import web
+
+from fakeapi.server import FakeApiServer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+class ServedFakeApi(FakeApiServer):
+    """The fake, plus per-client counters and a ``/debug/requests`` endpoint."""
+
+    def __init__(self, *, history_limit: int, auto_run: bool, seed: int | None) -> None:
+        super().__init__(history_limit=history_limit, auto_run=auto_run, seed=seed)
+        self.by_agent: collections.Counter[str] = collections.Counter()
+        self.by_agent_verb: collections.Counter[str] = collections.Counter()
+        self._agent = ""
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        if request.path == "/debug/requests":
+            return web.Response(body=json.dumps(self.debug_counters()).encode(),
+                                content_type="application/json")
+        if request.path == "/debug/pods" and request.method == "POST":
+            q = request.query
+            made = await self.make_pods(int(q.get("count", "1")), q.get("namespace", "default"),
+                                        q.get("prefix", "pod-"), float(q.get("rate", "0")),
+                                        q.get("bind", "") in ("1", "true"))
+            return web.Response(body=json.dumps(made).encode(), content_type="application/json")
+        agent = request.headers.get("User-Agent", "")
+        self._agent = agent.split("/", 1)[0].split(" ", 1)[0] or "unknown"
+        self.by_agent[self._agent] += 1
+        return await super()._handle(request)
+
+    def count(self, verb: str, resource: str, subresource: str = "") -> None:
+        # Called by the dispatcher before its first await, so ``_agent`` is this request's.
+        super().count(verb, resource, subresource)
+        self.by_agent_verb[" ".join(filter(None, (self._agent, verb, resource,
+                                                  subresource)))] += 1
+
+    async def make_pods(self, count: int, namespace: str, prefix: str, rate: float,
+                        bind: bool) -> dict[str, dict[str, float]]:
+        """Create ``count`` pods in-process, ``rate`` per second (0: at once, yielding to
+        the watches every 100); with ``bind``, each pod is bound to a node right after
+        the next one is created (two events per pod, as a scheduler makes). The commit
+        times of both, by pod name."""
+        created: dict[str, float] = {}
+        bound: dict[str, float] = {}
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        names = [f"{prefix}{i:06d}" for i in range(count)]
+        for i, name in enumerate(names):
+            if rate > 0:
+                delay = start + i / rate - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            elif i % 100 == 0:
+                await asyncio.sleep(0)
+            self.create({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": name, "namespace": namespace},
+                         "spec": {"containers": [{"name": "main", "image": "pause:3.10"}]}})
+            created[name] = time.time()
+            if bind and i > 0:
+                self.bind(namespace, names[i - 1], "node-0")
+                bound[names[i - 1]] = time.time()
+        if bind and names:
+            self.bind(namespace, names[-1], "node-0")
+            bound[names[-1]] = time.time()
+        return {"created": created, "bound": bound}
+
+    def debug_counters(self) -> dict[str, object]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {
+            "total": sum(self.requests.values()),
+            "by_agent": dict(self.by_agent),
+            "by_agent_verb": dict(self.by_agent_verb),
+            "by_verb": {"/".join(k).rstrip("/"): v for k, v in sorted(self.requests.items())},
+            "active_watches": self.active_watches,
+            "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "internal_errors": len(self.internal_errors),
+        }
+
+
+async def serve(args: argparse.Namespace) -> None:
+    server = ServedFakeApi(history_limit=args.history_limit, auto_run=args.auto_run,
+                           seed=args.seed)
+    server.install_crds_from_dir(pathlib.Path(args.crds))
+    for ns in ("default", "gangsched-system", *args.namespace):
+        with contextlib.suppress(Exception):
+            server.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    await server.start(args.host, args.port)
+    if args.kubeconfig:
+        server.write_kubeconfig(args.kubeconfig)
+    print(server.url, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python3 -m fakeapi.serve", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    parser.add_argument("--kubeconfig", help="write a kubeconfig for the server here")
+    parser.add_argument("--crds", default=str(ROOT / "crds"), help="folder of CRD YAML files")
+    parser.add_argument("--namespace", action="append", default=[],
+                        help="another namespace to create (repeatable)")
+    parser.add_argument("--history-limit", type=int, default=500_000,
+                        help="watch events kept per resource")
+    parser.add_argument("--auto-run", action="store_true",
+                        help="the fake kubelet marks bound pods Running at once")
+    parser.add_argument("--seed", type=int, default=None)
+    asyncio.run(serve(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()
