@@ -15,7 +15,9 @@ What the scheduler counts as a pod's request follows Kubernetes (``PodRequests``
 * pod-level ``spec.resources`` (cpu, memory, hugepages) replace the containers' sum;
 * ``spec.overhead`` is added.
 
-Gang membership comes from the names in :mod:`gangsched.translate.labels`.
+Gang membership comes from the names in :mod:`gangsched.translate.labels`, or from the
+names of the other gang schedulers (:mod:`gangsched.translate.dialects`), resolved by
+their documented precedence.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core import constraints, model, naming, resources
-from gangsched.translate import fields, gangspec, k8s_constraints, labels, times
+from gangsched.core import constraints, model, resources
+from gangsched.translate import dialects, fields, gangspec, k8s_constraints, labels, times
+from gangsched.translate.dialects import native, resolve
 
 __all__ = [
     "TranslationError",
     "app_manifest_from_pod",
+    "gang_definition",
     "pod_from_k8s",
     "pod_requests",
+    "pod_with_membership",
     "task_groups_from_json",
 ]
 
@@ -137,36 +142,18 @@ def _member_index(annotations: Mapping[str, str]) -> int:
     return int(text)
 
 
-def _preemptible(annotations: Mapping[str, str]) -> bool:
+def _preemptible(annotations: Mapping[str, str]) -> bool | None:
     text = annotations.get(labels.ANN_PREEMPTIBLE)
     if text is None:
-        return True
+        return None
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
     path = fields.key_path("metadata.annotations", labels.ANN_PREEMPTIBLE)
     raise TranslationError(f'{path}: expected "true" or "false", got "{text}"')
 
 
-def _app_name(pod_labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
-    """The Application a pod names: the label, or the full name in the annotation when the
-    label is its shortened form. Raises when the two disagree."""
-    label = pod_labels.get(labels.LABEL_APP)
-    if not label:
-        return None
-    full = annotations.get(labels.ANN_APP_NAME)
-    if not full or full == label:
-        return label
-    if naming.label_value(full) != label:
-        path = fields.key_path("metadata.annotations", labels.ANN_APP_NAME)
-        raise TranslationError(
-            f'{path}: "{full}" does not match label {labels.LABEL_APP} "{label}" '
-            f'(expected "{naming.label_value(full)}")'
-        )
-    return full
-
-
-def _queue(pod_labels: Mapping[str, str], annotations: Mapping[str, str]) -> str | None:
-    return pod_labels.get(labels.LABEL_QUEUE) or annotations.get(labels.ANN_QUEUE) or None
+_app_name = native.app_name
+_queue = native.queue
 
 
 def pod_from_k8s(
@@ -174,7 +161,16 @@ def pod_from_k8s(
     *,
     scheduler_names: frozenset[str] = frozenset({labels.DEFAULT_SCHEDULER_NAME}),
 ) -> model.Pod:
-    """Translate a ``v1/Pod`` object into the core's Pod.
+    """Translate a ``v1/Pod`` object into the core's Pod (see :func:`pod_with_membership`)."""
+    return pod_with_membership(obj, scheduler_names=scheduler_names)[0]
+
+
+def pod_with_membership(
+    obj: Mapping[str, Any],
+    *,
+    scheduler_names: frozenset[str] = frozenset({labels.DEFAULT_SCHEDULER_NAME}),
+) -> tuple[model.Pod, dialects.Membership]:
+    """Translate a ``v1/Pod`` object into the core's Pod, and say how its gang was found.
 
     ``ours`` is whether ``spec.schedulerName`` (``default-scheduler`` when absent) is one
     of ``scheduler_names``. Missing fields take the Kubernetes defaults: priority 0, phase
@@ -188,6 +184,10 @@ def pod_from_k8s(
     PodGroup (same namespace). A pod naming both an Application and a PodGroup is
     ``invalid``. Queue: label, else annotation ``gangsched.io/queue``. Annotation
     ``gangsched.io/preemptible: "false"`` protects it from preemption.
+
+    The names of other gang schedulers are read too, and one gang is chosen by
+    precedence (:func:`gangsched.translate.dialects.resolve.resolve`); their problems are
+    in ``invalid``, their disagreements in the returned Membership's ``conflicts``.
     """
     problems = fields.Problems()
     meta: Mapping[str, Any] = problems.read(
@@ -235,19 +235,24 @@ def pod_from_k8s(
         lambda: k8s_constraints.node_affinity_from_k8s(spec.get("affinity"), path="spec.affinity"),
         constraints.ANY_NODE,
     )
-    app_name = problems.read(lambda: _app_name(pod_labels, annotations), None)
-    app = model.AppKey(f"{namespace}/{app_name}") if app_name else None
-    group_name = pod_labels.get(labels.LABEL_POD_GROUP) or None
-    pod_group = model.GroupKey(f"{namespace}/{group_name}") if group_name else None
-    if app_name and group_name:
-        problems.add(
-            f"conflicting gang membership: label {labels.LABEL_APP} names Application "
-            f'"{app_name}" and label {labels.LABEL_POD_GROUP} names PodGroup "{group_name}"; '
-            "a pod can be a member of one gang only"
+    priority_class = spec.get("priorityClassName")
+    membership = resolve.resolve(
+        dialects.PodMeta(
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            labels=pod_labels,
+            annotations=annotations,
+            priority_class=priority_class if isinstance(priority_class, str) else "",
         )
+    )
+    for problem in membership.problems:
+        problems.add(problem)
     member_index = problems.read(lambda: _member_index(annotations), -1)
-    preemptible = problems.read(lambda: _preemptible(annotations), True)
-    return model.Pod(
+    default: bool | None = True
+    explicit = problems.read(lambda: _preemptible(annotations), default)
+    preemptible = membership.preemptible is not False if explicit is None else explicit
+    pod = model.Pod(
         uid=model.PodUID(uid),
         namespace=namespace,
         name=name,
@@ -261,15 +266,36 @@ def pod_from_k8s(
         node_selector=node_selector,
         tolerations=tolerations,
         affinity=affinity,
-        app=app,
-        task_group=annotations.get(labels.ANN_TASK_GROUP) or None,
-        pod_group=pod_group,
+        app=membership.app,
+        task_group=membership.task_group,
+        pod_group=membership.pod_group,
         placeholder=pod_labels.get(labels.LABEL_PLACEHOLDER) == "true",
         member_index=member_index,
-        queue=_queue(pod_labels, annotations),
+        queue=membership.queue,
         preemptible=preemptible,
         invalid=problems.message(),
     )
+    return pod, membership
+
+
+def gang_definition(
+    obj: Mapping[str, Any], membership: dialects.Membership
+) -> dialects.Definition | None:
+    """The gang's custom resource that pod ``obj`` carries the definition of, or ``None``.
+
+    The native pods-first Application is :func:`app_manifest_from_pod`; the other
+    dialects' are made by :func:`gangsched.translate.dialects.resolve.define`.
+    """
+    if membership.definer is None:
+        return None
+    if membership.definer == dialects.NATIVE:
+        manifest, error = app_manifest_from_pod(obj)
+        if manifest is None and error is None:
+            return None
+        return dialects.Definition(
+            dialects.APPLICATION, membership.definition_key, manifest, error
+        )
+    return resolve.define(dialects.lenient_meta(obj), membership)
 
 
 def _lenient_strings(raw: object) -> dict[str, str]:
