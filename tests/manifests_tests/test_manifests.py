@@ -30,7 +30,7 @@ CLUSTER_GRANTS = {
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
     ("gangsched.io", "applications"): {"get", "list", "watch", "patch", "create"},
-    ("gangsched.io", "podgroups"): {"get", "list", "watch", "patch"},
+    ("gangsched.io", "podgroups"): {"get", "list", "watch", "patch", "create"},
     ("gangsched.io", "queues"): {"get", "list", "watch", "patch"},
     ("gangsched.io", "applications/status"): {"get", "patch", "update"},
     ("gangsched.io", "podgroups/status"): {"get", "patch", "update"},

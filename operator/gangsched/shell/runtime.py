@@ -61,13 +61,16 @@ from gangsched.core.scheduler import Scheduler
 from gangsched.shell import leader
 from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
+from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.watch import Reflector
-from gangsched.translate import labels, render, times
+from gangsched.translate import render, times
 from gangsched.translate.apps import app_from_k8s
+from gangsched.translate.dialects import APPLICATION, LABEL_DIALECT, Membership
+from gangsched.translate.dialects.foreign import retarget_event
 from gangsched.translate.nodes import node_from_k8s
 from gangsched.translate.podgroups import podgroup_from_k8s
-from gangsched.translate.pods import app_manifest_from_pod, pod_from_k8s
+from gangsched.translate.pods import gang_definition, pod_with_membership
 from gangsched.translate.queues import queue_from_k8s
 
 log = logging.getLogger(__name__)
@@ -111,10 +114,12 @@ class Runtime:
         self.status = StatusWriter(client, self.settings.status_interval)
         self.events = EventRecorder(client)
         self.pods_first_tried: dict[str, str] = {}
-        """Pods-first pods by uid -> the manifest (or error) last acted on, so that an
-        edited annotation is acted on again and an unchanged one is not."""
+        """Pods-first pods by uid -> the gang's key and manifest (or error) last acted on,
+        so that an edited annotation is acted on again and an unchanged one is not."""
         self.pods_first_errors: dict[str, str] = {}
-        """Pods-first pods whose Application cannot be made from them, and why."""
+        """Pods-first pods whose Application or PodGroup cannot be made from them, and why."""
+        self.dialect_conflicts: dict[str, str] = {}
+        """Pods whose gang dialects disagree, by uid -> the conflict last reported."""
         self.conditions: dict[PodUID, PodPending] = {}
         """The PodScheduled condition each pod should show, until it is written."""
         self.pod_locks: dict[PodUID, asyncio.Lock] = {}
@@ -125,6 +130,9 @@ class Runtime:
                                    timeout_seconds=watch_timeout)
         self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes",
                                     timeout_seconds=watch_timeout)
+        self.foreign = ForeignGroups(client, self.submit, self.status,
+                                     watch_timeout=watch_timeout)
+        """coscheduling and Volcano PodGroups, while their CRDs are installed."""
         self.cycles = 0
         self.decisions = 0
         self.leading = asyncio.Event()
@@ -146,14 +154,18 @@ class Runtime:
             uid = str(meta.get("uid", ""))
             self.pods_first_tried.pop(uid, None)
             self.pods_first_errors.pop(uid, None)
+            self.dialect_conflicts.pop(uid, None)
             self.conditions.pop(PodUID(uid), None)
             self.pod_locks.pop(PodUID(uid), None)
             self.submit(PodGone(PodUID(uid)))
             return
-        pod = pod_from_k8s(obj, scheduler_names=self.settings.scheduler_names)
+        pod, membership = pod_with_membership(obj, scheduler_names=self.settings.scheduler_names)
         self.submit(PodObserved(pod))
-        if pod.ours and pod.app is not None and not pod.placeholder and pod.node_name is None:
-            self._pods_first(obj, pod.app)
+        if pod.ours and not pod.placeholder and pod.node_name is None:
+            if membership.conflicts:
+                self._dialect_conflict(obj, "; ".join(membership.conflicts))
+            if membership.definer is not None:
+                self._pods_first(obj, membership)
 
     def on_node(self, kind: str, obj: JSON) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
@@ -166,6 +178,7 @@ class Runtime:
         key = _key(obj)
         self._track(self.apps, key, kind, obj, "applications")
         if kind == "DELETED":
+            self._made_gang_gone(key, obj)
             self.submit(AppGone(AppKey(key)))
         else:
             self.submit(AppObserved(app_from_k8s(obj)))
@@ -174,6 +187,7 @@ class Runtime:
         key = _key(obj)
         self._track(self.groups, key, kind, obj, "podgroups")
         if kind == "DELETED":
+            self._made_gang_gone(key, obj)
             self.submit(PodGroupGone(GroupKey(key)))
         else:
             self.submit(PodGroupObserved(podgroup_from_k8s(obj)))
@@ -199,52 +213,77 @@ class Runtime:
             ns, _, name = key.rpartition("/")
             self.status.forget(StatusTarget(GROUP, VERSION, plural, ns or None, name))
 
-    def _pods_first(self, obj: JSON, app: AppKey) -> None:
-        """A pod with task groups and no Application yet: create it, owned by the pod.
+    def _pods_first(self, obj: JSON, membership: Membership) -> None:
+        """A pod carrying its gang's definition (native pods-first task groups, or another
+        dialect's, see :mod:`gangsched.translate.dialects`) and no such gang yet: create
+        the Application or PodGroup, owned by the pod.
 
-        Acted on once per content of the pod's annotations: an invalid one gives an
-        ``InvalidTaskGroups`` Event (and the reason in the pod's PodScheduled condition)
-        and is tried again when the pod is edited. Transient API errors are retried with
-        a backoff; a 409 means the Application exists (its watch event follows).
+        Acted on once per content of the definition: an invalid one gives an
+        ``InvalidTaskGroups`` (Application) or ``InvalidPodGroup`` Event, and the reason in
+        the pod's PodScheduled condition, and is tried again when the pod is edited.
+        Transient API errors are retried with a backoff; a 409 means the object exists
+        (its watch event follows).
         """
-        meta = obj.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
-        if labels.ANN_TASK_GROUPS not in annotations or app in self.apps:
+        is_app = membership.definition_kind == APPLICATION
+        known = self.apps if is_app else self.groups
+        key = membership.definition_key
+        if key in known:
             return
-        uid = str(meta.get("uid", ""))
-        manifest, error = app_manifest_from_pod(obj)
-        if manifest is None and error is None:
+        definition = gang_definition(obj, membership)
+        if definition is None:
             return
-        seen = json.dumps(manifest if manifest is not None else error, sort_keys=True)
+        manifest, error = definition.manifest, definition.error
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        seen = key + "\x00" + json.dumps(manifest if manifest is not None else error,
+                                          sort_keys=True)
         if self.pods_first_tried.get(uid) == seen:
             return
         self.pods_first_tried[uid] = seen
+        what = "application" if is_app else "pod group"
         if manifest is None:
-            why = f"application {app} cannot be created from this pod: {error}"
+            why = f"{what} {key} cannot be created from this pod: {error}"
             self.pods_first_errors[uid] = why
-            self._pod_event(obj, "Warning", "InvalidTaskGroups", why)
+            reason = "InvalidTaskGroups" if is_app else "InvalidPodGroup"
+            self._pod_event(obj, "Warning", reason, why)
             return
         self.pods_first_errors.pop(uid, None)
-        namespace = app.split("/", 1)[0]
+        namespace = key.split("/", 1)[0]
+        plural = "applications" if is_app else "podgroups"
 
         async def create(attempt: int = 0) -> None:
-            if app in self.apps or self.pods_first_tried.get(uid) != seen:
+            if key in known or self.pods_first_tried.get(uid) != seen:
                 return  # it exists now, or the pod changed (or went) meanwhile
             try:
-                created = await self.client.create(GROUP, VERSION, "applications", namespace,
-                                                   manifest)
-                self.on_app("ADDED", created)
+                created = await self.client.create(GROUP, VERSION, plural, namespace, manifest)
+                (self.on_app if is_app else self.on_podgroup)("ADDED", created)
             except ApiError as err:
                 if err.code == 409:
                     return
                 if err.code in RETRYABLE and attempt < self.settings.api_retries:
                     self._later(functools.partial(create, attempt + 1), attempt)
                     return
-                message = f"could not create application {app}: {err}"
+                message = f"could not create {what} {key}: {err}"
                 self.pods_first_errors[uid] = message
-                self._pod_event(obj, "Warning", "ApplicationNotCreated", message)
+                reason = "ApplicationNotCreated" if is_app else "PodGroupNotCreated"
+                self._pod_event(obj, "Warning", reason, message)
 
         self.api.submit(create)
+
+    def _made_gang_gone(self, key: str, obj: JSON) -> None:
+        """A gang made from another scheduler's pod labels is gone (with the pod that owned
+        it, say): let its other members make it again on their next change."""
+        if LABEL_DIALECT in ((obj.get("metadata") or {}).get("labels") or {}):
+            prefix = key + "\x00"
+            self.pods_first_tried = {uid: seen for uid, seen in self.pods_first_tried.items()
+                                     if not seen.startswith(prefix)}
+
+    def _dialect_conflict(self, obj: JSON, message: str) -> None:
+        """A ``GangDialectConflict`` Event, once per pod and message."""
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        if self.dialect_conflicts.get(uid) == message:
+            return
+        self.dialect_conflicts[uid] = message
+        self._pod_event(obj, "Warning", "GangDialectConflict", message)
 
     def _later(self, job: Callable[[], Awaitable[None]], attempt: int) -> None:
         """Hand ``job`` to the API pool again after a backoff (a transient API error)."""
@@ -284,6 +323,7 @@ class Runtime:
                 return False
             for obj in listed:
                 handler("ADDED", obj)
+        await self.foreign.list()
         for reflector in (self.node_watch, self.pod_watch):
             if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
                 return False
@@ -335,6 +375,7 @@ class Runtime:
             if stop.is_set() or not await self.sync(stop):
                 return
             tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
+            tasks.append(asyncio.create_task(self.foreign.run(stop), name="foreign-watch"))
             tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
             await self._cycles(stop)
         finally:
@@ -398,6 +439,8 @@ class Runtime:
                                               old_status=obj.get("status"))
                 ns, name = d.key.split("/", 1)
                 self.status.want(StatusTarget(GROUP, VERSION, "applications", ns, name), body)
+        elif isinstance(d, SetPodGroupStatus) and self.foreign.owns(d.key):
+            self.foreign.want_status(d)
         elif isinstance(d, SetPodGroupStatus):
             gobj = self.groups.get(d.key)
             if gobj is not None:
@@ -431,7 +474,7 @@ class Runtime:
 
     def _record(self, d: RecordEvent) -> None:
         now = self.clock()
-        body = render.event_body(d, now=now, instance=self.settings.identity)
+        body = retarget_event(render.event_body(d, now=now, instance=self.settings.identity))
         name = render.event_name(d)
         micro = times.format_micro_time(now)
         self.reports.submit(lambda: self.events.record(name, body, now, micro))
@@ -482,7 +525,7 @@ class Runtime:
         from gangsched.core.decisions import EventType, ObjectRef
 
         why = self.pods_first_errors.get(d.uid)
-        if why is not None and d.reason == "ApplicationNotFound":
+        if why is not None and d.reason in ("ApplicationNotFound", "PodGroupNotFound"):
             d = dataclasses.replace(d, message=f"{d.message}; {why}")
         self.conditions[d.uid] = d
         self.reports.submit(functools.partial(self._write_condition, d, now, 0))

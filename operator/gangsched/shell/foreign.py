@@ -1,0 +1,130 @@
+"""Other schedulers' PodGroups (coscheduling, Volcano), watched while their CRD exists.
+
+These CRDs are optional: a cluster without Volcano has no ``scheduling.volcano.sh``. So
+each kind of :data:`gangsched.translate.dialects.foreign.KINDS` is listed first; a 404
+means "not installed", and it is looked for again every ``recheck`` seconds, quietly,
+so that installing the CRD later needs no restart. Any other error is retried with a
+backoff. Once listed, a :class:`~gangsched.shell.watch.Reflector` keeps it current.
+Nothing here blocks start-up or the other watches.
+
+Each object becomes a ``PodGroupObserved`` under its foreign key (``namespace/dialect:
+name``) and a deletion a ``PodGroupGone``. The core's status for a coscheduling
+PodGroup is written back through the runtime's status writer, in coscheduling's schema;
+a Volcano PodGroup's status belongs to Volcano and is never written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gangsched.core.decisions import SetPodGroupStatus
+from gangsched.core.model import GroupKey
+from gangsched.core.observations import Observation, PodGroupGone, PodGroupObserved
+from gangsched.shell.client import ApiError, KubeClient
+from gangsched.shell.executors import StatusTarget, StatusWriter
+from gangsched.shell.watch import Reflector
+from gangsched.translate.dialects import foreign, foreign_key, split_foreign_key
+
+log = logging.getLogger(__name__)
+
+JSON = Mapping[str, Any]
+RECHECK = 60.0
+"""Seconds between looks for a CRD that is not installed."""
+
+
+class ForeignGroups:
+    """The foreign PodGroups of every known kind, fed to the core through ``submit``."""
+
+    def __init__(self, client: KubeClient, submit: Callable[[Observation], None],
+                 status: StatusWriter, *, watch_timeout: int = 300,
+                 recheck: float = RECHECK) -> None:
+        self.submit = submit
+        self.status = status
+        self.recheck = recheck
+        self.objects: dict[str, JSON] = {}
+        """The latest object per foreign key."""
+        self.installed: dict[str, bool | None] = {k.dialect: None for k in foreign.KINDS}
+        """Per dialect: its CRD answered (True), answered 404 (False), or not asked yet."""
+        self.reflectors = {
+            kind.dialect: Reflector(client, kind.path, functools.partial(self.on_event, kind),
+                                    name=f"{kind.dialect} podgroups",
+                                    timeout_seconds=watch_timeout)
+            for kind in foreign.KINDS
+        }
+
+    def on_event(self, kind: foreign.ForeignKind, event: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        key = foreign_key(kind.dialect, str(meta.get("namespace", "")),
+                          str(meta.get("name", "")))
+        old = self.objects.get(key)
+        if old is not None and (event == "DELETED" or (old.get("metadata") or {}).get("uid")
+                                != meta.get("uid")):
+            self._forget(kind, key)
+        if event == "DELETED":
+            self.objects.pop(key, None)
+            self.submit(PodGroupGone(key))
+            return
+        self.objects[key] = obj
+        self.submit(PodGroupObserved(kind.translate(obj)))
+
+    def _target(self, kind: foreign.ForeignKind, key: str) -> StatusTarget:
+        _, namespace, name = split_foreign_key(key)
+        return StatusTarget(kind.group, kind.version, kind.plural, namespace, name)
+
+    def _forget(self, kind: foreign.ForeignKind, key: str) -> None:
+        if kind.status is not None:
+            self.status.forget(self._target(kind, key))
+
+    def want_status(self, d: SetPodGroupStatus) -> None:
+        """Write the core's status of a foreign PodGroup, if its kind takes one and the
+        object is known."""
+        kind = foreign.kind_of(d.key)
+        if kind is None or kind.status is None or d.key not in self.objects:
+            return
+        self.status.want(self._target(kind, d.key), kind.status(d))
+
+    @staticmethod
+    def owns(key: GroupKey) -> bool:
+        return foreign.kind_of(key) is not None
+
+    async def list(self) -> None:
+        """List every kind once (start-up); what fails is left to :meth:`run`."""
+        for kind in foreign.KINDS:
+            await self._list(kind)
+
+    async def _list(self, kind: foreign.ForeignKind) -> bool:
+        try:
+            await self.reflectors[kind.dialect].list()
+        except ApiError as err:
+            if err.code == 404:
+                if self.installed[kind.dialect] is not False:
+                    log.info("%s PodGroups: CRD not installed; looking again every %.0fs",
+                             kind.dialect, self.recheck)
+                self.installed[kind.dialect] = False
+            else:
+                log.warning("listing %s PodGroups failed: %s", kind.dialect, err)
+            return False
+        self.installed[kind.dialect] = True
+        return True
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Watch every kind until ``stop``."""
+        await asyncio.gather(*(self._run(kind, stop) for kind in foreign.KINDS))
+
+    async def _run(self, kind: foreign.ForeignKind, stop: asyncio.Event) -> None:
+        reflector = self.reflectors[kind.dialect]
+        backoff = 0.5
+        while not stop.is_set() and not reflector.synced.is_set():
+            if await self._list(kind):
+                break
+            delay = self.recheck if self.installed[kind.dialect] is False else backoff
+            backoff = min(backoff * 2, 30.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+        if not stop.is_set():
+            await reflector.run(stop)
