@@ -1,39 +1,100 @@
 """``gangsched explain``: why an Application or PodGroup is where it is.
 
-Reads the object's status (written by the operator) and its Events from the cluster with
-a small synchronous client (pykube-ng), and prints, per task group, the placeholders and
-members needed, reserved, bound and replaced, and the blocking reason with its numbers.
+Reads the object's status (written by the operator), its Events and its pods from the
+cluster with a small synchronous client (pykube-ng), and prints, per task group, the
+placeholders and members needed, reserved, bound and replaced, and the blocking reason
+with the numbers behind it; then why its pods wait, and its event history, oldest first.
+
+:func:`format_explanation` is pure: it takes the objects as the API returns them, so that
+what it prints is tested on statuses exactly as the operator writes them.
 """
 
 from __future__ import annotations
 
+import collections
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gangsched.core import naming
+from gangsched.translate import labels, times
+
 KINDS = {"application": ("Application", "applications"), "podgroup": ("PodGroup", "podgroups")}
+MAX_EVENTS = 20
+MAX_POD_REASONS = 10
+
+NODE_FILTERS = {
+    "Insufficient": "not enough free resources",
+    "NodeSelector": "nodeSelector does not match",
+    "NodeAffinity": "node affinity does not match",
+    "Taints": "an untolerated taint",
+    "NodeNotReady": "not ready",
+    "NodeUnschedulable": "cordoned",
+    "Fits": "would fit",
+}
+"""The node filters the core counts nodes by (``details`` of Capacity and Constraints)."""
+
+DETAILS = {
+    "queue": "queue",
+    "needed": "needed",
+    "headroom": "queue headroom",
+    "max": "queue max",
+    "bestNodeShortfall": "closest node is short of",
+    "startingApplication": "starting application",
+    "missing": "missing",
+    "gang": "gang ahead",
+    "position": "position in queue",
+    "reason": "reason",
+}
+"""Labels of the detail keys the core writes, in the order they are printed; other keys
+(a reason added later) follow by name."""
+
+HEADLINES = {
+    "QueueQuota": "the queue has no room for it",
+    "Capacity": "no node has room for it",
+    "Constraints": "its constraints exclude every node that has room",
+    "OlderGangAhead": "an older gang of its queue goes first",
+    "StateAwareGate": "its queue starts one application at a time",
+    "Reservation": "its reservation is in progress",
+    "Preempting": "victims are being preempted to make room for it",
+    "WaitingForGang": "a member of its gang is missing",
+}
 
 
-def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any]] = ()) -> str:
-    """Human-readable explanation of an Application's or PodGroup's status."""
+def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any]] = (),
+                       pods: Iterable[Mapping[str, Any]] = ()) -> str:
+    """Human-readable explanation of an Application's or PodGroup's status.
+
+    ``events`` are its ``events.k8s.io/v1`` Events in any order (printed oldest first, the
+    last :data:`MAX_EVENTS`); ``pods`` its pods (their PodScheduled reasons are counted).
+    Missing fields print as their defaults; nothing here raises on a partial object.
+    """
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    kind = str(obj.get("kind", "Application"))
+    kind = str(obj.get("kind") or "Application")
     lines = [f"{kind} {meta.get('namespace', '')}/{meta.get('name', '')}"]
     if kind == "PodGroup":
-        lines.append(f"  phase:   {status.get('phase', 'Pending')}  "
-                     f"(min {spec.get('minMember', '?')}, mode {spec.get('mode', 'Strict')})")
-        lines.append(f"  members: {status.get('members', 0)}, "
-                     f"assumed {status.get('assumed', 0)}, "
-                     f"scheduled {status.get('scheduled', 0)}, running {status.get('running', 0)}")
-        lines.extend(_blocking("  ", status.get("blockingReason")))
+        lines.extend(_podgroup(spec, status))
     else:
-        lines.append(f"  state:   {status.get('state', 'New')}  "
-                     f"queue {spec.get('queue', 'default')}  "
-                     f"reserved {status.get('reserved', '-')}  running {status.get('running', 0)}")
+        lines.extend(_application(spec, status))
+    lines.extend(_pods(pods))
+    lines.extend(_history(events))
+    return "\n".join(lines) + "\n"
+
+
+def _application(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
+    state = status.get("state") or "New"
+    policy = spec.get("schedulingPolicy") or {}
+    lines = [f"  state:   {state}{_since(status.get('stateSince'))}  "
+             f"queue {status.get('queue') or spec.get('queue') or 'default'}  "
+             f"style {policy.get('style', 'Soft')}",
+             f"  gang:    {status.get('reserved') or '-'} placeholders allocated, "
+             f"{status.get('running', 0)} real pods running"]
     if status.get("reason") or status.get("message"):
         lines.append(f"  reason:  {status.get('reason', '')}: {status.get('message', '')}")
+    lines.extend(_timer("placeholder timer", status.get("placeholderTimerStart"),
+                        policy.get("placeholderTimeoutSeconds", 900)))
     for group in status.get("taskGroups") or []:
         ph = group.get("placeholders") or {}
         lines.append(f"  task group {group.get('name')}: minMember {group.get('minMember')}")
@@ -43,33 +104,149 @@ def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any
         lines.append(f"    real pods:    {group.get('realPodsBound', 0)} bound, "
                      f"{group.get('realPodsPending', 0)} pending")
         lines.extend(_blocking("    ", group.get("blockingReason")))
-    recent = list(events)
-    if recent:
-        lines.append("  events:")
-        for event in recent[-20:]:
-            count = (event.get("series") or {}).get("count") or event.get("count") or 1
-            note = event.get("note") or event.get("message") or ""
-            times = f" (x{count})" if int(count) > 1 else ""
-            lines.append(f"    {event.get('type', '')} {event.get('reason', '')}{times}: {note}")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _podgroup(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
+    lines = [f"  phase:   {status.get('phase') or 'Pending'}  "
+             f"(min {spec.get('minMember', '?')}, mode {spec.get('mode', 'Strict')}, "
+             f"queue {spec.get('queue') or 'default'})",
+             f"  members: {status.get('members', 0)}, assumed {status.get('assumed', 0)}, "
+             f"scheduled {status.get('scheduled', 0)}, running {status.get('running', 0)}"]
+    gang = spec.get("gangGroup") or []
+    if gang:
+        lines.append(f"  gang group: {', '.join(str(g) for g in gang)}")
+    if status.get("reason") or status.get("message"):
+        lines.append(f"  reason:  {status.get('reason', '')}: {status.get('message', '')}")
+    lines.extend(_timer("schedule timer", status.get("scheduleStartTime"),
+                        spec.get("scheduleTimeoutSeconds", 600)))
+    lines.extend(_blocking("  ", status.get("blockingReason")))
+    return lines
+
+
+def _since(text: object) -> str:
+    return f" since {text}" if isinstance(text, str) and text else ""
+
+
+def _timer(what: str, start: object, timeout: object) -> list[str]:
+    started = times.parse_time(start)
+    if started is None:
+        return []
+    try:
+        seconds = float(str(timeout))
+    except (TypeError, ValueError):
+        return [f"  {what}: started {start}"]
+    return [f"  {what}: started {start}, {seconds:g}s timeout expires "
+            f"{times.format_time(started + seconds)}"]
 
 
 def _blocking(indent: str, blocking: object) -> list[str]:
-    if not isinstance(blocking, Mapping) or blocking.get("reason") in (None, "", "None"):
+    """The blocking reason and its numbers; nothing when not blocked.
+
+    A reason outside the CRD's enum is written as ``None`` with the real one in
+    ``details.reason``: it is shown under its real name.
+    """
+    if not isinstance(blocking, Mapping):
         return []
-    out = [f"{indent}blocked by {blocking.get('reason')}: {blocking.get('message', '')}"]
-    for key, value in sorted((blocking.get("details") or {}).items()):
-        out.append(f"{indent}  {key}: {value}")
+    details = {str(k): str(v) for k, v in (blocking.get("details") or {}).items()}
+    reason = str(blocking.get("reason") or "None")
+    if reason == "None":
+        reason = details.pop("reason", "None")
+    if reason == "None":
+        return []
+    where = ""
+    if reason == "QueueQuota" and "queue" in details:
+        where = f" at queue {details.pop('queue')}"
+    headline = HEADLINES.get(reason)
+    out = [f"{indent}blocked by {reason}{where}"
+           + (f" ({headline})" if headline else "") + ":",
+           f"{indent}  {blocking.get('message') or '(no message)'}"]
+    nodes = {k: details.pop(k) for k in list(details) if k in NODE_FILTERS}
+    if nodes:
+        total = sum(int(v) for v in nodes.values() if v.isdigit())
+        parts = [f"{count} {NODE_FILTERS[name]} ({name})"
+                 for name, count in sorted(nodes.items(), key=lambda kv: (-_int(kv[1]), kv[0]))]
+        out.append(f"{indent}  nodes ({total}): " + ", ".join(parts))
+    for key in [*(k for k in DETAILS if k in details), *sorted(set(details) - set(DETAILS))]:
+        out.append(f"{indent}  {DETAILS.get(key, key)}: {details[key]}")
     return out
 
 
+def _int(text: str) -> int:
+    return int(text) if text.isdigit() else 0
+
+
+def _pods(pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    """How many pods wait, and why (their PodScheduled=False messages), most common first."""
+    waiting: collections.Counter[tuple[str, str]] = collections.Counter()
+    bound = total = 0
+    for pod in pods:
+        total += 1
+        if (pod.get("spec") or {}).get("nodeName"):
+            bound += 1
+            continue
+        pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+        role = "placeholder" if pod_labels.get(labels.LABEL_PLACEHOLDER) == "true" else "pod"
+        message = "no reason recorded yet"
+        for condition in (pod.get("status") or {}).get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                message = str(condition.get("message") or condition.get("reason") or message)
+        waiting[(role, message)] += 1
+    if not total:
+        return []
+    lines = [f"  pods:    {total}, {bound} bound, {total - bound} waiting"]
+    for (role, message), count in waiting.most_common(MAX_POD_REASONS):
+        lines.append(f"    {count} {role}{'s' if count > 1 else ''}: {message}")
+    return lines
+
+
+def _event_time(event: Mapping[str, Any]) -> float:
+    meta = event.get("metadata") or {}
+    for text in (event.get("eventTime"), event.get("deprecatedFirstTimestamp"),
+                 event.get("firstTimestamp"), meta.get("creationTimestamp")):
+        parsed = times.parse_time(text)
+        if parsed is not None:
+            return parsed
+    return 0.0
+
+
+def history(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Events oldest first (by first occurrence; ties keep the order given)."""
+    return sorted(events, key=_event_time)
+
+
+def _history(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    ordered = history(events)
+    if not ordered:
+        return []
+    lines = ["  events (oldest first):"]
+    if len(ordered) > MAX_EVENTS:
+        lines.append(f"    ... {len(ordered) - MAX_EVENTS} older events not shown")
+    for event in ordered[-MAX_EVENTS:]:
+        series = event.get("series") or {}
+        count = series.get("count") or event.get("count") or 1
+        note = event.get("note") or event.get("message") or ""
+        when = event.get("eventTime") or event.get("deprecatedFirstTimestamp") or ""
+        repeats = ""
+        if _int(str(count)) > 1:
+            last = series.get("lastObservedTime") or event.get("deprecatedLastTimestamp")
+            repeats = f" (x{count}" + (f", last {last}" if last else "") + ")"
+        lines.append(f"    {when} {event.get('type', '')} {event.get('reason', '')}"
+                     f"{repeats}: {note}")
+    return lines
+
+
 def explain(namespace: str, name: str, kind: str = "application") -> int:
-    """Print the explanation; exit code 0, or 1 when the object does not exist."""
+    """Print the explanation; exit code 0, or 1 when the object does not exist.
+
+    Uses ``$KUBECONFIG`` (else ``~/.kube/config``, else the in-cluster config). Events and
+    pods that cannot be listed are left out, not fatal.
+    """
     import pykube
 
     kind_name, plural = KINDS.get(kind.lower(), KINDS["application"])
     api = pykube.HTTPClient(pykube.KubeConfig.from_env())
-    response = api.get(url=f"{plural}/{name}", version="gangsched.io/v1alpha1",
+    response = api.get(url=f"{plural}/{name}", version=labels.API_VERSION,
                        namespace=namespace)
     if response.status_code == 404:
         print(f"{kind_name} {namespace}/{name} not found", file=sys.stderr)
@@ -81,6 +258,9 @@ def explain(namespace: str, name: str, kind: str = "application") -> int:
         params={"fieldSelector": f"regarding.name={name},regarding.kind={kind_name}"},
     )
     events = events_response.json().get("items", []) if events_response.ok else []
-    events.sort(key=lambda e: e.get("eventTime") or e.get("deprecatedLastTimestamp") or "")
-    sys.stdout.write(format_explanation(obj, events))
+    member = labels.LABEL_POD_GROUP if kind_name == "PodGroup" else labels.LABEL_APP
+    pods_response = api.get(url="pods", version="v1", namespace=namespace,
+                            params={"labelSelector": f"{member}={naming.label_value(name)}"})
+    pods = pods_response.json().get("items", []) if pods_response.ok else []
+    sys.stdout.write(format_explanation(obj, events, pods))
     return 0
