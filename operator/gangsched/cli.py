@@ -68,6 +68,12 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                      default="INFO", type=str.upper, help="how much to log (default INFO)")
     run.add_argument("--debug", dest="log_level", action="store_const", const="DEBUG",
                      help="same as --log-level DEBUG")
+    run.add_argument("--log-format", choices=["text", "json"], type=str.lower,
+                     help="text (default), or one JSON object per line with app, queue, pod "
+                          "and node fields (default: $GANGSCHED_LOG_FORMAT, else text)")
+    run.add_argument("--metrics-port", type=_port, metavar="PORT",
+                     help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics "
+                          "(default 9090; 0 for none)")
     run.set_defaults(func=cmd_run)
 
 
@@ -131,6 +137,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {value}")
     return value
 
 

@@ -40,7 +40,8 @@ class OperatorUnderTest:
         self.clock = clock
         options: dict[str, Any] = {"tick": 0.05, "batch_window": 0.0, "status_interval": 0.02,
                                    "renew_interval": 0.2, "namespace": "gangsched-system",
-                                   "identity": "op-1", "shutdown_timeout": 0.2}
+                                   "identity": "op-1", "shutdown_timeout": 0.2,
+                                   "metrics_port": 0}
         options.update(settings)
         self.settings = OperatorSettings(**options)
         self.stop = asyncio.Event()

@@ -11,15 +11,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import kopf
 
+from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
+from gangsched.shell.metrics import MetricsServer
 from gangsched.shell.runtime import GROUP, VERSION, Runtime
 from gangsched.shell.settings import OperatorSettings
 
@@ -75,16 +79,33 @@ async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
         if started is not None:
             started(runtime)
         registry = build_registry(runtime)
+        metrics = await _serve_metrics(runtime, settings.metrics_port)
         kopf_task = asyncio.create_task(_kopf(registry, stop, liveness), name="kopf")
         try:
             await runtime.run(stop)
         finally:
             stop.set()
+            if metrics is not None:
+                await metrics.stop()
             done, _ = await asyncio.wait({kopf_task}, timeout=settings.shutdown_timeout)
             if not done:
                 kopf_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await kopf_task
+
+
+async def _serve_metrics(runtime: Runtime, port: int) -> MetricsServer | None:
+    """Serve ``/metrics`` on ``port`` (none for 0). A port that cannot be bound is logged:
+    scheduling matters more than its metrics."""
+    if not port:
+        return None
+    server = MetricsServer(runtime.metrics, port=port)
+    try:
+        await server.start()
+    except OSError as error:
+        log.error("cannot serve metrics on port %d: %s; running without them", port, error)
+        return None
+    return server
 
 
 async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
@@ -115,8 +136,11 @@ async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
 
 def run_operator(args: argparse.Namespace) -> int:
     """Entry point of ``gangsched run``."""
-    logging.basicConfig(level=getattr(args, "log_level", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        logs.configure(getattr(args, "log_level", "INFO"), getattr(args, "log_format", None))
+    except ValueError as error:  # a bad GANGSCHED_LOG_FORMAT
+        print(f"gangsched run: {error}", file=sys.stderr)
+        return 2
     names = getattr(args, "scheduler_name", None) or ["gangsched"]
     settings = OperatorSettings(
         scheduler_names=frozenset(names),
@@ -124,6 +148,9 @@ def run_operator(args: argparse.Namespace) -> int:
         or OperatorSettings().placeholder_image,
         leader_election=not getattr(args, "no_leader_election", False),
     )
+    metrics_port = getattr(args, "metrics_port", None)
+    if metrics_port is not None:
+        settings = dataclasses.replace(settings, metrics_port=metrics_port)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -35,6 +35,7 @@ from gangsched.core.decisions import (
     CreatePlaceholder,
     Decision,
     DeletePod,
+    DeleteReason,
     PodPending,
     RecordEvent,
     SetAppStatus,
@@ -58,10 +59,11 @@ from gangsched.core.observations import (
     QueueObserved,
 )
 from gangsched.core.scheduler import Scheduler
-from gangsched.shell import leader
+from gangsched.shell import leader, logs
 from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.foreign import ForeignGroups
+from gangsched.shell.metrics import Metrics
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.watch import Reflector
 from gangsched.translate import render, times
@@ -103,6 +105,8 @@ class Runtime:
         self.apps: dict[str, JSON] = {}
         self.groups: dict[str, JSON] = {}
         self.queues: dict[str, JSON] = {}
+        self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups})
+        self.transitions = logs.Transitions(log)
         self.binds = WorkPool("bind", self.settings.bind_workers)
         self.api = WorkPool("api", self.settings.api_workers)
         self.reports = WorkPool("reports", self.settings.report_workers)
@@ -157,9 +161,11 @@ class Runtime:
             self.dialect_conflicts.pop(uid, None)
             self.conditions.pop(PodUID(uid), None)
             self.pod_locks.pop(PodUID(uid), None)
+            self.metrics.pod_gone(PodUID(uid), self.clock())
             self.submit(PodGone(PodUID(uid)))
             return
         pod, membership = pod_with_membership(obj, scheduler_names=self.settings.scheduler_names)
+        self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
         if pod.ours and not pod.placeholder and pod.node_name is None:
             if membership.conflicts:
@@ -207,6 +213,9 @@ class Runtime:
         old = known.pop(key, None) if kind == "DELETED" else known.get(key)
         if kind != "DELETED":
             known[key] = obj
+        else:
+            self.metrics.forget(plural, key)
+            self.transitions.forget(plural, key)
         uid = (obj.get("metadata") or {}).get("uid")
         if old is not None and (kind == "DELETED" or (old.get("metadata") or {}).get("uid")
                                 != uid):
@@ -410,6 +419,7 @@ class Runtime:
 
     def cycle(self) -> list[Decision]:
         """Drain the inbox, run one core cycle, dispatch its decisions."""
+        started = time.perf_counter()
         self._drain()
         now = self.clock()
         decisions = self.scheduler.cycle(now)
@@ -417,6 +427,7 @@ class Runtime:
         self.decisions += len(decisions)
         for decision in decisions:
             self._dispatch(decision, now)
+        self.metrics.observe_cycle(time.perf_counter() - started, decisions, now)
         return decisions
 
     # --- executors -----------------------------------------------------------------------
@@ -432,6 +443,7 @@ class Runtime:
         elif isinstance(d, PodPending):
             self._pending(d, now)
         elif isinstance(d, SetAppStatus):
+            self.transitions.app(d)
             obj = self.apps.get(d.key)
             if obj is not None:
                 meta = obj.get("metadata") or {}
@@ -442,6 +454,7 @@ class Runtime:
         elif isinstance(d, SetPodGroupStatus) and self.foreign.owns(d.key):
             self.foreign.want_status(d)
         elif isinstance(d, SetPodGroupStatus):
+            self.transitions.podgroup(d)
             gobj = self.groups.get(d.key)
             if gobj is not None:
                 meta = gobj.get("metadata") or {}
@@ -490,10 +503,18 @@ class Runtime:
         async with self._pod_lock(d.uid):
             if not self.leading.is_set():
                 return  # leadership lost: the new leader decides about this pod
+            fields = {"pod": f"{d.namespace}/{d.name}", "node": d.node, "reason": d.reason}
             try:
                 await self.client.bind(d.namespace, d.name, d.uid, d.node)
             except ApiError as err:
+                self.metrics.bind_failed(err.code)
+                log.warning("binding pod %s/%s to %s failed: %s", d.namespace, d.name, d.node,
+                            err, extra={**fields, "code": err.code})
                 self.submit(BindFailed(d.uid, d.node, err.code, err.message or err.reason))
+                return
+            self.metrics.bind_succeeded(d.reason)
+            log.debug("bound pod %s/%s to %s (%s)", d.namespace, d.name, d.node, d.reason,
+                      extra=fields)
 
     async def _create_placeholder(self, d: CreatePlaceholder) -> None:
         app = self.apps.get(d.app)
@@ -501,20 +522,31 @@ class Runtime:
             return
         body = render.placeholder_pod(d, app, image=self.settings.placeholder_image,
                                       scheduler_name=sorted(self.settings.scheduler_names)[0])
+        fields = {"app": d.app, "pod": f"{d.namespace}/{d.name}"}
         try:
             await self.client.create("", "v1", "pods", d.namespace, body)
         except ApiError as err:
             if err.code != 409:
+                log.warning("creating placeholder %s/%s failed: %s", d.namespace, d.name, err,
+                            extra={**fields, "code": err.code})
                 self.submit(PlaceholderCreateFailed(d.app, d.name, err.code,
                                                     err.message or err.reason))
+            return
+        log.debug("created placeholder %s/%s of task group %s", d.namespace, d.name,
+                  d.task_group, extra=fields)
 
     async def _delete(self, d: DeletePod) -> None:
+        fields = {"pod": f"{d.namespace}/{d.name}", "reason": d.reason.value}
         try:
             await self.client.delete_pod(d.namespace, d.name, d.uid)
         except ApiError as err:
             if err.code not in (404, 409):
                 log.warning("deleting pod %s/%s (%s) failed: %s", d.namespace, d.name,
-                            d.reason, err)
+                            d.reason, err, extra={**fields, "code": err.code})
+            return
+        level = logging.DEBUG if d.reason is DeleteReason.PLACEHOLDER_REPLACED else logging.INFO
+        log.log(level, "deleted pod %s/%s: %s: %s", d.namespace, d.name, d.reason, d.message,
+                extra=fields)
 
     def _pending(self, d: PodPending, now: float) -> None:
         """Write the PodScheduled=False condition (retried on transient errors until

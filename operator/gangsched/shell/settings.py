@@ -78,4 +78,7 @@ class OperatorSettings:
     """Seconds kopf may take to stop its watchers gracefully before it is cancelled."""
 
     metrics_port: int = 9090
+    """Port of the Prometheus ``/metrics`` endpoint (see ``docs/metrics.md``); 0 serves
+    none. A port that cannot be bound is logged and the operator runs without it."""
+
     core: SchedulerConfig = field(default_factory=SchedulerConfig)

@@ -1,0 +1,382 @@
+"""``/metrics`` of the real operator, scraped over HTTP after gang lifecycles.
+
+The operator runs against the fake API server under a fake clock, so every duration the
+metrics report is known exactly: a gang waits 30 s for nodes, its placeholders idle for
+60 s, its swaps take 5 s; a Hard gang times out; a gang too large for its queue is
+rejected; a bind fails once. The scrape must say exactly that.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+import socket
+from typing import Any
+
+import aiohttp
+import pytest
+from fakeapi import FakeApiServer
+from gangsched.core.decisions import (
+    BindPod,
+    DeletePod,
+    DeleteReason,
+    EventType,
+    ObjectRef,
+    RecordEvent,
+    SetAppStatus,
+    SetPodGroupStatus,
+)
+from gangsched.core.model import AppKey, GroupKey, Pod, PodUID
+from gangsched.core.resources import Resources
+from gangsched.shell.metrics import Metrics
+from gangsched.translate import times
+from prometheus_client.parser import text_string_to_metric_families
+from shellkit import (
+    ROOT,
+    FakeClock,
+    OperatorUnderTest,
+    application,
+    group,
+    new_cluster,
+    node,
+    placeholders,
+    pod,
+    pods_in,
+    status_of,
+    wait_for,
+)
+
+GIB = 1 << 30
+CRD = "gangsched.io/v1alpha1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+async def scrape(port: int) -> Samples:
+    async with aiohttp.ClientSession() as session, \
+            session.get(f"http://127.0.0.1:{port}/metrics") as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = await response.text()
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        assert family.name.startswith("gangsched_"), family.name
+        assert family.documentation, family.name
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """The sample's value; 0 when absent (a counter never incremented has no sample)."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def state(api: FakeApiServer, name: str) -> str:
+    return str(status_of(api, "applications", "default", name).get("state", ""))
+
+
+def all_bound(api: FakeApiServer, names: list[str]) -> bool:
+    found = {p["metadata"]["name"]: p for p in pods_in(api)}
+    return all(found.get(n, {}).get("spec", {}).get("nodeName") for n in names)
+
+
+def member(name: str, task_group: str, app: str, cpu: str = "1") -> dict[str, Any]:
+    return pod(name, cpu=cpu, labels={"gangsched.io/app": app},
+               annotations={"gangsched.io/task-group": task_group})
+
+
+async def test_metrics_after_gang_lifecycles(fake_api_factory: Any, tmp_path: pathlib.Path,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="gangsched.shell.runtime")
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=0)
+    for obj in ({"apiVersion": CRD, "kind": "Queue", "metadata": {"name": "batch"},
+                 "spec": {"guaranteed": {"cpu": "1"}}},
+                {"apiVersion": CRD, "kind": "Queue", "metadata": {"name": "small"},
+                 "spec": {"max": {"cpu": "2", "memory": "8Gi"}}}):
+        api.create(obj)
+    clock = FakeClock()
+    port = free_port()
+    op = await OperatorUnderTest(api, kubeconfig, clock, metrics_port=port).start()
+    try:
+        # A gang of 1 + 2x2 cpu is accepted with no node to hold it: it waits 30 s.
+        api.create(application("train", [group("ps", 1), group("worker", 2, cpu="2")],
+                               waiting=30))
+        await wait_for(lambda: state(api, "train") == "Accepted", what="train accepted")
+        await op.advance(30)
+        for i in range(2):
+            api.create(node(f"node-{i}", cpu="4", memory="16Gi"))
+        await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")])
+                       == 3, what="3 placeholders bound")
+        await wait_for(lambda: status_of(api, "applications", "default", "train")
+                       .get("reserved") == "3/3", what="train reserved")
+        await op.settle()
+        samples = await scrape(port)
+        assert value(samples, "gangsched_time_to_full_gang_seconds_count",
+                     kind="Application", queue="default") == 1
+        assert value(samples, "gangsched_time_to_full_gang_seconds_sum",
+                     kind="Application", queue="default") == 30
+        assert value(samples, "gangsched_time_to_full_gang_seconds_bucket",
+                     kind="Application", queue="default", le="10.0") == 0
+        assert value(samples, "gangsched_time_to_full_gang_seconds_bucket",
+                     kind="Application", queue="default", le="30.0") == 1
+        assert value(samples, "gangsched_binds_total", reason="PlaceholderAllocated") == 3
+        assert value(samples, "gangsched_applications", queue="default", state="Accepted") == 1
+        assert value(samples, "gangsched_queue_allocated", queue="default", resource="cpu") == 5
+        assert value(samples, "gangsched_queue_reserved_by_placeholders", queue="default",
+                     resource="memory") == 3 * GIB
+        assert value(samples, "gangsched_pending_pods", queue="default") == 0
+
+        # The placeholders idle for 60 s; then the real pods take their places, and the
+        # placeholders' deletions take 5 s to land.
+        await op.advance(60)
+        slow = api.faults.add(method="DELETE", path_regex=r"/pods/", delay=1.0)
+        for name, task_group, cpu in (("ps-0", "ps", "1"), ("worker-0", "worker", "2"),
+                                      ("worker-1", "worker", "2")):
+            api.create(member(name, task_group, "train", cpu))
+        await wait_for(lambda: slow.hits == 3, what="3 placeholder deletions asked for")
+        clock.advance(5)
+        await wait_for(lambda: all_bound(api, ["ps-0", "worker-0", "worker-1"]),
+                       what="the real pods bound")
+        api.faults.clear()
+        await wait_for(lambda: state(api, "train") == "Running", what="train running")
+        for name in ("ps-0", "worker-0", "worker-1"):
+            api.finish_pod("default", name)
+        await wait_for(lambda: state(api, "train") == "Waiting", what="train waiting")
+        await op.advance(31)
+        await wait_for(lambda: state(api, "train") == "Completed", what="train completed")
+
+        # A Hard gang that can never be whole times out after 60 s, its 2 placeholders
+        # idle all along; a gang larger than its queue's max is rejected.
+        api.create(application("hard", [group("w", 2), group("huge", 1, cpu="64")],
+                               queue="batch", style="Hard", timeout=60))
+        await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")])
+                       == 2, what="2 of hard's placeholders bound")
+        await op.settle()
+        await op.advance(60)
+        await wait_for(lambda: state(api, "hard") == "Killed", what="hard killed")
+        api.create(application("greedy", [group("w", 3)], queue="small"))
+        await wait_for(lambda: state(api, "greedy") == "Rejected", what="greedy rejected")
+
+        # An ordinary pod whose first bind fails.
+        api.faults.add(method="POST", path_regex=r"/pods/solo/binding", times=1, status=500)
+        api.create(pod("solo"))
+        runtime = op.runtime
+        assert runtime is not None
+        await wait_for(lambda: value(_samples(runtime.metrics), "gangsched_bind_errors_total",
+                                     code="500"), what="the failed bind")
+        await op.advance(30)
+        await wait_for(lambda: all_bound(api, ["solo"]), what="solo bound")
+        await op.settle()
+        samples = await scrape(port)
+    finally:
+        await op.kill()
+
+    assert value(samples, "gangsched_binds_total", reason="PlaceholderAllocated") == 5
+    assert value(samples, "gangsched_binds_total", reason="PlaceholderReplaced") == 3
+    assert value(samples, "gangsched_binds_total", reason="Scheduled") == 1
+    assert value(samples, "gangsched_bind_errors_total", code="500") == 1
+    assert value(samples, "gangsched_pod_deletions_total", reason="PlaceholderReplaced") == 3
+    # hard's 2 bound placeholders and the pending one.
+    assert value(samples, "gangsched_pod_deletions_total", reason="PlaceholderTimeout") == 3
+
+    assert value(samples, "gangsched_placeholder_swap_duration_seconds_count") == 3
+    assert value(samples, "gangsched_placeholder_swap_duration_seconds_sum") == 15
+    # Requests x fake seconds: train's 5 cpu and 3 GiB for 60 s, hard's 2 cpu for 60 s.
+    assert value(samples, "gangsched_placeholder_idle_resource_seconds_total",
+                 queue="default", resource="cpu") == pytest.approx(5 * 60)
+    assert value(samples, "gangsched_placeholder_idle_resource_seconds_total",
+                 queue="default", resource="memory") == pytest.approx(3 * GIB * 60)
+    assert value(samples, "gangsched_placeholder_idle_resource_seconds_total",
+                 queue="batch", resource="cpu") == pytest.approx(2 * 60)
+    # Only train was ever whole.
+    assert value(samples, "gangsched_time_to_full_gang_seconds_count",
+                 kind="Application", queue="default") == 1
+
+    assert value(samples, "gangsched_timeouts_total", kind="Application",
+                 reason="PlaceholderTimeout", outcome="Killed") == 1
+    assert value(samples, "gangsched_rejections_total", kind="Application",
+                 reason="QueueQuotaExceeded") == 1
+    assert value(samples, "gangsched_applications", queue="default", state="Completed") == 1
+    assert value(samples, "gangsched_applications", queue="batch", state="Killed") == 1
+    assert value(samples, "gangsched_applications", queue="small", state="Rejected") == 1
+    assert value(samples, "gangsched_queue_max", queue="small", resource="cpu") == 2
+    assert value(samples, "gangsched_queue_max", queue="small", resource="memory") == 8 * GIB
+    assert value(samples, "gangsched_queue_guaranteed", queue="batch", resource="cpu") == 1
+    assert value(samples, "gangsched_queue_allocated", queue="batch", resource="cpu") == 0
+    assert value(samples, "gangsched_queue_allocated", queue="default", resource="cpu") == 1
+    assert op.runtime is not None
+    assert 0 < value(samples, "gangsched_scheduling_cycle_duration_seconds_count") \
+        <= op.runtime.cycles
+    assert value(samples, "gangsched_decisions_total", kind="BindPod") == 10
+
+    # The log lines of those decisions carry their fields.
+    records = [r for r in caplog.records if r.name == "gangsched.shell.runtime"]
+    bound = [r for r in records if r.getMessage().startswith("bound pod default/worker-0")]
+    assert bound and bound[0].__dict__["node"].startswith("node-")
+    assert bound[0].__dict__["pod"] == "default/worker-0"
+    killed = [r for r in records if getattr(r, "state", None) == "Killed"]
+    assert killed and killed[0].__dict__["app"] == "default/hard"
+    assert killed[0].__dict__["queue"] == "batch" and killed[0].levelno == logging.WARNING
+    created = [r for r in records if r.getMessage().startswith("created placeholder")]
+    assert len(created) == 3 + 3 and all(r.__dict__["app"] for r in created)
+    deleted = [r for r in records if r.getMessage().startswith("deleted pod")]
+    assert {r.__dict__["reason"] for r in deleted} == {"PlaceholderReplaced",
+                                                        "PlaceholderTimeout"}
+
+
+async def test_no_metrics_port_serves_nothing(fake_api_factory: Any,
+                                              tmp_path: pathlib.Path) -> None:
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
+    port = free_port()
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), metrics_port=0).start()
+    try:
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await scrape(port)
+    finally:
+        await op.kill()
+
+
+async def test_a_busy_metrics_port_does_not_stop_scheduling(
+        fake_api_factory: Any, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = int(busy.getsockname()[1])
+        op = await OperatorUnderTest(api, kubeconfig, FakeClock(), metrics_port=port).start()
+        try:
+            api.create(pod("solo"))
+            await wait_for(lambda: all_bound(api, ["solo"]), what="solo bound")
+        finally:
+            await op.kill()
+    assert f"cannot serve metrics on port {port}" in caplog.text
+
+
+def test_every_metric_is_documented_and_every_documented_one_exists() -> None:
+    doc = (ROOT / "docs" / "metrics.md").read_text()
+    exposed = set()
+    for family in Metrics().registry.collect():
+        name = f"{family.name}_total" if family.type == "counter" else family.name
+        exposed.add(name)
+        assert family.documentation, name
+    documented = {line.split("`")[1] for line in doc.splitlines()
+                  if line.startswith("| `gangsched_")}
+    assert exposed == documented
+
+
+# --- the derivations, fed with decisions directly ------------------------------------------
+
+T0 = 1_800_000_000.0
+
+
+def _pod(uid: str, *, node: str | None = None, app: str = "default/a",
+         terminating: bool = False) -> Pod:
+    return Pod(PodUID(uid), "default", uid, requests=Resources({"cpu": 500, "memory": GIB}),
+               node_name=node, app=AppKey(app), task_group="w", placeholder=True,
+               terminating=terminating)
+
+
+def _status(state: str, since: float, key: str = "default/a",
+            queue: str = "q") -> SetAppStatus:
+    return SetAppStatus(AppKey(key), state, state, "", queue, "0/1", 0, (), since, None, None,
+                        None)
+
+
+def _event(reason: str, kind: str = "Application", name: str = "a") -> RecordEvent:
+    return RecordEvent(ObjectRef(kind, "default", name), EventType.NORMAL, reason, "")
+
+
+def _samples(metrics: Metrics) -> Samples:
+    found: Samples = {}
+    for family in metrics.registry.collect():
+        for s in family.samples:
+            found[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return found
+
+
+def test_idle_seconds_stop_at_release_or_when_the_pod_goes() -> None:
+    m = Metrics()
+    m.pod_observed(_pod("p1"), T0)  # pending: holds nothing
+    m.observe_cycle(0.001, [_status("Accepted", T0)], T0)
+    m.pod_observed(_pod("p1", node="n"), T0 + 10)
+    m.pod_observed(_pod("p2", node="n"), T0 + 10)
+    m.observe_cycle(0.001, [], T0 + 20)
+    m.observe_cycle(0.001, [DeletePod(PodUID("p1"), "default", "p1",
+                                      DeleteReason.PLACEHOLDER_REPLACED, "")], T0 + 30)
+    m.pod_observed(_pod("p1", node="n", terminating=True), T0 + 31)
+    m.pod_gone(PodUID("p2"), T0 + 40)
+    m.observe_cycle(0.001, [], T0 + 25)  # a clock going back adds nothing
+    m.observe_cycle(0.001, [], T0 + 100)
+    samples = _samples(m)
+    assert value(samples, "gangsched_placeholder_idle_resource_seconds_total", queue="q",
+                 resource="cpu") == pytest.approx(0.5 * 20 + 0.5 * 30)
+    assert value(samples, "gangsched_placeholder_idle_resource_seconds_total", queue="q",
+                 resource="memory") == pytest.approx(GIB * 50)
+
+
+def test_a_gang_found_reserved_after_a_restart_is_not_timed_again() -> None:
+    m = Metrics()
+    m.pod_observed(_pod("p1", node="n"), T0 + 100)  # bound before the restart
+    m.observe_cycle(0.001, [_status("Accepted", T0), _event("GangReserved")], T0 + 100)
+    assert value(_samples(m), "gangsched_time_to_full_gang_seconds_count",
+                 kind="Application", queue="q") == 0
+    m.pod_observed(_pod("p2", app="default/b"), T0 + 100)
+    m.observe_cycle(0.001, [_status("Accepted", T0 + 90, key="default/b"),
+                            BindPod(PodUID("p2"), "default", "p2", "n", "PlaceholderAllocated"),
+                            _event("GangReserved", name="b")], T0 + 100)
+    samples = _samples(m)
+    assert value(samples, "gangsched_time_to_full_gang_seconds_count",
+                 kind="Application", queue="q") == 1
+    assert value(samples, "gangsched_time_to_full_gang_seconds_sum",
+                 kind="Application", queue="q") == 10
+
+
+def test_a_podgroup_is_timed_from_its_creation() -> None:
+    groups = {"default/g": {"metadata": {"creationTimestamp": times.format_time(T0)},
+                            "spec": {"queue": "hpc"}}}
+    m = Metrics(objects={"podgroups": groups})
+    m.observe_cycle(0.001, [_event("GangScheduled", "PodGroup", "g")], T0 + 42)
+    assert value(_samples(m), "gangsched_time_to_full_gang_seconds_sum",
+                 kind="PodGroup", queue="hpc") == 42
+
+
+@pytest.mark.parametrize(("decisions", "name", "labels"), [
+    pytest.param([SetPodGroupStatus(GroupKey("default/a"), "TimedOut", "", "", 1, 0, 0, 0, 0,
+                                    0, None), _event("ScheduleTimeout", "PodGroup")],
+                 "gangsched_timeouts_total",
+                 {"kind": "PodGroup", "reason": "ScheduleTimeout", "outcome": "TimedOut"},
+                 id="podgroup-timeout"),
+    pytest.param([_status("Resuming", T0), _event("PlaceholderTimeout")],
+                 "gangsched_timeouts_total",
+                 {"kind": "Application", "reason": "PlaceholderTimeout", "outcome": "Resuming"},
+                 id="soft-timeout"),
+    pytest.param([_event("InvalidSpec", "PodGroup")], "gangsched_rejections_total",
+                 {"kind": "PodGroup", "reason": "InvalidSpec"}, id="invalid-podgroup"),
+    pytest.param([_event("DeadlockBroken")], "gangsched_deadlock_breaks_total",
+                 {"kind": "Application", "reason": "DeadlockBroken"}, id="deadlock-broken"),
+])
+def test_events_counted_by_reason(decisions: list[Any], name: str,
+                                  labels: dict[str, str]) -> None:
+    m = Metrics()
+    m.observe_cycle(0.001, decisions, T0)
+    assert value(_samples(m), name, **labels) == 1
+
+
+def test_deleted_objects_leave_the_gauges() -> None:
+    m = Metrics()
+    m.observe_cycle(0.001, [_status("Running", T0), SetPodGroupStatus(
+        GroupKey("default/g"), "Running", "", "", 1, 0, 1, 1, 0, 0, None)], T0)
+    assert value(_samples(m), "gangsched_applications", queue="q", state="Running") == 1
+    m.forget("applications", "default/a")
+    m.forget("podgroups", "default/g")
+    samples = _samples(m)
+    assert ("gangsched_applications", (("queue", "q"), ("state", "Running"))) not in samples
+    assert value(samples, "gangsched_podgroups", phase="Running") == 0
