@@ -7,7 +7,10 @@ earmarks). Until then it is *held*: no placeholders exist, and nothing else is b
 Once admitted, every missing placeholder is asked for (again after
 ``placeholder_retry`` seconds if it still has not appeared), and every pending
 placeholder is placed like any pod, binpacked by default. The placeholder timer starts
-at the first allocation. The gang is *reserved* once every placeholder is allocated.
+at the first allocation (or, after a restart that lost the persisted start, the first
+cycle that sees one allocated). The gang is *reserved* once every task group has
+``minMember`` placeholders allocated; a real member already running (found after such a
+restart) stands for one, and its placeholder is not made again.
 """
 
 from __future__ import annotations
@@ -130,8 +133,13 @@ def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -
 
 
 def _names(rt: AppRuntime, group: str, count: int) -> list[str]:
-    spec = rt.spec
-    return [naming.placeholder_name(spec.name, spec.uid, group, i) for i in range(count)]
+    """The placeholder names of a task group, computed once per spec (they are hashes)."""
+    cached = rt.names.get(group)
+    if cached is None or cached[0] is not rt.spec:
+        spec = rt.spec
+        names = [naming.placeholder_name(spec.name, spec.uid, group, i) for i in range(count)]
+        cached = rt.names[group] = (spec, names)
+    return cached[1]
 
 
 def place_pending(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:

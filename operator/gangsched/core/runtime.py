@@ -129,6 +129,8 @@ class AppRuntime:
     """The placeholder timeout released the placeholders: any still seen go too."""
     unchecked: list[PodUID] = field(default_factory=list)
     """Placeholders observed since the last cycle, to check they are still wanted."""
+    names: dict[str, tuple[AppSpec, list[str]]] = field(default_factory=dict)
+    """Placeholder names by task group, with the spec they were computed for."""
     dirty: bool = True
 
     def reset_run(self) -> None:
