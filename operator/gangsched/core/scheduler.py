@@ -213,8 +213,9 @@ class Scheduler:
         409 means the pod is bound already (an earlier attempt did succeed): no backoff,
         the observation of the bound pod follows. Any other code (404: the pod is gone,
         its deletion follows) backs off, doubling from ``bind_backoff_initial`` up to
-        ``bind_backoff_max``, and the pod says so. A failure for a pod the core did not
-        ask to bind is ignored.
+        ``bind_backoff_max``, and the pod waits with reason ``BindFailed`` (the same
+        message for the same error, so repeated failures make one Event series). A
+        failure for a pod the core did not ask to bind is ignored.
         """
         ps = self.pods.get(obs.uid)
         if ps is None or not ps.assumed:
@@ -222,16 +223,16 @@ class Scheduler:
         ps.assumed = False
         self.uncharge(ps)
         text = f"binding to node {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
-        if obs.code != 409:
+        if obs.code == 409:
+            self.event(ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
+                       EventType.WARNING, "BindFailed", text)
+        else:
             ps.failures += 1
             delay = self.config.bind_backoff_initial * 2 ** (ps.failures - 1)
-            wait = min(delay, self.config.bind_backoff_max)
-            ps.backoff_until = self.now + wait
-            self.mark_pending(ps, "BindFailed", f"{text}; trying again in {wait:g}s")
+            ps.backoff_until = self.now + min(delay, self.config.bind_backoff_max)
+            self.mark_pending(ps, "BindFailed", text)
         self.refresh_pending(ps)
         self.touch_owner(ps)
-        self.event(ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
-                   EventType.WARNING, "BindFailed", text)
 
     # --- accounting ----------------------------------------------------------------------
 
