@@ -580,3 +580,21 @@ def test_placeholders_use_the_gang_scoring(scoring: Scoring, nodes_used: int) ->
     w.add_app(app)
     w.settle(0)
     assert len({p.node_name for p in w.placeholders(app.key)}) == nodes_used
+
+
+@pytest.mark.parametrize("style, state", [
+    pytest.param(Style.HARD, {"Killed"}, id="hard"),
+    pytest.param(Style.SOFT, {"Resuming", "Waiting"}, id="soft"),
+])
+def test_placeholder_timeout_clears_the_blocking_reason(style: Style, state: set[str]) -> None:
+    """A gang that timed out no longer waits for placeholders: its groups say None."""
+    world = SimWorld()
+    world.add_node(make_node("n0", cpu=2))
+    app = make_app("tight", make_group("big", 2, cpu=2), style=style, placeholder_timeout=60)
+    world.add_app(app)
+    world.settle(0.0)
+    assert world.app_status[app.key].task_groups[0].blocking.reason == "Capacity"
+    world.settle(61.0)
+    status = world.app_status[app.key]
+    assert status.state in state
+    assert status.task_groups[0].blocking.reason == "None"

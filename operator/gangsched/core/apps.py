@@ -61,6 +61,8 @@ def move(s: Scheduler, rt: AppRuntime, event: AppEvent, reason: str, message: st
         rt.starting_since = None
     if rt.state is not AppState.WAITING:
         rt.waiting_since = None
+    if rt.state.terminal or rt.state is AppState.RESUMING:
+        rt.blocking.clear()  # the gang no longer waits for placeholders
     warn = rt.state in (AppState.KILLED, AppState.REJECTED)
     text = f"{old.value} -> {rt.state.value}" + (f": {message}" if message else "")
     s.event(ref(rt), EventType.WARNING if warn else EventType.NORMAL, reason, text)
