@@ -160,8 +160,30 @@ class RecordEvent:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class EvictPod:
+    """Evict a pod through the Eviction API (PodDisruptionBudgets are respected)."""
+
+    uid: PodUID
+    namespace: str
+    name: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotateNode:
+    """Set (or, with ``value`` None, remove) an annotation on a node, for people to see."""
+
+    node: str
+    key: str
+    value: str | None
+
+
 Decision = (
     BindPod
+    | EvictPod
+    | AnnotateNode
     | CreatePlaceholder
     | DeletePod
     | PodPending

@@ -314,3 +314,20 @@ class SchedulerConfig:
 
     placeholder_retry: float = 10.0
     """Seconds before a placeholder creation or pod deletion is asked for again."""
+
+    actions: tuple[str, ...] = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+    """The scheduling session's actions, in order (see :mod:`gangsched.core.actions`).
+    Known: enqueue, allocate, backfill, preempt, reclaim, elect, reserve. ``allocate`` is
+    the gang-aware placement; leaving an action out turns it off."""
+
+    overcommit_factor: float = 1.0
+    """Enqueue admits gangs whose minimum fits the cluster's free capacity times this."""
+
+    starvation_threshold: float = 300.0
+    """Elect picks a gang that has waited at least this long (seconds) for resources."""
+
+    reservation_timeout: float = 600.0
+    """How long Reserve may hold nodes for the elected gang before giving them back."""
+
+    deadlock_backoff: float = 60.0
+    """Seconds a gang released to break a deadlock waits before it may reserve again."""

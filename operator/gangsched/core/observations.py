@@ -91,6 +91,15 @@ class PlaceholderCreateFailed:
     message: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class EvictionFailed:
+    """An eviction the core asked for was refused (429: a PodDisruptionBudget) or failed."""
+
+    uid: PodUID
+    code: int
+    message: str = ""
+
+
 Observation = (
     PodObserved
     | PodGone
@@ -104,4 +113,5 @@ Observation = (
     | QueueGone
     | BindFailed
     | PlaceholderCreateFailed
+    | EvictionFailed
 )

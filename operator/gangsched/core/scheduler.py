@@ -33,6 +33,7 @@ import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
+from gangsched.core import actions
 from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
     BindPod,
@@ -358,14 +359,15 @@ class Scheduler:
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         swap_logic.complete_swaps(self, now)
-        self._allocate(now)
+        actions.run(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
         status_logic.emit(self, now)
         out, self.out = self.out, []
         return out
 
-    def _allocate(self, now: float) -> None:
+    def allocate(self, now: float) -> None:
+        """The ``allocate`` action: every queue's units in order, gang-aware."""
         units = alloc_logic.units(self, now) + group_logic.units(self) + ordinary_logic.units(self)
         by_queue: dict[str, list[tuple[tuple[object, ...], object]]] = {}
         for queue, key, unit in units:
@@ -392,3 +394,8 @@ class Scheduler:
     def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled") -> bool:
         """Place one pod on its own (no gang condition). True if a bind was asked for."""
         return ordinary_logic.place(self, ps, now, reason)
+
+
+@actions.action("allocate")
+def _allocate_action(s: Scheduler, now: float) -> None:
+    s.allocate(now)
