@@ -22,6 +22,8 @@ class DeleteReason(enum.StrEnum):
     APP_KILLED = "ApplicationKilled"
     APP_GONE = "ApplicationDeleted"
     ORPHANED = "PlaceholderOrphaned"
+    PREEMPTED = "Preempted"
+    RECLAIMED = "Reclaimed"
 
 
 class EventType(enum.StrEnum):

@@ -331,3 +331,13 @@ class SchedulerConfig:
 
     deadlock_backoff: float = 60.0
     """Seconds a gang released to break a deadlock waits before it may reserve again."""
+
+    nomination_timeout: float = 300.0
+    """How long the capacity freed by a preemption or reclaim stays nominated for the gang
+    that asked for it. Victims not gone by then (a stuck finalizer, a lost eviction) end
+    the plan: the nominated capacity is given back and the gang may try again."""
+
+    eviction_backoff: float = 30.0
+    """Seconds a gang waits before preempting again after an eviction was refused (a
+    PodDisruptionBudget: HTTP 429); doubles per refusal up to ten times this. The pod
+    that refused is not chosen as a victim again for that long."""

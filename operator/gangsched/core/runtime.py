@@ -27,6 +27,8 @@ class PodState:
         "charged_queue",
         "constraints",
         "delete_asked",
+        "evict_refused_until",
+        "evicting",
         "failures",
         "node",
         "parked_name",
@@ -63,6 +65,10 @@ class PodState:
         self.release_reason: str | None = None
         """For a placeholder: why the core asked for its deletion."""
         self.delete_asked = 0.0
+        self.evicting: str | None = None
+        """For a preemption victim: the key of the plan that evicts it (see ``evictions``)."""
+        self.evict_refused_until = 0.0
+        """Its eviction was refused (a PodDisruptionBudget): no victim again until then."""
 
     def update(self, pod: Pod) -> None:
         """Take a newer version of the pod; a changed request or constraint retries it."""
