@@ -87,6 +87,7 @@ def make_pod(
     member_index: int = -1,
     invalid: str | None = None,
     requests: Resources | None = None,
+    preemptible: bool = True,
 ) -> Pod:
     return Pod(
         uid=PodUID(uid or f"uid-{namespace}-{name}"),
@@ -108,6 +109,7 @@ def make_pod(
         member_index=member_index,
         queue=queue,
         invalid=invalid,
+        preemptible=preemptible,
     )
 
 
@@ -185,6 +187,9 @@ def make_queue(
     policy: SortPolicy = SortPolicy.FIFO,
     max_applications: int = 0,
     state_aware_timeout: float = 300.0,
+    weight: int = 1,
+    reclaimable: bool = True,
+    guaranteed: Resources = Resources.ZERO,
 ) -> QueueSpec:
     return QueueSpec(
         name=name,
@@ -193,6 +198,9 @@ def make_queue(
         sort_policy=policy,
         max_applications=max_applications,
         state_aware_timeout=state_aware_timeout,
+        weight=weight,
+        reclaimable=reclaimable,
+        guaranteed=guaranteed,
     )
 
 

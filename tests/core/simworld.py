@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from gangsched.core.decisions import BindPod, Decision, DeletePod
+from gangsched.core.decisions import BindPod, Decision, DeletePod, EvictPod
 from gangsched.core.model import (
     AppKey,
     GroupKey,
@@ -55,7 +55,8 @@ class SimWorld(World):
         self.fail_next_binds: list[int] = []
         """HTTP codes for the next binds, whatever pod they are for."""
         self.hold_deletes: set[str] = set()
-        """Names of pods whose deletion is not carried out (a stuck finalizer, say)."""
+        """Names of pods whose deletion or eviction is not carried out (a stuck finalizer,
+        say)."""
 
     # --- objects -------------------------------------------------------------------------
 
@@ -90,7 +91,7 @@ class SimWorld(World):
                 self._fail_bind(d, self.fail_binds.pop(d.name))
             elif isinstance(d, BindPod) and self.fail_next_binds:
                 self._fail_bind(d, self.fail_next_binds.pop(0))
-            elif isinstance(d, DeletePod) and d.name in self.hold_deletes:
+            elif isinstance(d, DeletePod | EvictPod) and d.name in self.hold_deletes:
                 continue
             else:
                 super().apply((d,))

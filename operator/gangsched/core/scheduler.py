@@ -12,7 +12,9 @@ Usage::
 1. application lifecycle: admission (New -> Accepted/Rejected), placeholder and waiting
    timeouts, PodGroup schedule timeouts;
 2. swaps whose placeholder deletion has been observed: the parked real pod is bound to
-   the placeholder's node (or any node that fits);
+   the placeholder's node (or any node that fits); the room freed by preemption victims
+   is held for their preemptor, which is placed first once they are all gone
+   (:mod:`~gangsched.core.evictions`);
 3. allocation, queue by queue in the queue's sort order: placeholders, real pods (which
    take a placeholder of their task group when there is one), PodGroup members (bound
    only when the whole GangGroup is assumed), and ordinary pods;
@@ -29,11 +31,14 @@ from collections.abc import Iterable
 
 import gangsched.core.allocation as alloc_logic
 import gangsched.core.apps as app_logic
+import gangsched.core.evictions as eviction_logic
 import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
 from gangsched.core import actions
+from gangsched.core import preemption as preemption  # registers the preempt action
+from gangsched.core import reclaim as reclaim  # registers the reclaim action
 from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
     BindPod,
@@ -48,6 +53,7 @@ from gangsched.core.observations import (
     AppGone,
     AppObserved,
     BindFailed,
+    EvictionFailed,
     NodeGone,
     NodeObserved,
     Observation,
@@ -86,6 +92,8 @@ class Scheduler:
         self.out: list[Decision] = []
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
+        self.evictions = eviction_logic.Evictions()
+        """Preemption and reclaim plans under way, and the room held for them."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -121,6 +129,8 @@ class Scheduler:
             self._bind_failed(obs)
         elif isinstance(obs, PlaceholderCreateFailed):
             app_logic.placeholder_create_failed(self, obs)
+        elif isinstance(obs, EvictionFailed):
+            eviction_logic.eviction_failed(self, obs)
 
     def _queues_changed(self) -> None:
         self.rebuild_queue_usage()
@@ -358,7 +368,9 @@ class Scheduler:
         self.now = now
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
+        eviction_logic.hold(self, now)
         swap_logic.complete_swaps(self, now)
+        eviction_logic.first_go(self, now)
         actions.run(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)

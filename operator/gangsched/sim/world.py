@@ -5,6 +5,11 @@ deletes, and feeds every change back to the core as an observation. Binds and de
 take effect at once (or after ``latency`` cycles, to exercise in-flight states).
 It never decides anything: all scheduling comes from the one real core.
 
+Evictions (``EvictPod``) go through a simple model of PodDisruptionBudgets:
+``disruption_budgets`` maps an Application or PodGroup (``namespace/name``) to the number
+of its running pods that must stay; an eviction that would break it is refused with a 429
+(``EvictionFailed``), as the Eviction API does. Any other eviction deletes the pod.
+
 Two optional hooks serve the simulator and the benchmark without changing what the world
 does: ``listener`` is told of every pod change (created, bound, phase changed, deleted), and
 ``keep_decisions=False`` stops the world from keeping every decision it applied (a long
@@ -24,6 +29,7 @@ from gangsched.core.decisions import (
     CreatePlaceholder,
     Decision,
     DeletePod,
+    EvictPod,
     PodPending,
     RecordEvent,
     SetAppStatus,
@@ -44,6 +50,7 @@ from gangsched.core.model import (
 from gangsched.core.observations import (
     AppGone,
     AppObserved,
+    EvictionFailed,
     NodeGone,
     NodeObserved,
     Observation,
@@ -90,6 +97,11 @@ class World:
         self.pending_reasons: dict[PodUID, PodPending] = {}
         self.decisions: list[Decision] = []
         self.bind_count: dict[PodUID, int] = {}
+        self.disruption_budgets: dict[str, int] = {}
+        """``namespace/name`` of an Application or PodGroup -> its running pods that must
+        stay (a PodDisruptionBudget's ``minAvailable``)."""
+        self.evicted: list[PodUID] = []
+        """Pods deleted through an eviction, in order."""
         self._uids = itertools.count()
         self.now = 0.0
 
@@ -208,6 +220,8 @@ class World:
                 self._create_placeholder(d)
             elif isinstance(d, DeletePod):
                 self.delete_pod(d.uid)
+            elif isinstance(d, EvictPod):
+                self._evict(d)
             elif isinstance(d, PodPending):
                 self.pending_reasons[d.uid] = d
             elif isinstance(d, SetAppStatus):
@@ -226,6 +240,25 @@ class World:
         self.bind_count[d.uid] = self.bind_count.get(d.uid, 0) + 1
         phase = PodPhase.RUNNING if self.auto_run else pod.phase
         self._put(pod, dataclasses.replace(pod, node_name=d.node, phase=phase))
+
+    def _evict(self, d: EvictPod) -> None:
+        """The Eviction API: delete the pod, unless its disruption budget would break (a
+        429, observed as ``EvictionFailed``). A pod already gone is fine (404)."""
+        pod = self.pods.get(d.uid)
+        if pod is None:
+            return
+        owner = pod.app or pod.pod_group
+        needed = self.disruption_budgets.get(owner) if owner is not None else None
+        if needed is not None and pod.phase is PodPhase.RUNNING and not pod.terminating:
+            healthy = sum(1 for p in self.pods.values()
+                          if (p.app or p.pod_group) == owner and p.phase is PodPhase.RUNNING
+                          and not p.terminating)
+            if healthy - 1 < needed:
+                self.observe(EvictionFailed(d.uid, 429, f"the disruption budget of {owner} "
+                                            f"needs {needed} healthy pods and has {healthy}"))
+                return
+        self.evicted.append(d.uid)
+        self.delete_pod(d.uid)
 
     def _create_placeholder(self, d: CreatePlaceholder) -> None:
         if self._exists(d.name, d.namespace):

@@ -1,0 +1,427 @@
+"""Carrying out a preemption or reclaim: a *plan*, the room it nominates, its failures.
+
+Once :mod:`~gangsched.core.victims` has chosen victims for a preemptor, :func:`carry_out`
+records a plan and asks for them to go:
+
+* a not-started gang's reservation: its placeholders are deleted (``DeletePod``, reason
+  ``Preempted`` or ``Reclaimed``; no Eviction is needed for our own placeholders) and the
+  gang is *held* again: not admitted, no earmark, no placeholder timer. It is admitted
+  and reserves again later, like any held gang;
+* every other pod: ``EvictPod`` (the shell POSTs an Eviction, so PodDisruptionBudgets
+  are respected); a running gang's unused placeholders are deleted.
+
+Victims are marked (``PodState.evicting``) and never chosen twice. Events: ``Preempted``
+or ``Reclaimed`` on each victim pod and its Application or PodGroup, ``Preempting`` on
+the preemptor, whose blocking reason becomes ``Preempting`` with the victims named.
+
+Nominated room (kube-scheduler's ``nominatedNodeName``, per node): capacity is freed only
+when a victim's deletion is observed. At the start of every cycle (:func:`hold`) the room
+each gone victim freed is *held* for the plan's preemptor, charged on its node so that
+no other placement can take it. Once every victim is gone, :func:`first_go` gives the
+holds back and places the preemptor before any action runs, exactly as allocate would
+(the simulation that chose the victims placed it the same way). Until then allocate
+leaves the preemptor alone. A gang held for quota is admitted then, and its placeholders,
+created next, find their room still held.
+
+A plan ends when its preemptor needs nothing more (or is gone), when its victims are not
+all gone within ``nomination_timeout``, or when an eviction fails (``EvictionFailed``:
+429 from a PodDisruptionBudget, or another error). On failure the other victims are
+released from their marks, the pod that refused is not chosen again for a while, and
+the preemptor backs off (``eviction_backoff``, doubling), with a ``PreemptionFailed``
+event. Plans and holds live in the core only: after a restart, victims still terminating
+are never chosen again, and the gang preempts afresh if it still needs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import gangsched.core.allocation as alloc_logic
+import gangsched.core.placeholders as ph
+import gangsched.core.podgroups as group_logic
+from gangsched.core.decisions import BlockingReason, DeleteReason, EventType, EvictPod, ObjectRef
+from gangsched.core.model import AppKey, GroupKey, PodUID
+from gangsched.core.observations import EvictionFailed
+from gangsched.core.preemptors import Kind, Preemptor, build, pod_ref
+from gangsched.core.resources import Resources
+from gangsched.core.runtime import AppRuntime, PodState
+from gangsched.core.victims import Tier, Unit, names
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+HOLD = "nominated:"
+"""Prefix of the pseudo-pod uid under which a plan's held room is charged on a node."""
+
+PREEMPT, RECLAIM = "preempt", "reclaim"
+
+
+@dataclass(slots=True)
+class Plan:
+    """Victims asked to go for one preemptor, and the room held for it meanwhile."""
+
+    key: str
+    action: str
+    target: ObjectRef
+    queue: str
+    started: float
+    message: str
+    details: dict[str, str]
+    victims: dict[PodUID, tuple[str, Resources]] = field(default_factory=dict)
+    """Victims not gone yet: uid -> (node, request)."""
+    freed: dict[str, Resources] = field(default_factory=dict)
+    """Room freed by the victims gone so far, per node."""
+    held: dict[str, Resources] = field(default_factory=dict)
+    """Room charged as held on each node now."""
+
+
+class Evictions:
+    """Every open plan, and the preemptors waiting after a failure."""
+
+    def __init__(self) -> None:
+        self.plans: dict[str, Plan] = {}
+        self.backoff: dict[str, float] = {}
+        """Preemptor key -> no new plan before this time."""
+        self.refusals: dict[str, int] = {}
+        self.tried: dict[tuple[str, str], tuple[object, ...]] = {}
+        """(action, preemptor key) -> the state in which no victims were enough."""
+        self.version = 0
+        """Bumped whenever a plan starts or ends (victims marked or released)."""
+
+    def held_on(self, node: str) -> Resources:
+        """The room held on ``node`` for all plans."""
+        total = Resources.ZERO
+        for plan in self.plans.values():
+            total = total + plan.held.get(node, Resources.ZERO)
+        return total
+
+
+# --- trying ---------------------------------------------------------------------------
+
+
+def _signature(s: Scheduler, now: float) -> tuple[object, ...]:
+    """What a fruitless search depends on: freed capacity, pods, plans, time buckets."""
+    bucket = int(now // max(s.config.eviction_backoff, 1.0))
+    return (s.cluster.free_epoch, len(s.pods), len(s.pending), s.evictions.version, bucket)
+
+
+def may_try(s: Scheduler, action: str, pre: Preemptor, now: float) -> bool:
+    """No open plan, no backoff, and something changed since the last fruitless search."""
+    ev = s.evictions
+    if pre.key in ev.plans or ev.backoff.get(pre.key, 0.0) > now:
+        return False
+    return ev.tried.get((action, pre.key)) != _signature(s, now)
+
+
+def fruitless(s: Scheduler, action: str, pre: Preemptor, now: float) -> None:
+    """No set of victims was enough: do not search again until something changes."""
+    s.evictions.tried[(action, pre.key)] = _signature(s, now)
+
+
+# --- carrying a plan out --------------------------------------------------------------
+
+
+def carry_out(s: Scheduler, pre: Preemptor, units: list[Unit], action: str, now: float,
+              why: str) -> Plan:
+    """Ask every victim to go, record the plan, and tell everyone concerned.
+
+    ``why`` ends the victims' message (``in queue q``, or the queue shares for reclaim).
+    """
+    reason = "Preempted" if action == PREEMPT else "Reclaimed"
+    delete_reason = DeleteReason.PREEMPTED if action == PREEMPT else DeleteReason.RECLAIMED
+    text = f"evicted to make room for {pre.describe()} {why}"
+    count = sum(len(u.pods) for u in units)
+    nodes = sorted({node for u in units for node in u.freed})
+    shown = names(units)
+    going = "1 pod is" if count == 1 else f"{count} pods are"
+    message = (f"{action}: {going} being evicted to make room ({shown}) on "
+               f"{', '.join(nodes)}; the room freed is held for this {pre.kind.value} "
+               "until it is placed")
+    details = {"action": action, "victims": shown, "evicting": str(count),
+               "nodes": ", ".join(nodes)}
+    plan = Plan(pre.key, action, pre.target, pre.queue, now, message, details)
+    for unit in units:
+        _take(s, plan, unit, reason, delete_reason, text)
+    s.evictions.plans[pre.key] = plan
+    s.evictions.version += 1
+    s.event(pre.target, EventType.NORMAL, "Preempting", message)
+    keep_reason(s, plan)
+    return plan
+
+
+def _take(s: Scheduler, plan: Plan, unit: Unit, reason: str, delete_reason: DeleteReason,
+          text: str) -> None:
+    for ps in unit.pods:
+        ps.evicting = plan.key
+        if ps.node is not None:
+            plan.victims[ps.uid] = (ps.node, ps.request)
+    if unit.tier is Tier.RESERVATION:
+        rt = s.apps[AppKey(unit.key.split("/", 1)[1])]
+        released = _release_reservation(s, rt, delete_reason, text)
+        s.event(unit.owner or plan.target, EventType.NORMAL, reason,
+                f"the gang's reservation ({released} placeholders) was released: {text}; "
+                "the gang is held and reserves again later")
+        return
+    for ps in unit.pods:
+        pod = ps.pod
+        if pod.placeholder:
+            owner = s.apps.get(pod.app) if pod.app is not None else None
+            if owner is not None:
+                ph.release(s, owner, ps, delete_reason, text)
+            continue
+        s.out.append(EvictPod(pod.uid, pod.namespace, pod.name, reason, text))
+        s.event(pod_ref(ps), EventType.NORMAL, reason, text)
+    if unit.owner is not None:
+        what = (f"the whole gang ({len(unit.pods)} pods) was" if unit.tier is Tier.GANG
+                else f"pod {unit.pods[0].pod.ref} was")
+        s.event(unit.owner, EventType.WARNING, reason, f"{what} {text}")
+
+
+def _release_reservation(s: Scheduler, rt: AppRuntime, reason: DeleteReason,
+                         message: str) -> int:
+    """A not-started gang gives its placeholders up and is held again, like a gang that
+    was never admitted: it reserves (and its placeholder timer starts) afresh later."""
+    count = ph.release_all(s, rt, reason, message)
+    ph.drop_earmark(s, rt)
+    rt.admitted = rt.reserved = False
+    rt.timer_start = rt.starting_since = None
+    rt.create_asked.clear()
+    rt.blocking.clear()
+    rt.dirty = True
+    s.queues_dirty = True
+    return count
+
+
+def keep_reason(s: Scheduler, plan: Plan) -> None:
+    """Show the preemptor as ``Preempting`` (allocate may have said otherwise since)."""
+    blocking = BlockingReason("Preempting", plan.message, plan.details)
+    kind, _, rest = plan.key.partition("/")
+    if kind == Kind.APP.value:
+        rt = s.apps.get(AppKey(rest))
+        if rt is not None:
+            for group in rt.spec.task_groups:
+                if rt.blocking.get(group.name) != blocking:
+                    rt.blocking[group.name] = blocking
+                    rt.dirty = True
+    elif kind == Kind.GROUP.value:
+        gang = group_logic.gang_of(s, GroupKey(rest))
+        for g in gang if not isinstance(gang, str) else ():
+            if g.blocking != blocking:
+                g.blocking = blocking
+                g.dirty = True
+    else:
+        ps = s.pods.get(PodUID(rest))
+        if ps is not None and ps.pending:
+            s.mark_pending(ps, "Preempting", plan.message)
+
+
+def keep_reasons(s: Scheduler, action: str) -> None:
+    """Every open plan of ``action`` shows its preemptor as ``Preempting``."""
+    for key in sorted(s.evictions.plans):
+        plan = s.evictions.plans[key]
+        if plan.action == action and plan.key.partition("/")[0] != Kind.POD.value:
+            keep_reason(s, plan)
+
+
+# --- nominated room -------------------------------------------------------------------
+
+
+def hold(s: Scheduler, now: float) -> None:
+    """Start of a cycle: hold the room of victims gone since, end finished plans."""
+    ev = s.evictions
+    for key in sorted(ev.plans):
+        plan = ev.plans[key]
+        for uid in sorted(plan.victims):
+            ps = s.pods.get(uid)
+            node, request = plan.victims[uid]
+            if ps is None or ps.node != node:
+                del plan.victims[uid]
+                plan.freed[node] = plan.freed.get(node, Resources.ZERO) + request
+        pre = build(s, key, now)
+        if pre is None or not pre.items:
+            _end(s, plan)
+        elif now - plan.started >= s.config.nomination_timeout:
+            _end(s, plan, release_victims=True)
+            _back_off(s, key, now)
+            s.event(plan.target, EventType.WARNING, "PreemptionTimedOut",
+                    f"{len(plan.victims)} victims were not gone after "
+                    f"{s.config.nomination_timeout:g}s; the room held for this "
+                    f"{pre.kind.value} is given back")
+        else:
+            _rehold(s, plan)
+
+
+def first_go(s: Scheduler, now: float) -> None:
+    """Before the actions: a plan whose victims are all gone places its preemptor first,
+    on the room held for it. Until then allocate leaves the preemptor alone."""
+    ev = s.evictions
+    for key in sorted(ev.plans):
+        plan = ev.plans.get(key)
+        pre = build(s, key, now) if plan is not None else None
+        if plan is None or pre is None:
+            continue
+        if plan.victims:
+            _hold_back(s, pre)
+            continue
+        _release_holds(s, plan)
+        _place(s, pre, now)
+        after = build(s, key, now)
+        if after is None or not after.items:
+            _end(s, plan)
+        elif _awaits_placeholders(s, after):
+            _rehold(s, plan)
+            _hold_back(s, after)
+        else:
+            # Placed differently than simulated (something changed meanwhile): give the
+            # room back and let the gang wait its turn before preempting again.
+            _end(s, plan)
+            _back_off(s, key, now)
+
+
+def _awaits_placeholders(s: Scheduler, pre: Preemptor) -> bool:
+    """An admitted gang whose placeholders are asked for and not seen yet."""
+    return pre.kind is Kind.APP and len(pre.pods) < len(pre.items)
+
+
+def _place(s: Scheduler, pre: Preemptor, now: float) -> None:
+    """Place the preemptor as allocate would, now, before anything else."""
+    for ps in pre.pods:
+        ps.blocked_epoch = -1
+    pod = pre.pod
+    if pod is None and pre.kind is Kind.APP:
+        rt = s.apps.get(AppKey(pre.name))
+        if rt is not None:
+            pending = [s.pods[u] for u in sorted(s.app_members.get(rt.spec.key, ()))
+                       if u in s.pending]
+            _place_app(s, rt, pending, now)
+    elif pod is None:
+        _place_group(s, GroupKey(pre.name), [], now)
+    elif pod.pod.app is not None:
+        owner = s.apps.get(pod.pod.app)
+        if owner is not None:
+            _place_app(s, owner, [pod], now)
+    elif pod.pod.pod_group is not None:
+        _place_group(s, pod.pod.pod_group, [pod], now)
+    else:
+        s.schedule_ordinary(pod, now)
+
+
+def _place_app(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+    pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+    gate = alloc_logic.StateAwareGate(s, rt.spec.queue, now, {rt.spec.key})
+    alloc_logic.schedule_app(s, alloc_logic.AppUnit(rt, pending), gate, now)
+
+
+def _place_group(s: Scheduler, key: GroupKey, pending: list[PodState], now: float) -> None:
+    rt = s.groups.get(key)
+    if rt is None:
+        return
+    gang = group_logic.gang_of(s, key)
+    for g in gang if not isinstance(gang, str) else ():
+        g.failed_epoch = -1
+    group_logic.schedule_group(s, group_logic.GroupUnit(rt, pending), set(), now)
+
+
+def _hold_back(s: Scheduler, pre: Preemptor) -> None:
+    """Allocate skips the preemptor this cycle: it waits for its victims, not for room."""
+    epoch = s.cluster.free_epoch
+    for ps in pre.pods:
+        ps.blocked_epoch = epoch
+    if pre.kind is Kind.GROUP:
+        gang = group_logic.gang_of(s, GroupKey(pre.name))
+        for g in gang if not isinstance(gang, str) else ():
+            g.failed_epoch = epoch
+
+
+def _rehold(s: Scheduler, plan: Plan) -> None:
+    """Hold, on each node, the room the gone victims freed that is still free."""
+    _release_holds(s, plan)
+    uid = HOLD + plan.key
+    for node in sorted(plan.freed):
+        state = s.cluster.nodes.get(node)
+        if state is None:
+            continue
+        amount = plan.freed[node].min(state.free).clamp_non_negative()
+        if amount:
+            s.cluster.charge(node, uid, amount)
+            plan.held[node] = amount
+
+
+def _release_holds(s: Scheduler, plan: Plan) -> None:
+    uid = HOLD + plan.key
+    for node, amount in plan.held.items():
+        s.cluster.release(node, uid, amount, retry=False)
+    plan.held.clear()
+
+
+def _end(s: Scheduler, plan: Plan, *, release_victims: bool = False) -> None:
+    """Close a plan: give back its held room, and its ``Preempting`` reason.
+
+    ``release_victims``: victims not yet terminating may be chosen again later (their
+    eviction failed or was lost). Otherwise their evictions are under way.
+    """
+    ev = s.evictions
+    _release_holds(s, plan)
+    ev.plans.pop(plan.key, None)
+    ev.version += 1
+    if release_victims:
+        for uid in plan.victims:
+            ps = s.pods.get(uid)
+            if ps is not None and ps.evicting == plan.key and not ps.pod.terminating:
+                ps.evicting = None
+    kind, _, rest = plan.key.partition("/")
+    if kind == Kind.APP.value:
+        rt = s.apps.get(AppKey(rest))
+        if rt is not None:
+            for name in [n for n, b in rt.blocking.items() if b.reason == "Preempting"]:
+                del rt.blocking[name]
+                rt.dirty = True
+    elif kind == Kind.GROUP.value:
+        gang = group_logic.gang_of(s, GroupKey(rest))
+        for g in gang if not isinstance(gang, str) else ():
+            g.failed_epoch = -1
+            if g.blocking.reason == "Preempting":
+                g.blocking = BlockingReason()
+                g.dirty = True
+    else:
+        ps = s.pods.get(PodUID(rest))
+        if ps is not None:
+            ps.blocked_epoch = -1
+
+
+def _back_off(s: Scheduler, key: str, now: float) -> float:
+    ev = s.evictions
+    ev.refusals[key] = ev.refusals.get(key, 0) + 1
+    initial = s.config.eviction_backoff
+    delay: float = min(initial * 2.0 ** (ev.refusals[key] - 1), initial * 10)
+    ev.backoff[key] = now + delay
+    return delay
+
+
+# --- failures -------------------------------------------------------------------------
+
+
+def eviction_failed(s: Scheduler, obs: EvictionFailed) -> None:
+    """An eviction was refused (429: a PodDisruptionBudget) or failed: drop its plan.
+
+    The refusing pod is not a victim again for the backoff; the plan's other victims
+    that are not terminating may be chosen again; the preemptor backs off. A failure for
+    a pod in no plan is ignored.
+    """
+    ev = s.evictions
+    plan = next((p for p in ev.plans.values() if obs.uid in p.victims), None)
+    if plan is None:
+        return
+    delay = _back_off(s, plan.key, s.now)
+    ps = s.pods.get(obs.uid)
+    if ps is not None:
+        ps.evict_refused_until = s.now + delay
+        ps.evicting = None
+    _end(s, plan, release_victims=True)
+    what = f"pod {ps.pod.ref}" if ps is not None else f"pod uid {obs.uid}"
+    why = "a PodDisruptionBudget forbids it" if obs.code == 429 else "the request failed"
+    detail = f": {obs.message}" if obs.message else ""
+    s.event(plan.target, EventType.WARNING, "PreemptionFailed",
+            f"evicting {what} was refused ({obs.code}, {why}){detail}; the other victims "
+            f"are spared and this {plan.target.kind} tries again in {delay:g}s")

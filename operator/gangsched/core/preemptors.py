@@ -1,0 +1,285 @@
+"""Preemptors: the work allocate could not place, and exactly what it still needs.
+
+A *preemptor* is a unit that waits for capacity or queue quota (its blocking reason is
+``Capacity`` or ``QueueQuota``) and might be placed if other work made room:
+
+* an Accepted gang Application that is not reserved yet (held for quota, or with
+  placeholders that found no node). Its *items* are the members of every task group that
+  no allocated placeholder or running real pod stands for: ``minResource`` plus a pod
+  slot each, with the task group's constraints;
+* a PodGroup, with the rest of its GangGroup, that is not satisfied yet: the first
+  pending members of each group up to its ``minMember``, less the members placed;
+* a single pending pod: an ordinary pod, a pod of an Application without task groups,
+  a real pod of a gang that has started (or is reserved), a later member of a satisfied
+  PodGroup.
+
+Items are listed in the order allocate places them, so that the simulation of a
+preemption (:mod:`~gangsched.core.victims`) places them as allocate will.
+
+Priority: a gang's is the highest of its spec's and its pods' (in a cluster, priority
+comes from ``priorityClassName``: the shell gives placeholders their Application's class,
+and an Application's own ``priority`` is 0). A single pod counts with its own priority.
+
+Invalid, timed-out, killed or rejected work, and work in bind backoff, never preempts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gangsched.core.cluster import ONE_POD, Constraints
+from gangsched.core.decisions import ObjectRef
+from gangsched.core.model import DEFAULT_QUEUE, AppKey, GroupKey, PodUID
+from gangsched.core.podgroups import gang_of
+from gangsched.core.reservation import members, taken
+from gangsched.core.resources import Resources
+from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+from gangsched.core.states import AppState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+BLOCKED = frozenset({"Capacity", "QueueQuota"})
+"""Blocking reasons that other work's room could cure."""
+
+STARTED = frozenset({AppState.STARTING, AppState.RUNNING, AppState.WAITING, AppState.RESUMING})
+"""Application states in which a gang has started: its pods are placed one by one."""
+
+
+class Kind(enum.StrEnum):
+    APP = "Application"
+    GROUP = "PodGroup"
+    POD = "Pod"
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One member to place: its request (pod slot included) and constraints."""
+
+    request: Resources
+    constraints: Constraints
+
+
+@dataclass(slots=True)
+class Preemptor:
+    """A unit of waiting work and what it still needs, in placement order."""
+
+    key: str
+    """``Application/ns/name``, ``PodGroup/ns/name`` (the GangGroup's first) or ``Pod/uid``."""
+    kind: Kind
+    target: ObjectRef
+    """What events about it are recorded on."""
+    queue: str
+    priority: int
+    creation: float
+    items: list[Item]
+    gangs: frozenset[str] = frozenset()
+    """Gang keys it belongs to (``Application/...``, ``PodGroup/...``): never its victims."""
+    earmark: Resources = Resources.ZERO
+    """Queue headroom it holds already (an admitted gang's earmark)."""
+    pod: PodState | None = None
+    """The pod, for a single-pod preemptor."""
+    pods: list[PodState] = field(default_factory=list)
+    """Its pending pods (placeholders or members), which allocate places."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.target.namespace}/{self.target.name}"
+
+    @property
+    def total(self) -> Resources:
+        found = Resources.ZERO
+        for item in self.items:
+            found = found + item.request
+        return found
+
+    def describe(self) -> str:
+        """``application default/train (priority 10)``, for messages."""
+        return f"{self.kind.value.lower()} {self.name} (priority {self.priority})"
+
+
+def app_key(key: AppKey) -> str:
+    return f"{Kind.APP.value}/{key}"
+
+
+def group_key(key: GroupKey) -> str:
+    return f"{Kind.GROUP.value}/{key}"
+
+
+def pod_key(uid: PodUID) -> str:
+    return f"{Kind.POD.value}/{uid}"
+
+
+def app_priority(s: Scheduler, rt: AppRuntime) -> int:
+    """The highest of the Application's priority and its pods' (placeholders included)."""
+    found = rt.spec.priority
+    for uid in s.app_members.get(rt.spec.key, ()):
+        found = max(found, s.pods[uid].pod.priority)
+    return found
+
+
+def gang_priority(s: Scheduler, gang: Iterable[GroupRuntime]) -> int:
+    found: int | None = None
+    for g in gang:
+        found = g.spec.priority if found is None else max(found, g.spec.priority)
+        for uid in s.group_members.get(g.spec.key, ()):
+            found = max(found, s.pods[uid].pod.priority)
+    return found or 0
+
+
+def app_ref(rt: AppRuntime) -> ObjectRef:
+    return ObjectRef("Application", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+
+
+def group_ref(rt: GroupRuntime) -> ObjectRef:
+    return ObjectRef("PodGroup", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+
+
+def pod_ref(ps: PodState) -> ObjectRef:
+    return ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid)
+
+
+# --- finding the waiting work ---------------------------------------------------------
+
+
+def find(s: Scheduler, now: float) -> list[Preemptor]:
+    """Every unit blocked for capacity or quota, highest priority first, then oldest."""
+    found: list[Preemptor] = []
+    for key in sorted(s.apps):
+        rt = s.apps[key]
+        if any(b.reason in BLOCKED for b in rt.blocking.values()):
+            pre = for_app(s, rt, now)
+            if pre is not None and pre.items:
+                found.append(pre)
+    seen: set[GroupKey] = set()
+    for gkey in sorted(s.groups):
+        grt = s.groups[gkey]
+        if gkey in seen or grt.blocking.reason not in BLOCKED:
+            continue
+        gang = gang_of(s, gkey)
+        if isinstance(gang, str):
+            continue
+        seen.update(g.spec.key for g in gang)
+        pre = for_groups(s, gang, now)
+        if pre is not None and pre.items:
+            found.append(pre)
+    for uid in s.pending:
+        ps = s.pods[uid]
+        if ps.pending_reason is not None and ps.pending_reason[0] in BLOCKED:
+            single = for_pod(s, ps, now)
+            if single is not None:
+                found.append(single)
+    found.sort(key=lambda p: (-p.priority, p.creation, p.key))
+    return found
+
+
+def build(s: Scheduler, key: str, now: float) -> Preemptor | None:
+    """The preemptor ``key`` as it stands now, whatever its blocking reason; None once it
+    is gone or can no longer be placed (invalid, timed out, terminal...)."""
+    kind, _, rest = key.partition("/")
+    if kind == Kind.APP.value:
+        rt = s.apps.get(AppKey(rest))
+        return None if rt is None else for_app(s, rt, now)
+    if kind == Kind.GROUP.value:
+        gang = gang_of(s, GroupKey(rest))
+        return None if isinstance(gang, str) else for_groups(s, gang, now)
+    ps = s.pods.get(PodUID(rest))
+    return None if ps is None else for_pod(s, ps, now)
+
+
+def for_app(s: Scheduler, rt: AppRuntime, now: float) -> Preemptor | None:
+    """An Accepted gang that is not reserved yet, with the members it still needs."""
+    spec = rt.spec
+    if (not spec.gang or spec.invalid or rt.state is not AppState.ACCEPTED or rt.reserved
+            or rt.placeholders_expired):
+        return None
+    placeholders, reals = members(s, rt)
+    running = taken(reals)
+    allocated: dict[str, int] = {}
+    pending: list[PodState] = []
+    for ps in placeholders:
+        if ps.release_reason is not None or ps.pod.terminating or not ps.pod.active:
+            continue
+        name = ps.pod.task_group or ""
+        if ps.node is not None:
+            allocated[name] = allocated.get(name, 0) + 1
+        elif ps.pending:
+            if ps.backoff_until > now:
+                return None
+            pending.append(ps)
+    items: list[Item] = []
+    for group in sorted(spec.task_groups, key=lambda g: g.name):
+        missing = group.min_member - allocated.get(group.name, 0) - running.get(group.name, 0)
+        item = Item(group.min_resource + ONE_POD, Constraints.of_group(group))
+        items.extend([item] * max(0, missing))
+    return Preemptor(
+        key=app_key(spec.key), kind=Kind.APP, target=app_ref(rt), queue=spec.queue,
+        priority=app_priority(s, rt), creation=spec.creation, items=items,
+        gangs=frozenset({app_key(spec.key)}), earmark=rt.earmark, pods=pending,
+    )
+
+
+def for_groups(s: Scheduler, gang: list[GroupRuntime], now: float) -> Preemptor | None:
+    """A GangGroup that is not satisfied: each group's first pending members up to its
+    ``minMember``. None when some group cannot complete (too few members yet), is
+    invalid or timed out, or when the groups are in different queues."""
+    queues = {g.spec.queue for g in gang}
+    if len(queues) != 1 or any(g.satisfied or g.timed_out or g.spec.invalid for g in gang):
+        return None
+    items: list[Item] = []
+    pending_all: list[PodState] = []
+    for g in gang:
+        placed = 0
+        pending: list[PodState] = []
+        for uid in s.group_members.get(g.spec.key, ()):
+            ps = s.pods[uid]
+            if ps.node is not None and ps.pod.active:
+                placed += 1
+            elif ps.pending and ps.pod.ours and not ps.pod.invalid:
+                pending.append(ps)
+        need = g.spec.min_member - placed
+        if need <= 0:
+            continue
+        if len(pending) < need or any(ps.backoff_until > now for ps in pending):
+            return None
+        pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+        items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
+        pending_all.extend(pending)
+    first = gang[0]
+    return Preemptor(
+        key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
+        queue=first.spec.queue, priority=gang_priority(s, gang),
+        creation=min(g.spec.creation for g in gang), items=items,
+        gangs=frozenset(group_key(g.spec.key) for g in gang), pods=pending_all,
+    )
+
+
+def for_pod(s: Scheduler, ps: PodState, now: float) -> Preemptor | None:
+    """A pending pod placed on its own (no gang condition holds it back)."""
+    pod = ps.pod
+    if (not ps.pending or not pod.ours or pod.invalid or pod.placeholder
+            or ps.parked_on is not None or ps.backoff_until > now):
+        return None
+    gangs: set[str] = set()
+    queue = s.queue_of(ps) or DEFAULT_QUEUE
+    if pod.app is not None:
+        rt = s.apps.get(pod.app)
+        if rt is None or rt.spec.invalid or rt.state.terminal or rt.state is AppState.NEW:
+            return None
+        if rt.spec.gang and rt.state not in STARTED and not rt.reserved:
+            return None  # waits for its gang's reservation, not for room
+        gangs.add(app_key(pod.app))
+    elif pod.pod_group is not None:
+        grt = s.groups.get(pod.pod_group)
+        if grt is None or not grt.satisfied or grt.timed_out or grt.spec.invalid:
+            return None
+        gang = gang_of(s, pod.pod_group)  # a GangGroup is named by its first PodGroup
+        gangs.add(group_key(pod.pod_group if isinstance(gang, str) else gang[0].spec.key))
+    return Preemptor(
+        key=pod_key(ps.uid), kind=Kind.POD, target=pod_ref(ps), queue=queue,
+        priority=pod.priority, creation=pod.creation,
+        items=[Item(ps.request, ps.constraints)], gangs=frozenset(gangs), pod=ps, pods=[ps],
+    )

@@ -1,0 +1,157 @@
+"""The ``reclaim`` action: across queues, a queue below its deserved share takes back.
+
+As Volcano's reclaim action (``scheduler-actions.zh.txt``): queues share the cluster by
+``guaranteed`` and ``weight`` (:mod:`~gangsched.core.shares`). When a queue that is below
+its deserved share has work that cannot be placed for capacity, and would stay within its
+share with it, that work may take room back from *other* queues that are marked
+``reclaimable`` (the default) and use more than their deserved share. Priority does not
+matter across queues.
+
+* A reclaiming preemptor (:mod:`~gangsched.core.preemptors`) must fit its own queue's
+  quota as it is: reclaim frees room on nodes, not quota.
+* Victims are chosen by the same whole-gang rules and the same simulation as preempt
+  (:func:`gangsched.core.victims.select`): reservations of gangs that have not started,
+  then whole running gangs, then single pods; never a gang sliced below ``minMember``;
+  never a pod that is not preemptible; no more than needed.
+* A victim queue is never pushed below its deserved share of a resource the preemptor is
+  short of (the resources it asks for that the cluster has less free of than it needs;
+  all it asks for, when the shortage is only fragmentation). Victims already being
+  evicted count as gone, and room already promised to a queue counts as used.
+
+Queues are served most starved first (lowest usage relative to the deserved share of
+what they need), then by the preemptor's priority and age.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gangsched.core import actions, evictions, shares, victims
+from gangsched.core.model import DEFAULT_QUEUE, QueueSpec
+from gangsched.core.preemptors import Preemptor, build, find
+from gangsched.core.resources import PODS, Resources, format_amount
+from gangsched.core.victims import Allowed, Pool, Unit
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+
+@actions.action("reclaim")
+def reclaim(s: Scheduler, now: float) -> None:
+    evictions.keep_reasons(s, evictions.RECLAIM)
+    found = [p for p in find(s, now) if evictions.may_try(s, evictions.RECLAIM, p, now)]
+    if not found:
+        return
+    deserved = shares.deserved(s, now)
+    promised, leaving = _in_flight(s, now)
+    found.sort(key=lambda p: (_starvation(s, p, deserved), -p.priority, p.creation, p.key))
+    pool: Pool | None = None
+    for pre in found:
+        queue = pre.queue
+        used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
+        share = deserved.get(queue, Resources.ZERO)
+        if (pre.key in s.evictions.plans or not shares.within(used, share, pre.total)
+                or not s.queues.fits(queue, pre.total, own_earmark=pre.earmark).ok):
+            continue
+        pool = pool or victims.pool(s, now)
+        short = _short_of(s, pre.total)
+        candidates = [u for u in pool.units
+                      if u.queue != queue and _over(s, u.queue, deserved, leaving, short)]
+        allowed = _allowed(s, pool, deserved, leaving, short)
+        chosen = victims.select(s, pre, candidates, now, allowed=allowed, quota_relief=False)
+        if chosen:
+            why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
+            evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
+            promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
+            for unit in chosen:
+                leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
+        elif chosen is None:
+            evictions.fruitless(s, evictions.RECLAIM, pre, now)
+
+
+def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:
+    """Room promised to each queue by open plans, and usage leaving each queue (victims
+    asked to go, not gone yet)."""
+    promised: dict[str, Resources] = {}
+    leaving: dict[str, Resources] = {}
+    for key in sorted(s.evictions.plans):
+        plan = s.evictions.plans[key]
+        pre = build(s, key, now)
+        if pre is not None:
+            promised[pre.queue] = promised.get(pre.queue, Resources.ZERO) + pre.total
+        for uid in plan.victims:
+            ps = s.pods.get(uid)
+            if ps is not None and ps.charged_queue is not None:
+                queue = ps.charged_queue
+                leaving[queue] = leaving.get(queue, Resources.ZERO) + ps.request
+    return promised, leaving
+
+
+def _short_of(s: Scheduler, need: Resources) -> frozenset[str]:
+    """The resources ``need`` asks for that the cluster has less free of in total; all it
+    asks for (the pods slot aside) when the shortage is only fragmentation."""
+    free = Resources.ZERO
+    for state in s.cluster.nodes.values():
+        if state.node.ready and not state.node.unschedulable:
+            free = free + state.free.clamp_non_negative()
+    asked = frozenset(n for n, a in need.items() if a > 0 and n != PODS)
+    short = frozenset(n for n in asked if free.get(n) < need.get(n))
+    return short or asked
+
+
+def _spec(s: Scheduler, queue: str) -> QueueSpec:
+    return s.queues.spec(queue) or QueueSpec(queue or DEFAULT_QUEUE)
+
+
+def _over(s: Scheduler, queue: str, deserved: dict[str, Resources],
+          leaving: dict[str, Resources], short: frozenset[str]) -> bool:
+    """Is ``queue`` reclaimable and above its deserved share of some short resource?"""
+    if not _spec(s, queue).reclaimable:
+        return False
+    used = s.queues.usage(queue) - leaving.get(queue, Resources.ZERO)
+    share = deserved.get(queue, Resources.ZERO)
+    return any(used.get(n) > share.get(n) for n in short)
+
+
+def _allowed(s: Scheduler, pool: Pool, deserved: dict[str, Resources],
+             leaving: dict[str, Resources], short: frozenset[str]) -> Allowed:
+    """Budgets, and no victim queue below its deserved share of a short resource."""
+    budget = victims.within_budget(pool)
+
+    def allowed(unit: Unit, chosen: list[Unit]) -> bool:
+        if not budget(unit, chosen):
+            return False
+        going = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
+        for other in chosen:
+            if other.queue == unit.queue:
+                going = going + _size(other)
+        left = s.queues.usage(unit.queue) - going
+        share = deserved.get(unit.queue, Resources.ZERO)
+        return all(left.get(n) >= share.get(n) for n in short if _size(unit).get(n) > 0)
+    return allowed
+
+
+def _size(unit: Unit) -> Resources:
+    total = Resources.ZERO
+    for ps in unit.pods:
+        total = total + ps.request
+    return total
+
+
+def _starvation(s: Scheduler, pre: Preemptor, deserved: dict[str, Resources]) -> float:
+    """The queue's usage over its deserved share, at worst among what ``pre`` asks for."""
+    used = s.queues.usage(pre.queue)
+    share = deserved.get(pre.queue, Resources.ZERO)
+    worst = 0.0
+    for name, amount in pre.total.items():
+        if name == PODS or amount <= 0:
+            continue
+        have = share.get(name)
+        worst = max(worst, used.get(name) / have if have > 0 else float("inf"))
+    return worst
+
+
+def _text(used: Resources, share: Resources, names: frozenset[str]) -> str:
+    """``cpu 2 used of 8 deserved, memory 4Gi used of 16Gi deserved``."""
+    return ", ".join(f"{n} {format_amount(n, used.get(n))} used of "
+                     f"{format_amount(n, share.get(n))} deserved" for n in sorted(names))

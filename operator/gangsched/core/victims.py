@@ -1,0 +1,418 @@
+"""Victims: which running work may make room, and the smallest set that does.
+
+Work is taken whole-gang-aware, in *units*, in three tiers:
+
+1. ``Reservation``: the allocated placeholders of a gang that has not started (Accepted,
+   no real pod bound or taking a placeholder). No work is lost: the gang is held again
+   and reserves later.
+2. ``Gang``: every pod of a running gang (an Application with task groups that has
+   started, or a satisfied PodGroup with its whole GangGroup), placeholders included.
+3. ``Pod``: one pod: an ordinary pod, a pod of an Application without task groups, or
+   a member of a running gang. A gang's members share a *budget* per task group (or
+   PodGroup): at most the members above ``minMember`` may go, so a gang is never sliced
+   below ``minMember``.
+
+A pod is never a victim when it is another scheduler's, not ``preemptible`` (the
+``gangsched.io/preemptible: "false"`` annotation), terminating, already being evicted,
+recently protected by a PodDisruptionBudget, or not yet confirmed bound (its bind is in
+flight). A gang with one such pod is no ``Gang`` unit.
+
+:func:`select` finds the victims for a preemptor by simulation, on a copy of the free
+capacity: units are added in order (tier, then priority, lowest first, then newest
+first) until every remaining member of the preemptor fits (:func:`fit`, the same greedy
+placement and scoring as allocate, in the same order) and its queue quota allows it;
+then every unit that can be spared is dropped again, the most disruptive first (gangs,
+then pods, then reservations; larger first). What is left is *irreducible*: without any
+one victim, the preemptor would not fit. The search also runs with single pods before
+whole gangs, and lowest priority first, and the cheapest result wins (lowest highest
+priority, then fewest running pods, then fewest placeholders), so a whole gang is never
+taken where one pod above ``minMember`` would do. Nothing changes until the caller
+decides.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from gangsched.core.cluster import NodeState
+from gangsched.core.decisions import ObjectRef
+from gangsched.core.model import Scoring
+from gangsched.core.podgroups import gang_of
+from gangsched.core.preemptors import (
+    STARTED,
+    Item,
+    Preemptor,
+    app_key,
+    app_priority,
+    app_ref,
+    gang_priority,
+    group_key,
+    group_ref,
+    pod_key,
+)
+from gangsched.core.resources import PODS, Resources
+from gangsched.core.runtime import PodState
+from gangsched.core.states import AppState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+
+class Tier(enum.IntEnum):
+    RESERVATION = 1
+    GANG = 2
+    POD = 3
+
+
+@dataclass(slots=True)
+class Unit:
+    """Pods that go together, or not at all."""
+
+    tier: Tier
+    key: str
+    """``Application/ns/name``, ``PodGroup/ns/name`` or ``Pod/uid``."""
+    owner: ObjectRef | None
+    """The Application or PodGroup told about it (None for an ordinary pod)."""
+    gang: str | None
+    """The gang key the pods belong to, if any (a preemptor never takes its own gang)."""
+    queue: str
+    priority: int
+    creation: float
+    pods: list[PodState]
+    budget: tuple[str, str] | None = None
+    """For a ``Pod`` unit above minMember: (gang key, group) whose surplus it draws on."""
+    freed: dict[str, Resources] = field(default_factory=dict)
+    """Capacity it frees, per node."""
+
+    @property
+    def size(self) -> Resources:
+        total = Resources.ZERO
+        for amount in self.freed.values():
+            total = total + amount
+        return total
+
+    def available(self, now: float) -> bool:
+        """Still a candidate: no pod of it is being evicted, protected or gone."""
+        return all(_victim_ok(ps, now) for ps in self.pods)
+
+
+def _victim_ok(ps: PodState, now: float) -> bool:
+    pod = ps.pod
+    return (pod.ours and pod.preemptible and pod.active and not pod.terminating
+            and ps.node is not None and ps.evicting is None and ps.release_reason is None
+            and ps.evict_refused_until <= now and (pod.placeholder or not ps.assumed))
+
+
+def _unit(tier: Tier, key: str, owner: ObjectRef | None, gang: str | None, queue: str,
+          priority: int, creation: float, pods: list[PodState],
+          budget: tuple[str, str] | None = None) -> Unit:
+    unit = Unit(tier, key, owner, gang, queue, priority, creation, pods, budget)
+    for ps in pods:
+        node = ps.node
+        if node is not None:
+            unit.freed[node] = unit.freed.get(node, Resources.ZERO) + ps.request
+    return unit
+
+
+@dataclass(slots=True)
+class Pool:
+    """Every unit in the cluster, and the surplus per (gang, group); built once a cycle."""
+
+    units: list[Unit]
+    surplus: dict[tuple[str, str], int]
+
+
+def pool(s: Scheduler, now: float) -> Pool:
+    """All candidate units, in victim order (tier, priority, newest first, key)."""
+    units: list[Unit] = []
+    surplus: dict[tuple[str, str], int] = {}
+    claimed: set[str] = set()
+    for key in sorted(s.apps):
+        rt = s.apps[key]
+        spec = rt.spec
+        uids = sorted(s.app_members.get(key, ()))
+        pods = [s.pods[u] for u in uids]
+        claimed.update(uids)
+        bound = [ps for ps in pods if ps.node is not None and ps.pod.active]
+        if not bound:
+            continue
+        gang = app_key(key)
+        owner = app_ref(rt)
+        if not spec.gang:
+            units.extend(_unit(Tier.POD, pod_key(ps.uid), owner, None, spec.queue,
+                               ps.pod.priority, ps.pod.creation, [ps])
+                         for ps in bound if not ps.pod.placeholder and _victim_ok(ps, now))
+            continue
+        priority = app_priority(s, rt)
+        reals = [ps for ps in pods if not ps.pod.placeholder]
+        started = rt.state in STARTED or any(
+            ps.node is not None or ps.parked_on is not None for ps in reals)
+        if rt.state is AppState.ACCEPTED and not started:
+            held = [ps for ps in bound if ps.pod.placeholder and ps.release_reason is None
+                    and not ps.pod.terminating]
+            if held and all(_victim_ok(ps, now) for ps in held):
+                units.append(_unit(Tier.RESERVATION, gang, owner, gang, spec.queue, priority,
+                                   spec.creation, held))
+            continue
+        if not started or rt.state.terminal:
+            continue
+        busy = any(ps.assumed or ps.parked_on is not None for ps in reals)
+        live = [ps for ps in bound if ps.release_reason is None and not ps.pod.terminating]
+        if live and not busy and all(_victim_ok(ps, now) for ps in live):
+            units.append(_unit(Tier.GANG, gang, owner, gang, spec.queue, priority,
+                               spec.creation, live))
+        by_group: dict[str, list[PodState]] = {}
+        for ps in bound:
+            if not ps.pod.placeholder:
+                by_group.setdefault(ps.pod.task_group or "", []).append(ps)
+        for name, group_pods in sorted(by_group.items()):
+            group = spec.group(name)
+            surplus[(gang, name)] = len(group_pods) - (group.min_member if group else 0)
+            units.extend(_unit(Tier.POD, pod_key(ps.uid), owner, gang, spec.queue,
+                               ps.pod.priority, ps.pod.creation, [ps], (gang, name))
+                         for ps in group_pods if _victim_ok(ps, now))
+    seen: set[str] = set()
+    for gkey in sorted(s.groups):
+        members = s.group_members.get(gkey, set())
+        claimed.update(members)
+        if gkey in seen:
+            continue
+        found = gang_of(s, gkey)
+        if isinstance(found, str):
+            continue
+        seen.update(g.spec.key for g in found)
+        if not all(g.satisfied and not g.timed_out for g in found):
+            continue
+        first = found[0]
+        gang = group_key(first.spec.key)
+        priority = gang_priority(s, found)
+        members_live: list[PodState] = []
+        budgets: list[tuple[str, list[PodState], int]] = []
+        for g in found:
+            bound = sorted((s.pods[u] for u in s.group_members.get(g.spec.key, ())
+                            if s.pods[u].node is not None and s.pods[u].pod.active
+                            and not s.pods[u].pod.terminating and s.pods[u].pod.app is None),
+                           key=lambda p: p.pod.name)
+            members_live.extend(bound)
+            budgets.append((g.spec.key, bound, len(bound) - g.spec.min_member))
+        if members_live and all(_victim_ok(ps, now) for ps in members_live):
+            units.append(_unit(Tier.GANG, gang, group_ref(first), gang, first.spec.queue,
+                               priority, min(g.spec.creation for g in found), members_live))
+        for name, bound, extra in budgets:
+            surplus[(gang, name)] = extra
+            units.extend(_unit(Tier.POD, pod_key(ps.uid), group_ref(first), gang,
+                               first.spec.queue, ps.pod.priority, ps.pod.creation, [ps],
+                               (gang, name))
+                         for ps in bound if _victim_ok(ps, now))
+    for uid in sorted(s.pods):
+        if uid in claimed:
+            continue
+        ps = s.pods[uid]
+        if ps.node is not None and _victim_ok(ps, now):
+            units.append(_unit(Tier.POD, pod_key(uid), None, None, s.queue_of(ps) or "default",
+                               ps.pod.priority, ps.pod.creation, [ps]))
+    units.sort(key=lambda u: (u.tier, u.priority, -u.creation, u.key))
+    return Pool(units, surplus)
+
+
+# --- the simulation ---------------------------------------------------------------------
+
+
+def fit(
+    s: Scheduler,
+    items: Iterable[Item],
+    extra: Mapping[str, Resources],
+    scoring: Scoring,
+) -> dict[int, str] | None:
+    """Where each item would go with ``extra`` more free per node, or None if one fits
+    nowhere. Greedy in the given order, scoring as allocate does (binpack: the fullest
+    node it fits; spread: the emptiest), among the first ``sample_size`` nodes that fit.
+    Nothing in the cluster changes."""
+    taken: dict[str, Resources] = {}
+    placed: dict[int, str] = {}
+    sample = s.cluster.sample_size
+    for index, item in enumerate(items):
+        best: NodeState | None = None
+        best_score = 0.0
+        found = 0
+        for state in s.cluster.candidates(item.constraints):
+            name = state.node.name
+            free = state.free + extra.get(name, Resources.ZERO) - taken.get(name, Resources.ZERO)
+            if not item.request.fits_in(free):
+                continue
+            score = _score(state, item.request, free)
+            if (best is None or (scoring is Scoring.BINPACK and score > best_score)
+                    or (scoring is Scoring.SPREAD and score < best_score)):
+                best, best_score = state, score
+            found += 1
+            if found >= sample:
+                break
+        if best is None:
+            return None
+        name = best.node.name
+        taken[name] = taken.get(name, Resources.ZERO) + item.request
+        placed[index] = name
+    return placed
+
+
+def _score(state: NodeState, request: Resources, free: Resources) -> float:
+    alloc = state.node.allocatable
+    total = 0.0
+    for name, amount in request.items():
+        capacity = alloc.get(name)
+        if capacity > 0:
+            total += (capacity - free.get(name) + amount) / capacity
+    return total
+
+
+def scoring_for(s: Scheduler, pre: Preemptor) -> Scoring:
+    """Placeholders and PodGroup members use the gang scoring; single pods the pod one."""
+    return s.config.pod_scoring if pre.pod is not None else s.config.gang_scoring
+
+
+def relevant_nodes(s: Scheduler, items: Iterable[Item]) -> set[str]:
+    """Nodes that pass the static filters for at least one item."""
+    found: set[str] = set()
+    for constraints in {item.constraints for item in items}:
+        found.update(state.node.name for state in s.cluster.candidates(constraints))
+    return found
+
+
+Allowed = Callable[[Unit, list[Unit]], bool]
+"""May this unit join the chosen ones? (Budgets, queue shares.)"""
+
+
+def select(
+    s: Scheduler,
+    pre: Preemptor,
+    candidates: Iterable[Unit],
+    now: float,
+    *,
+    allowed: Allowed | None = None,
+    quota_relief: bool = True,
+    own_gang: bool = False,
+) -> list[Unit] | None:
+    """The victims that let ``pre`` fit: ``[]`` when it fits already, None when no set of
+    candidates is enough. ``quota_relief``: victims in the preemptor's own queue also give
+    back queue quota (within-queue preemption); otherwise the quota must allow the
+    preemptor as it is. ``own_gang``: the preemptor's own gang's pods may be victims (a
+    task taking a task's place); otherwise they never are.
+
+    The greedy search runs in three orders (the tiers as listed; single pods before whole
+    gangs; lowest priority first), each result is made irreducible, and the least costly
+    wins: the lowest highest victim priority, then the fewest running pods, then the
+    fewest placeholders (ties: the first order)."""
+    scoring = scoring_for(s, pre)
+    nodes = relevant_nodes(s, pre.items)
+    total = pre.total
+
+    def fits(chosen: list[Unit]) -> bool:
+        extra: dict[str, Resources] = {}
+        relief = Resources.ZERO
+        for unit in chosen:
+            for node, amount in unit.freed.items():
+                extra[node] = extra.get(node, Resources.ZERO) + amount
+            if quota_relief:
+                relief = relief + sum((ps.request for ps in unit.pods
+                                       if ps.charged_queue == pre.queue), Resources.ZERO)
+        quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + relief)
+        return quota.ok and fit(s, pre.items, extra, scoring) is not None
+
+    if fits([]):
+        return []
+    usable = []
+    for unit in candidates:
+        own = unit.gang is not None and unit.gang in pre.gangs
+        helps = any(node in nodes for node in unit.freed) or (
+            quota_relief and unit.queue == pre.queue)
+        if unit.available(now) and own == own_gang and helps:
+            usable.append(unit)
+    room = Resources.ZERO  # free room on the relevant nodes: a cheap test before fits()
+    for state in s.cluster.sorted_nodes():
+        if state.node.name in nodes:
+            room = room + state.free.clamp_non_negative()
+    best: list[Unit] | None = None
+    for order in _ORDERS:
+        chosen = _greedy(sorted(usable, key=order), fits, room, total, nodes, allowed)
+        if chosen is None:
+            continue
+        for unit in sorted(chosen, key=_disruption, reverse=True):
+            trial = [u for u in chosen if u is not unit]
+            if fits(trial):
+                chosen = trial
+        if best is None or _cost(chosen) < _cost(best):
+            best = chosen
+    return best
+
+
+def _greedy(ranked: list[Unit], fits: Callable[[list[Unit]], bool], room: Resources,
+            total: Resources, nodes: set[str], allowed: Allowed | None) -> list[Unit] | None:
+    """Add units in order until the preemptor fits. A unit that contains chosen ones (a
+    whole gang, some of whose members were chosen) replaces them; one that overlaps a
+    chosen unit otherwise is skipped."""
+    chosen: list[Unit] = []
+    taken: set[str] = set()
+    for unit in ranked:
+        uids = {ps.uid for ps in unit.pods}
+        if uids & taken:
+            inner = [u for u in chosen if {ps.uid for ps in u.pods} <= uids]
+            if sum(len(u.pods) for u in inner) != len(uids & taken):
+                continue
+            chosen = [u for u in chosen if u not in inner]
+            for u in inner:
+                room = room - sum((a for n, a in u.freed.items() if n in nodes), Resources.ZERO)
+        if allowed is not None and not allowed(unit, chosen):
+            continue
+        chosen.append(unit)
+        taken = {ps.uid for u in chosen for ps in u.pods}
+        room = room + sum((a for n, a in unit.freed.items() if n in nodes), Resources.ZERO)
+        if total.fits_in(room) and fits(chosen):
+            return chosen
+    return None
+
+
+_TIER_RANK = {Tier.RESERVATION: 0, Tier.POD: 1, Tier.GANG: 2}
+_ORDERS: tuple[Callable[[Unit], tuple[object, ...]], ...] = (
+    lambda u: (u.tier, u.priority, -u.creation, u.key),
+    lambda u: (_TIER_RANK[u.tier], u.priority, -u.creation, u.key),
+    lambda u: (u.priority, u.tier, -u.creation, u.key),
+)
+"""Victim orders tried: the tiers as listed; single pods before whole gangs; lowest
+priority first. Within each: lower priority first, then the newest (least work lost)."""
+
+
+def _cost(units: list[Unit]) -> tuple[int, int, int]:
+    """What a set of victims costs: its highest priority, its running pods, its
+    placeholders."""
+    pods = [ps for u in units for ps in u.pods]
+    return (max((u.priority for u in units), default=0),
+            sum(1 for ps in pods if not ps.pod.placeholder),
+            sum(1 for ps in pods if ps.pod.placeholder))
+
+
+def _disruption(unit: Unit) -> tuple[int, int, int, str]:
+    """How much losing ``unit`` costs: running gangs most, then pods, then reservations."""
+    rank = {Tier.GANG: 2, Tier.POD: 1, Tier.RESERVATION: 0}[unit.tier]
+    return (rank, len(unit.pods), sum(a for n, a in unit.size.items() if n != PODS), unit.key)
+
+
+def within_budget(pool_: Pool, joining: Mapping[tuple[str, str], int] | None = None) -> Allowed:
+    """Units above minMember may go only while their group keeps ``minMember`` members
+    (``joining``: members the preemptor adds to a group, as a task taking a task's place)."""
+    def allowed(unit: Unit, chosen: list[Unit]) -> bool:
+        if unit.budget is None:
+            return True
+        used = sum(1 for u in chosen if u.budget == unit.budget)
+        extra = pool_.surplus.get(unit.budget, 0) + (joining or {}).get(unit.budget, 0)
+        return used < extra
+    return allowed
+
+
+def names(units: Iterable[Unit], limit: int = 8) -> str:
+    """``default/a, default/b (+3 more)``: the victim pods, for messages and details."""
+    refs = sorted(ps.pod.ref for unit in units for ps in unit.pods)
+    shown = ", ".join(refs[:limit])
+    return shown + (f" (+{len(refs) - limit} more)" if len(refs) > limit else "")
