@@ -20,6 +20,7 @@ from gangsched.core.model import (
     PodPhase,
     PodUID,
     QueueSpec,
+    SchedulerConfig,
     SchedulingPolicy,
     SortPolicy,
     Style,
@@ -27,6 +28,10 @@ from gangsched.core.model import (
 )
 from gangsched.core.naming import placeholder_name
 from gangsched.core.resources import Resources
+
+PARTIAL_GANGS = SchedulerConfig(overcommit_factor=100.0)
+"""``enqueue`` admits gangs the cluster cannot hold: for tests of partial reservations,
+placeholder timeouts and the like (quota still holds gangs back)."""
 
 
 def res(cpu: str | int | None = None, memory: str | None = None, **extra: str | int) -> Resources:

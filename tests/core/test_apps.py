@@ -5,7 +5,16 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from builders import make_app, make_group, make_node, make_pod, make_queue, placeholder_of, res
+from builders import (
+    PARTIAL_GANGS,
+    make_app,
+    make_group,
+    make_node,
+    make_pod,
+    make_queue,
+    placeholder_of,
+    res,
+)
 from gangsched.core.decisions import (
     BindPod,
     CreatePlaceholder,
@@ -35,8 +44,9 @@ from gangsched.core.scheduler import Scheduler
 from simworld import SimWorld
 
 
-def world(*cpus: int, queues: tuple[QueueSpec, ...] = ()) -> SimWorld:
-    w = SimWorld()
+def world(*cpus: int, queues: tuple[QueueSpec, ...] = (),
+          config: SchedulerConfig | None = None) -> SimWorld:
+    w = SimWorld(config=config)
     for i, cpu in enumerate(cpus):
         w.add_node(make_node(f"n{i}", cpu=cpu))
     for queue in queues:
@@ -197,7 +207,7 @@ def test_placeholders_are_named_sized_and_counted_like_any_pod() -> None:
 
 @pytest.mark.parametrize("style", [Style.HARD, Style.SOFT])
 def test_no_real_pod_binds_before_every_placeholder_is_allocated(style: Style) -> None:
-    w = world(4)
+    w = world(4, config=PARTIAL_GANGS)
     app = make_app("a", make_group("g", 3, cpu=2), style=style)
     w.add_app(app)
     reals(w, app, 3, cpu=2)
@@ -235,7 +245,7 @@ def test_a_held_gang_creates_nothing_and_blocks_no_running_app() -> None:
 
 
 def test_an_admitted_gang_earmarks_its_ask_so_a_later_gang_waits() -> None:
-    w = world(2, queues=(make_queue("q", max=res(4)),))
+    w = world(2, queues=(make_queue("q", max=res(4)),), config=PARTIAL_GANGS)
     first = make_app("first", make_group("g", 2, cpu=2), queue="q")
     second = make_app("second", make_group("g", 1, cpu=1), queue="q", creation=1)
     w.add_app(first)
@@ -292,7 +302,7 @@ def test_create_failure_is_reported_and_retried() -> None:
 
 
 def test_placeholder_timer_starts_at_first_allocation_not_submission() -> None:
-    w = world(1)
+    w = world(1, config=PARTIAL_GANGS)
     app = make_app("a", make_group("g", 2, cpu=2), style=Style.HARD, placeholder_timeout=50)
     w.add_app(app)
     w.settle(0)
@@ -313,7 +323,7 @@ def test_placeholder_timer_starts_at_first_allocation_not_submission() -> None:
                                                                 id="soft")],
 )
 def test_placeholder_timeout_before_the_gang_starts(style: Style, state: str) -> None:
-    w = world(4)
+    w = world(4, config=PARTIAL_GANGS)
     app = make_app("a", make_group("g", 3, cpu=2), style=style, placeholder_timeout=30)
     w.add_app(app)
     reals(w, app, 2, cpu=1)
@@ -436,7 +446,7 @@ def test_a_completed_app_id_can_be_submitted_again(recreated: bool) -> None:
 
 
 def test_app_deleted_mid_reservation_releases_its_placeholders_and_earmark() -> None:
-    w = world(2, queues=(make_queue("q", max=res(4)),))
+    w = world(2, queues=(make_queue("q", max=res(4)),), config=PARTIAL_GANGS)
     first = make_app("first", make_group("g", 2, cpu=2), queue="q")
     w.add_app(first)
     w.settle(0)
@@ -588,7 +598,7 @@ def test_placeholders_use_the_gang_scoring(scoring: Scoring, nodes_used: int) ->
 ])
 def test_placeholder_timeout_clears_the_blocking_reason(style: Style, state: set[str]) -> None:
     """A gang that timed out no longer waits for placeholders: its groups say None."""
-    world = SimWorld()
+    world = SimWorld(config=PARTIAL_GANGS)
     world.add_node(make_node("n0", cpu=2))
     app = make_app("tight", make_group("big", 2, cpu=2), style=style, placeholder_timeout=60)
     world.add_app(app)

@@ -54,7 +54,7 @@ def test_members_bind_only_all_together(
     assert bound(w, "pg") == bound_count
     if not bound_count:
         assert w.pending_reason("pg-0") == "WaitingForGang"
-        assert w.group_status[GroupKey("default/pg")].phase in ("Pending", "Scheduling")
+        assert w.group_status[GroupKey("default/pg")].phase in ("Pending", "Inqueue", "Scheduling")
 
 
 def test_strict_rolls_back_nonstrict_keeps_what_it_assumed() -> None:

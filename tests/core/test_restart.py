@@ -10,7 +10,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from builders import make_app, make_group, make_node, make_pod, make_podgroup, placeholder_of
+from builders import (
+    PARTIAL_GANGS,
+    make_app,
+    make_group,
+    make_node,
+    make_pod,
+    make_podgroup,
+    placeholder_of,
+)
 from gangsched.core.decisions import CreatePlaceholder, DeletePod, DeleteReason, SetAppStatus
 from gangsched.core.model import AppSpec, GangMode, GroupKey, Style
 from simworld import SimWorld
@@ -20,7 +28,7 @@ ORDERS = [pytest.param(False, id="objects-first"), pytest.param(True, id="pods-f
 
 
 def gang_world(app: AppSpec, *cpus: int) -> SimWorld:
-    w = SimWorld()
+    w = SimWorld(config=PARTIAL_GANGS)  # gangs are admitted even when they cannot fit
     for i, cpu in enumerate(cpus):
         w.add_node(make_node(f"n{i}", cpu=cpu))
     w.add_app(app)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_app, make_group, make_node, make_pod, make_queue
+from builders import PARTIAL_GANGS, make_app, make_group, make_node, make_pod, make_queue
 from gangsched.core.model import SortPolicy
 from simworld import SimWorld
 
 
 def world(timeout: float = 300.0, cpu: int = 16) -> SimWorld:
-    w = SimWorld()
+    w = SimWorld(config=PARTIAL_GANGS)  # gangs too big for the node are admitted
     w.add_node(make_node("n", cpu=cpu))
     w.add_queue(make_queue("sa", policy=SortPolicy.STATE_AWARE, state_aware_timeout=timeout))
     return w

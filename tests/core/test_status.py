@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
+from builders import (
+    PARTIAL_GANGS,
+    make_app,
+    make_group,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_queue,
+    res,
+)
 from gangsched.core.decisions import (
     BlockingReason,
     PlaceholderCounts,
@@ -17,7 +26,7 @@ from simworld import SimWorld
 
 
 def test_app_status_counts_through_a_gang_life() -> None:
-    w = SimWorld()
+    w = SimWorld(config=PARTIAL_GANGS)
     w.add_node(make_node("n", cpu=3))
     app = make_app("a", make_group("g", 4, cpu=1), placeholder_timeout=50)
     w.add_app(app)

@@ -10,9 +10,11 @@ series of actions run in the order ``SchedulerConfig.actions`` gives:
 * ``preempt``: within a queue, higher priority gangs and tasks take from lower ones;
 * ``reclaim``: across queues, a queue below its deserved share takes back from
   reclaimable queues above theirs;
-* ``elect`` and ``reserve``: pick a starving gang and hold nodes for it.
+* ``elect`` and ``reserve``: pick a starving gang and hold nodes for it (the two go
+  together; elect usually before allocate, reserve after it, as in Volcano).
 
-Deadlock breaking between partially reserved gangs runs inside ``allocate``'s cycle.
+Deadlock breaking between partially reserved gangs runs at the end of ``allocate``
+(:mod:`~gangsched.core.deadlock`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def validate(names: Iterable[str]) -> tuple[str, ...]:
             raise ValueError(f"unknown scheduler action {name!r} (accepted: {accepted})")
     if len(set(result)) != len(result):
         raise ValueError(f"scheduler actions repeat: {', '.join(result)}")
+    if ("elect" in result) != ("reserve" in result):
+        raise ValueError("scheduler actions elect and reserve go together: elect picks the "
+                         "starving gang, reserve holds nodes for it")
     return result
 
 

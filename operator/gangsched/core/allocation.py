@@ -18,6 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import gangsched.core.backfill as backfill_logic
 from gangsched.core import reservation, swap
 from gangsched.core.apps import NOT_SCHEDULABLE
 from gangsched.core.decisions import BlockingReason, EventType
@@ -39,11 +40,14 @@ class AppUnit:
 def units(s: Scheduler, now: float) -> list[tuple[str, tuple[object, ...], object]]:
     """The apps with work this cycle, and what to say to pods of missing apps."""
     by_app: dict[AppKey, AppUnit] = {}
+    backfill = backfill_logic.enabled(s)
     for uid in s.pending:
         ps = s.pods[uid]
         key = ps.pod.app
         if key is None:
             continue
+        if backfill and backfill_logic.is_best_effort(s, ps):
+            continue  # the backfill action's
         if ps.pod.invalid:  # never scheduled, and no part of its app's work
             s.mark_pending(ps, "InvalidPod", ps.pod.invalid)
             continue
@@ -163,8 +167,11 @@ def schedule_app(s: Scheduler, unit: AppUnit, gate: StateAwareGate, now: float) 
         if not rt.reserved:
             allocated, total = _reservation(s, rt)
             for ps in reals:
-                s.mark_pending(ps, "WaitingForGang",
-                               f"{allocated}/{total} placeholders of the gang allocated")
+                if rt.retry_after > now:
+                    s.mark_pending(ps, "DeadlockBackoff", rt.message)
+                else:
+                    s.mark_pending(ps, "WaitingForGang",
+                                   f"{allocated}/{total} placeholders of the gang allocated")
             return
     elif placeholders and rt.state is not AppState.RESUMING and not rt.placeholders_expired:
         # A placeholder whose bind failed after the gang was reserved: hold its place again.

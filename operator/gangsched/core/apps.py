@@ -123,6 +123,8 @@ def _restore(rt: AppRuntime, persisted: PersistedAppStatus | None) -> None:
     rt.timer_start = persisted.placeholder_timer_start
     rt.waiting_since = persisted.waiting_since
     rt.starting_since = persisted.starting_since
+    if persisted.reservation_expiry is not None:
+        rt.restored_reservation = (persisted.reservation_expiry, persisted.reserved_nodes)
 
 
 def app_gone(s: Scheduler, key: AppKey) -> None:

@@ -16,12 +16,17 @@ Placement runs in two stages:
    rotates its starting point. Both keep the cost per placement roughly independent of
    the cluster size.
 
+Nodes *reserved* for a starving gang (the ``reserve`` action, :mod:`~gangsched.core.elect`)
+take no new pod of anyone else: a placement names its ``owner`` (the key of its Application
+or PodGroup), and the reserved nodes are skipped unless the owner is one they are held for.
+A diagnosis counts the nodes that would fit but are reserved as ``Reserved``.
+
 Ties are broken by scan order, which is by node name: the same inputs give the same node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gangsched.core.constraints import (
@@ -114,15 +119,27 @@ class Diagnosis:
     nodes: int
     by_filter: Mapping[str, int]
     best_shortfall: Resources
+    reserved_for: str = ""
+    """The gang the ``Reserved`` nodes are held for."""
 
     def message(self, request: Resources) -> str:
         if self.nodes == 0:
             return "no nodes in the cluster"
         parts = [f"{count} {name}" for name, count in sorted(self.by_filter.items())]
         text = f"0/{self.nodes} nodes fit {request.format_short()}: " + ", ".join(parts)
+        if self.by_filter.get("Reserved"):
+            text += f"; the Reserved nodes are held for starving gang {self.reserved_for}"
         if self.best_shortfall:
             text += f"; the closest node is short of {self.best_shortfall.format_short()}"
         return text
+
+    @property
+    def reason(self) -> str:
+        """``Reservation`` when a node would fit but is reserved for another gang; else
+        ``Constraints`` or ``Capacity`` (see :attr:`constraint_bound`)."""
+        if self.by_filter.get("Reserved"):
+            return "Reservation"
+        return "Constraints" if self.constraint_bound else "Capacity"
 
     @property
     def constraint_bound(self) -> bool:
@@ -145,10 +162,15 @@ class Cluster:
         self._watermarks: dict[tuple[Constraints, Resources], int] = {}
         self._watermark_epoch = -1
         self._cursor: dict[Constraints, int] = {}
-        self._diagnoses: dict[tuple[Constraints, Resources], Diagnosis] = {}
+        self._diagnoses: dict[tuple[Constraints, Resources, bool], Diagnosis] = {}
         self._diagnosis_epoch = (-1, -1)
         self._node_epoch = 0
         self._orphan_usage: dict[str, dict[str, Resources]] = {}
+        self.reserved: frozenset[str] = frozenset()
+        """Nodes held for a starving gang: only ``reserved_owners`` place pods there."""
+        self.reserved_owners: frozenset[str] = frozenset()
+        self.reserved_for = ""
+        """The gang they are held for, for messages."""
 
     # --- nodes ---------------------------------------------------------------------------
 
@@ -243,6 +265,44 @@ class Cluster:
         if retry:
             self.free_epoch += 1
 
+    def reserve(self, nodes: Iterable[str], owners: Iterable[str], label: str) -> None:
+        """Hold ``nodes`` for placements owned by one of ``owners`` (the gang ``label``).
+
+        No nodes lifts the reservation. Nodes given back count as freed capacity: pods
+        that fit nowhere are tried again.
+        """
+        held = frozenset(nodes)
+        lifted = self.reserved - held
+        self.reserved = held
+        self.reserved_owners = frozenset(owners) if held else frozenset()
+        self.reserved_for = label if held else ""
+        self._diagnoses.clear()
+        if lifted:
+            self._freed()
+
+    def _blocked(self, owner: str | None) -> frozenset[str] | None:
+        """The reserved nodes a placement owned by ``owner`` must skip, or None."""
+        if self.reserved and owner not in self.reserved_owners:
+            return self.reserved
+        return None
+
+    def free_capacity(self, owner: str | None = None) -> tuple[Resources, Resources]:
+        """(allocatable, free) summed over ready, schedulable nodes. O(nodes).
+
+        Nodes reserved for a gang other than ``owner`` count with no free capacity.
+        Overcommitted nodes (free below zero) count as 0 free.
+        """
+        blocked = self._blocked(owner)
+        total = free = Resources.ZERO
+        for state in self.nodes.values():
+            node = state.node
+            if not node.ready or node.unschedulable:
+                continue
+            total = total + node.allocatable
+            if blocked is None or node.name not in blocked:
+                free = free + state.free.clamp_non_negative()
+        return total, free
+
     def capacity(self) -> Resources:
         total = Resources.ZERO
         for state in self.nodes.values():
@@ -281,9 +341,18 @@ class Cluster:
         return request.fits_in(state.free + extra if extra else state.free)
 
     def place(
-        self, request: Resources, constraints: Constraints, scoring: Scoring
+        self,
+        request: Resources,
+        constraints: Constraints,
+        scoring: Scoring,
+        owner: str | None = None,
     ) -> str | None:
-        """The best node for ``request`` (pods slot included), or None if none fits."""
+        """The best node for ``request`` (pods slot included), or None if none fits.
+
+        ``owner`` (an Application or PodGroup key) may use nodes reserved for it; no other
+        placement does.
+        """
+        blocked = self._blocked(owner)
         if self._watermark_epoch != self._release_epoch:
             self._watermarks.clear()
             self._watermark_epoch = self._release_epoch
@@ -307,7 +376,9 @@ class Cluster:
             if not request.fits_in(state.free):
                 continue
             if first_fit < 0:
-                first_fit = i
+                first_fit = i  # reserved or not: the watermark is about capacity only
+            if blocked is not None and state.node.name in blocked:
+                continue
             score = state.score(request)
             if (
                 best is None
@@ -324,13 +395,19 @@ class Cluster:
             self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
         return None if best is None else best.node.name
 
-    def diagnose(self, request: Resources, constraints: Constraints) -> Diagnosis:
-        """Why ``request`` fits no node. O(nodes), cached until nodes or capacity change."""
+    def diagnose(
+        self, request: Resources, constraints: Constraints, owner: str | None = None
+    ) -> Diagnosis:
+        """Why ``request`` fits no node. O(nodes), cached until nodes or capacity change.
+
+        Nodes reserved for a gang other than ``owner`` that would fit count as ``Reserved``.
+        """
         epoch = (self._node_epoch, self._release_epoch)
         if self._diagnosis_epoch != epoch:
             self._diagnoses.clear()
             self._diagnosis_epoch = epoch
-        key = (constraints, request)
+        blocked = self._blocked(owner)
+        key = (constraints, request, blocked is not None)
         cached = self._diagnoses.get(key)
         if cached is not None:
             return cached
@@ -341,7 +418,7 @@ class Cluster:
             failure = static_failure(state.node, constraints)
             if failure is None:
                 if request.fits_in(state.free):
-                    failure = "Fits"
+                    failure = "Reserved" if blocked and state.node.name in blocked else "Fits"
                 else:
                     failure = "Insufficient"
                     short = request.shortfall(state.free.clamp_non_negative())
@@ -349,7 +426,8 @@ class Cluster:
                     if best is None or (size, _magnitude(short)) < (best_size, _magnitude(best)):
                         best, best_size = short, size
             by_filter[failure] = by_filter.get(failure, 0) + 1
-        diagnosis = Diagnosis(len(self.nodes), by_filter, best or Resources.ZERO)
+        diagnosis = Diagnosis(len(self.nodes), by_filter, best or Resources.ZERO,
+                              self.reserved_for if blocked else "")
         self._diagnoses[key] = diagnosis
         return diagnosis
 

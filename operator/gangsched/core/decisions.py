@@ -24,6 +24,7 @@ class DeleteReason(enum.StrEnum):
     ORPHANED = "PlaceholderOrphaned"
     PREEMPTED = "Preempted"
     RECLAIMED = "Reclaimed"
+    DEADLOCK_VICTIM = "DeadlockVictim"
 
 
 class EventType(enum.StrEnum):
@@ -124,6 +125,12 @@ class SetAppStatus:
     placeholder_timer_start: float | None
     waiting_since: float | None
     starting_since: float | None
+    reserved_nodes: tuple[str, ...] = ()
+    """Nodes the ``reserve`` action holds for this starving gang (none when not elected)."""
+    reservation_expiry: float | None = None
+    """When those nodes are given back if the gang still does not fit."""
+    retry_after: float | None = None
+    """A deadlock victim, or a gang whose reservation expired: not admitted before this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,12 @@ class SetPodGroupStatus:
     failed: int
     schedule_start: float | None
     blocking: BlockingReason = BlockingReason()
+    reserved_nodes: tuple[str, ...] = ()
+    """Nodes the ``reserve`` action holds for this starving gang (none when not elected)."""
+    reservation_expiry: float | None = None
+    """When those nodes are given back if the gang still does not fit."""
+    retry_after: float | None = None
+    """A deadlock victim: not enqueued again before this."""
 
 
 @dataclass(frozen=True, slots=True)

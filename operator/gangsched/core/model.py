@@ -171,6 +171,10 @@ class PersistedAppStatus:
     placeholder_timer_start: float | None = None
     waiting_since: float | None = None
     starting_since: float | None = None
+    reservation_expiry: float | None = None
+    """When the nodes reserved for this starving gang are given back (``reservationExpiry``)."""
+    reserved_nodes: tuple[str, ...] = ()
+    """The nodes reserved for it (``reservedNodes``): annotated, so released by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +236,10 @@ class PodGroupSpec:
     invalid: str | None = None
     persisted_start: float | None = None
     persisted_phase: str = ""
+    persisted_reservation_expiry: float | None = None
+    """``status.reservationExpiry``: see :class:`PersistedAppStatus`."""
+    persisted_reserved_nodes: tuple[str, ...] = ()
+    """``status.reservedNodes``."""
 
     @property
     def namespace(self) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gangsched.core.model import DEFAULT_QUEUE, SortPolicy
+import gangsched.core.backfill as backfill_logic
+from gangsched.core.model import DEFAULT_QUEUE, Scoring, SortPolicy
 from gangsched.core.runtime import PodState
 
 if TYPE_CHECKING:
@@ -27,24 +28,31 @@ def sort_key(s: Scheduler, queue: str, priority: int, creation: float,
 
 
 def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
-    """The pending pods with neither an Application nor a PodGroup, with their queue."""
+    """The pending pods with neither an Application nor a PodGroup, with their queue
+    (best-effort ones are the ``backfill`` action's when it runs)."""
     found: list[tuple[str, tuple[object, ...], object]] = []
+    backfill = backfill_logic.enabled(s)
     for uid in s.pending:
         ps = s.pods[uid]
         pod = ps.pod
         if pod.app is not None or pod.pod_group is not None:
+            continue
+        if backfill and backfill_logic.is_best_effort(s, ps):
             continue
         queue = pod.queue or DEFAULT_QUEUE
         found.append((queue, sort_key(s, queue, pod.priority, pod.creation, pod.ref), ps))
     return found
 
 
-def place(s: Scheduler, ps: PodState, now: float, reason: str) -> bool:
+def place(s: Scheduler, ps: PodState, now: float, reason: str,
+          scoring: Scoring | None = None) -> bool:
     """Place one pod on its own. True if a bind was asked for; else it says why it waits.
 
     An invalid pod waits with ``InvalidPod``; one in backoff after a failed bind waits
     silently; then the queue (``QueueNotFound``, ``QueueQuota``) and the nodes
-    (``Constraints`` when no node passes the static filters, else ``Capacity``).
+    (``Reservation`` when only nodes reserved for a starving gang would take it,
+    ``Constraints`` when no node passes the static filters, else ``Capacity``). Nodes are
+    scored with ``scoring``, by default the configured ``pod_scoring``.
     """
     pod = ps.pod
     if pod.invalid:
@@ -59,12 +67,12 @@ def place(s: Scheduler, ps: PodState, now: float, reason: str) -> bool:
         return False
     if ps.blocked_epoch == s.cluster.free_epoch:
         return False  # nothing was freed since it last fit nowhere
-    node = s.cluster.place(ps.request, ps.constraints, s.config.pod_scoring)
+    owner = pod.app or pod.pod_group
+    node = s.cluster.place(ps.request, ps.constraints, scoring or s.config.pod_scoring, owner)
     if node is None:
         ps.blocked_epoch = s.cluster.free_epoch
-        diagnosis = s.cluster.diagnose(ps.request, ps.constraints)
-        why = "Constraints" if diagnosis.constraint_bound else "Capacity"
-        s.mark_pending(ps, why, diagnosis.message(ps.request))
+        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner)
+        s.mark_pending(ps, diagnosis.reason, diagnosis.message(ps.request))
         return False
     s.bind(ps, node, reason)
     return True

@@ -3,7 +3,8 @@ dropping those no longer wanted.
 
 A placeholder is released when its gang no longer needs it: replaced by a real pod
 (``PlaceholderReplaced``), expired (``PlaceholderTimeout``), its application completed,
-killed or deleted, or it is not one the current spec asks for (``PlaceholderOrphaned``).
+killed or deleted, or it is not one the current spec asks for (``PlaceholderOrphaned``),
+or its gang was released to break a deadlock (``DeadlockVictim``).
 A placeholder can turn up after its application stopped wanting it: created late, left
 from an older spec, or found after a restart. Each placeholder seen for the first time
 is checked in the next cycle and released at once if unwanted.
@@ -58,8 +59,10 @@ def drop_earmark(s: Scheduler, rt: AppRuntime) -> None:
         s.queues_dirty = True
 
 
-def _unwanted(rt: AppRuntime, expected: bool) -> tuple[DeleteReason, str] | None:
+def _unwanted(rt: AppRuntime, expected: bool, now: float) -> tuple[DeleteReason, str] | None:
     """Why a live placeholder of ``rt`` should go, or None while the gang may use it."""
+    if rt.state is AppState.ACCEPTED and not rt.admitted and rt.retry_after > now:
+        return DeleteReason.DEADLOCK_VICTIM, "the gang was released to break a deadlock"
     if rt.state is AppState.COMPLETED:
         return DeleteReason.APP_COMPLETED, "application completed"
     if rt.state is AppState.KILLED:
@@ -87,7 +90,7 @@ def check_placeholders(s: Scheduler, rt: AppRuntime) -> None:
         if (ps is None or not ps.pod.placeholder or ps.pod.app != rt.spec.key
                 or ps.release_reason is not None or ps.pod.terminating):
             continue
-        unwanted = _unwanted(rt, ps.pod.name in expected)
+        unwanted = _unwanted(rt, ps.pod.name in expected, s.now)
         if unwanted is not None:
             release(s, rt, ps, *unwanted)
     rt.unchecked.clear()

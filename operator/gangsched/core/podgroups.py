@@ -12,6 +12,12 @@ bound. Then all assumed members of the whole GangGroup are bound in the same cyc
   ``TimedOut``: its pods are no longer scheduled, and say so.
 * Once satisfied, later members are scheduled as ordinary pods ("after gang"). A group
   that has a bound member when the operator starts counts as satisfied.
+* Phases: ``Pending`` until the ``enqueue`` action lets the gang in (at once without
+  it), ``Inqueue`` then, ``Scheduling`` while members are assumed, then ``Scheduled``,
+  ``Running``, ``Finished``; or ``TimedOut``, ``Failed``. Only Inqueue groups get members
+  assumed. An enqueued group earmarks in its queue what it still needs of its minimum.
+* A deadlock victim (:mod:`~gangsched.core.deadlock`) gives back what it assumed and
+  goes back to ``Pending`` until its backoff ends.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import gangsched.core.enqueue as enqueue_logic
 from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
 from gangsched.core.runtime import GroupRuntime, PodState
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
 
 SATISFIED_PHASES = ("Scheduled", "Running", "Finished")
+ENQUEUED_PHASES = ("Inqueue", "Scheduling")
 
 
 def ref(rt: GroupRuntime) -> ObjectRef:
@@ -37,11 +45,16 @@ def group_observed(s: Scheduler, spec: PodGroupSpec) -> None:
     rt = s.groups.get(spec.key)
     if rt is not None and rt.spec.uid != spec.uid:
         _release_assumed(s, rt)
+        enqueue_logic.drop_group_earmark(s, rt)
         rt = None
     if rt is None:
         rt = GroupRuntime(spec=spec, schedule_start=spec.persisted_start)
         rt.timed_out = spec.persisted_phase == "TimedOut"
         rt.satisfied = spec.persisted_phase in SATISFIED_PHASES
+        rt.inqueue = spec.persisted_phase in ENQUEUED_PHASES  # enqueued before a restart
+        if spec.persisted_reservation_expiry is not None:
+            rt.restored_reservation = (spec.persisted_reservation_expiry,
+                                       spec.persisted_reserved_nodes)
         s.groups[spec.key] = rt
         s.recharge(s.group_members.get(spec.key, set()))
         _retry_gang(s, spec)
@@ -52,6 +65,9 @@ def group_observed(s: Scheduler, spec: PodGroupSpec) -> None:
         _retry_gang(s, spec)
     if old.queue != spec.queue:
         s.recharge(s.group_members.get(spec.key, set()))
+        if rt.earmark:
+            s.queues.unearmark(old.queue, rt.earmark)
+            s.queues.earmark(spec.queue, rt.earmark)
 
 
 def _retry_gang(s: Scheduler, spec: PodGroupSpec) -> None:
@@ -70,6 +86,7 @@ def group_gone(s: Scheduler, key: GroupKey) -> None:
     if rt is None:
         return
     _release_assumed(s, rt)
+    enqueue_logic.drop_group_earmark(s, rt)
     found = s.group_members.get(key, set())
     for uid in found:
         s.pods[uid].pending_reason = None
@@ -210,6 +227,8 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
         _mark_all(s, unit.pending, "WaitingForGangGroup", message)
         return
     done.update(g.spec.key for g in gang)
+    if not _enqueued(s, gang, now):
+        return
     if all(g.failed_epoch == s.cluster.free_epoch for g in gang):
         return
     pending = _pending_by_group(s, gang)
@@ -252,6 +271,33 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
         g.dirty = True
 
 
+def _enqueued(s: Scheduler, gang: list[GroupRuntime], now: float) -> bool:
+    """May the gang's members be assumed? Not while a member is a deadlock victim in
+    backoff, nor, with the enqueue action, before every member is Inqueue."""
+    if all(g.inqueue and g.retry_after <= now for g in gang):
+        return True
+    pending = [ps for found in _pending_by_group(s, gang).values() for ps in found]
+    for g in gang:
+        if g.retry_after > now:
+            _mark_all(s, pending, "DeadlockBackoff", g.message)
+            return False
+    if "enqueue" not in s.config.actions:
+        for g in gang:
+            if not g.inqueue:
+                g.inqueue = g.dirty = True
+                if g.reason == "DeadlockVictim":
+                    g.reason = g.message = ""
+        return True
+    waiting = [g for g in gang if not g.inqueue]
+    if not waiting:
+        return True
+    blocking = waiting[0].blocking
+    why = blocking.message or "its minimum does not fit yet"
+    _mark_all(s, pending, blocking.reason if blocking.reason != "None" else "NotEnqueued",
+              f"PodGroup {waiting[0].spec.key} is not enqueued: {why}")
+    return False
+
+
 def gang_of(s: Scheduler, key: GroupKey) -> list[GroupRuntime] | GroupKey:
     """Every PodGroup that must be satisfied with ``key``, in key order; or the first
     missing one.
@@ -286,18 +332,19 @@ def _pending_by_group(s: Scheduler, gang: list[GroupRuntime]) -> dict[GroupKey, 
 def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) -> None:
     """Assume pending members until one does not fit (Strict stops; NonStrict too)."""
     queue = g.spec.queue
+    owner = g.spec.key
     for ps in pending:
         if ps.pod.invalid or ps.backoff_until > now:
             continue
-        check = s.queues.fits(queue, ps.request)
+        check = s.queues.fits(queue, ps.request, own_earmark=g.earmark)
         if not check.ok:
             g.blocking = BlockingReason("QueueQuota", check.describe(ps.request, "a member"),
                                         {"queue": check.queue})
             return
-        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring)
+        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, owner)
         if node is None:
-            diagnosis = s.cluster.diagnose(ps.request, ps.constraints)
-            reason = "Constraints" if diagnosis.constraint_bound else "Capacity"
+            diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner)
+            reason = diagnosis.reason
             g.blocking = BlockingReason(reason, diagnosis.message(ps.request),
                                         {k: str(v) for k, v in diagnosis.by_filter.items()})
             return
@@ -321,6 +368,7 @@ def progress(s: Scheduler, now: float) -> None:
             s.event(ref(rt), EventType.WARNING, "InvalidSpec", invalid)
         if not rt.satisfied and not rt.timed_out and _bound(s, rt) > 0 and not rt.assumed:
             rt.satisfied = True  # bound members survive restarts: the gang was satisfied
+        enqueue_logic.update_group_earmark(s, rt)
         rt.phase = _phase(s, rt)
 
 
@@ -330,7 +378,7 @@ def _phase(s: Scheduler, rt: GroupRuntime) -> str:
     if rt.timed_out:
         return "TimedOut"
     if not rt.satisfied:
-        return "Scheduling" if rt.assumed else "Pending"
+        return "Scheduling" if rt.assumed else "Inqueue" if rt.inqueue else "Pending"
     running = succeeded = active = 0
     for uid in s.group_members.get(rt.spec.key, ()):
         pod = s.pods[uid].pod

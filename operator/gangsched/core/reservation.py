@@ -1,8 +1,12 @@
-"""Reserving a gang: admission against queue headroom, placeholder creation, allocation.
+"""Reserving a gang: admission, placeholder creation, allocation.
 
-An Accepted gang is admitted only when its whole remaining placeholder ask fits the
-headroom of every level of its queue (quota minus usage minus other admitted gangs'
-earmarks). Until then it is *held*: no placeholders exist, and nothing else is blocked.
+An Accepted gang is admitted by the ``enqueue`` action (:mod:`~gangsched.core.enqueue`)
+only when its whole remaining placeholder ask fits the headroom of every level of its
+queue (quota minus usage minus other admitted gangs' earmarks) and the cluster's free
+capacity. Until then it is *held*: no placeholders exist, and nothing else is blocked.
+Without ``enqueue`` among the actions a gang is admitted as soon as its ask fits the
+queue's headroom (the admission that predates the action; the cluster's capacity is not
+checked). A deadlock victim is not admitted again before its backoff ends.
 
 Once admitted, every missing placeholder is asked for (again after
 ``placeholder_retry`` seconds if it still has not appeared), and every pending
@@ -86,8 +90,16 @@ def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -
     }
     rt.placeholders = {name: p.uid for name, p in observed.items()}
     running = taken(reals)
-    if not rt.admitted and not _admit(s, rt, observed, running):
-        return
+    if not rt.admitted:
+        if rt.retry_after > now:
+            return
+        remaining = remaining_ask(spec, observed, running)
+        if observed:  # found with placeholders (after a restart): they hold their place
+            admit(s, rt, remaining)
+        elif "enqueue" in s.config.actions or not quota_allows(s, rt, remaining):
+            return  # held: the enqueue action admits it when its minimum fits
+        else:
+            admit(s, rt, remaining)
     names = {group.name: _names(rt, group.name, group.min_member) for group in spec.task_groups}
     for group in spec.task_groups:
         group_names = names[group.name]
@@ -150,15 +162,10 @@ def place_pending(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: fl
             _allocate(s, rt, ps, now)
 
 
-def _admit(
-    s: Scheduler, rt: AppRuntime, observed: dict[str, PodState], running: dict[str, int]
-) -> bool:
-    """Admit the gang if what it still needs fits the queue's headroom.
-
-    A gang that already has placeholders (found after a restart) is admitted at once:
-    they hold their place already. What is still needed is earmarked.
-    """
-    spec = rt.spec
+def remaining_ask(spec: AppSpec, observed: dict[str, PodState],
+                  running: dict[str, int]) -> Resources:
+    """What the gang still needs: placeholder requests for the members that neither an
+    allocated placeholder in ``observed`` nor a running real pod stands for."""
     allocated: dict[str, int] = {}
     for ps in observed.values():
         if ps.node is not None:
@@ -169,28 +176,45 @@ def _admit(
         short = group.min_member - allocated.get(group.name, 0) - running.get(group.name, 0)
         if short > 0:
             remaining = remaining + (group.min_resource + ONE_POD).scale(short)
-    if not observed:
-        check = s.queues.fits(spec.queue, remaining)
-        if not check.ok:
-            message = check.describe(remaining, "the gang")
-            blocking = BlockingReason("QueueQuota", message, {
-                "queue": check.queue,
-                "needed": remaining.format_short(),
-                "headroom": check.headroom.format_short(),
-                "max": check.max_text,
-            })
-            for group in spec.task_groups:
-                rt.blocking[group.name] = blocking
+    return remaining
+
+
+def hold(s: Scheduler, rt: AppRuntime, blocking: BlockingReason) -> None:
+    """Keep the gang from admission, saying why on every task group."""
+    for group in rt.spec.task_groups:
+        if rt.blocking.get(group.name) != blocking:
+            rt.blocking[group.name] = blocking
             rt.dirty = True
-            return False
+
+
+def quota_allows(s: Scheduler, rt: AppRuntime, remaining: Resources) -> bool:
+    """Does ``remaining`` fit the headroom of every level of the gang's queue? If not, the
+    gang is held with a ``QueueQuota`` blocking reason."""
+    check = s.queues.fits(rt.spec.queue, remaining)
+    if check.ok:
+        return True
+    hold(s, rt, BlockingReason("QueueQuota", check.describe(remaining, "the gang"), {
+        "queue": check.queue,
+        "needed": remaining.format_short(),
+        "headroom": check.headroom.format_short(),
+        "max": check.max_text,
+    }))
+    return False
+
+
+def admit(s: Scheduler, rt: AppRuntime, remaining: Resources) -> None:
+    """Admit the gang: its placeholders may be created, and what it still needs is
+    earmarked in its queue until allocated."""
+    spec = rt.spec
     rt.admitted = True
     rt.earmark = remaining
     s.queues.earmark(spec.queue, remaining)
     rt.starting_since = rt.starting_since if rt.starting_since is not None else s.now
+    if rt.reason == "DeadlockVictim":
+        rt.reason, rt.message = "Accepted", f"queue {spec.queue}"
     rt.blocking.clear()
     rt.dirty = True
     s.queues_dirty = True
-    return True
 
 
 def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
@@ -205,11 +229,11 @@ def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
         s.mark_pending(ps, "QueueQuota", message)
         rt.dirty = True
         return
-    node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring)
+    node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, spec.key)
     if node is None:
         ps.blocked_epoch = s.cluster.free_epoch
-        diagnosis = s.cluster.diagnose(ps.request, ps.constraints)
-        reason = "Constraints" if diagnosis.constraint_bound else "Capacity"
+        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, spec.key)
+        reason = diagnosis.reason
         message = diagnosis.message(ps.request)
         details = {name: str(count) for name, count in sorted(diagnosis.by_filter.items())}
         if diagnosis.best_shortfall:

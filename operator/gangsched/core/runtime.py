@@ -138,6 +138,14 @@ class AppRuntime:
     names: dict[str, tuple[AppSpec, list[str]]] = field(default_factory=dict)
     """Placeholder names by task group, with the spec they were computed for."""
     dirty: bool = True
+    retry_after: float = 0.0
+    """A deadlock victim (see :mod:`~gangsched.core.deadlock`) is not admitted before this."""
+    starving_since: float | None = None
+    """Where ``elect`` counts the wait from, when not from acceptance: the end of an
+    expired node reservation, so that one gang does not hold nodes for ever."""
+    restored_reservation: tuple[float, tuple[str, ...]] | None = None
+    """(expiry, nodes) of a node reservation found in the status at start-up, for
+    ``elect`` to take back or clean up once."""
 
     def reset_run(self) -> None:
         """Forget a finished run, for a Completed or Rejected app submitted again."""
@@ -174,3 +182,13 @@ class GroupRuntime:
     last_status: SetPodGroupStatus | None = None
     warned: set[str] = field(default_factory=set)
     dirty: bool = True
+    inqueue: bool = False
+    """Passed ``enqueue``: its members may be assumed (phase ``Inqueue`` and on)."""
+    earmark: Resources = Resources.ZERO
+    """The part of its minimum not yet held, earmarked in its queue while Inqueue."""
+    retry_after: float = 0.0
+    """A deadlock victim is not enqueued again before this."""
+    starving_since: float | None = None
+    """See :attr:`AppRuntime.starving_since`; otherwise the wait counts from creation."""
+    restored_reservation: tuple[float, tuple[str, ...]] | None = None
+    """See :attr:`AppRuntime.restored_reservation`."""

@@ -31,12 +31,16 @@ from collections.abc import Iterable
 
 import gangsched.core.allocation as alloc_logic
 import gangsched.core.apps as app_logic
+import gangsched.core.deadlock as deadlock_logic
 import gangsched.core.evictions as eviction_logic
 import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
 from gangsched.core import actions
+from gangsched.core import backfill as backfill  # registers the backfill action
+from gangsched.core import elect as elect  # registers the elect and reserve actions
+from gangsched.core import enqueue as enqueue  # registers the enqueue action
 from gangsched.core import preemption as preemption  # registers the preempt action
 from gangsched.core import reclaim as reclaim  # registers the reclaim action
 from gangsched.core.cluster import Cluster
@@ -48,7 +52,7 @@ from gangsched.core.decisions import (
     PodPending,
     RecordEvent,
 )
-from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig
+from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, Scoring
 from gangsched.core.observations import (
     AppGone,
     AppObserved,
@@ -92,6 +96,8 @@ class Scheduler:
         self.out: list[Decision] = []
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
+        self.node_reservation: elect.NodeReservation | None = None
+        """The nodes held for a starving gang (the elect and reserve actions)."""
         self.evictions = eviction_logic.Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
 
@@ -317,6 +323,9 @@ class Scheduler:
         for app in self.apps.values():
             if app.earmark:
                 self.queues.earmark(app.spec.queue, app.earmark)
+        for group in self.groups.values():
+            if group.earmark:
+                self.queues.earmark(group.spec.queue, group.earmark)
         self.queues_dirty = True
 
     def refresh_pending(self, ps: PodState) -> None:
@@ -403,11 +412,14 @@ class Scheduler:
         """The order of a unit within ``queue`` (see ``ordinary.sort_key``)."""
         return ordinary_logic.sort_key(self, queue, priority, creation, ref)
 
-    def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled") -> bool:
+    def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled",
+                          scoring: Scoring | None = None) -> bool:
         """Place one pod on its own (no gang condition). True if a bind was asked for."""
-        return ordinary_logic.place(self, ps, now, reason)
+        return ordinary_logic.place(self, ps, now, reason, scoring)
 
 
 @actions.action("allocate")
 def _allocate_action(s: Scheduler, now: float) -> None:
     s.allocate(now)
+    if deadlock_logic.break_deadlocks(s, now):
+        s.allocate(now)  # what the victims held in the core goes to the others at once

@@ -3,6 +3,9 @@
 Counts are derived from the pods the core sees, so they are right after a restart too;
 only the replaced/released counters are the core's own (they count deletions it asked
 for) and start again from zero after a restart.
+
+The gang that nodes are reserved for (``elect``/``reserve``) reports them and when they
+are given back; a deadlock victim reports when it may be admitted again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from gangsched.core.decisions import (
 )
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime
+
+_NO_RESERVATION: tuple[tuple[str, ...], float | None] = ((), None)
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -94,6 +99,7 @@ def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
         ))
         total += group.min_member
         reserved += min(group.min_member, counts["allocated"] + counter.replaced)
+    nodes, expiry = _reservation(s, spec.key)
     return SetAppStatus(
         key=spec.key,
         state=rt.state.value,
@@ -107,7 +113,18 @@ def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
         placeholder_timer_start=rt.timer_start,
         waiting_since=rt.waiting_since,
         starting_since=rt.starting_since,
+        reserved_nodes=nodes,
+        reservation_expiry=expiry,
+        retry_after=rt.retry_after if rt.retry_after > s.now else None,
     )
+
+
+def _reservation(s: Scheduler, key: str) -> tuple[tuple[str, ...], float | None]:
+    """The nodes reserved for the gang ``key`` belongs to, and until when."""
+    held = s.node_reservation
+    if held is None or key not in held.owners:
+        return _NO_RESERVATION
+    return held.nodes, held.expiry
 
 
 def group_status(s: Scheduler, rt: GroupRuntime) -> SetPodGroupStatus:
@@ -126,6 +143,7 @@ def group_status(s: Scheduler, rt: GroupRuntime) -> SetPodGroupStatus:
         reason, message = "InvalidSpec", rt.spec.invalid
     else:
         reason, message = rt.reason, rt.message
+    nodes, expiry = _reservation(s, rt.spec.key)
     return SetPodGroupStatus(
         key=rt.spec.key,
         phase=rt.phase,
@@ -139,6 +157,9 @@ def group_status(s: Scheduler, rt: GroupRuntime) -> SetPodGroupStatus:
         failed=failed,
         schedule_start=rt.schedule_start,
         blocking=BlockingReason() if rt.satisfied else rt.blocking,
+        reserved_nodes=nodes,
+        reservation_expiry=expiry,
+        retry_after=rt.retry_after if rt.retry_after > s.now else None,
     )
 
 

@@ -1,0 +1,298 @@
+"""The ``enqueue`` action: a gang enters scheduling only once its minimum fits.
+
+As Volcano's enqueue (``scheduler-actions.zh.txt``): when a gang's minimum cannot be met,
+scheduling its pods only fills the cluster with pods that wait for the rest of their gang.
+So a gang is *held* until its minimum fits both
+
+* its queue's headroom, at every level up to the root: quota minus usage minus what the
+  gangs enqueued before it still need (their *earmarks*); and
+* the cluster's free capacity for new gangs: the allocatable of ready, schedulable nodes
+  times ``SchedulerConfig.overcommit_factor``, minus what is used, minus what every
+  enqueued gang still needs. Nodes reserved for a starving gang (``reserve``) count as
+  used for every other gang; the starving gang itself skips this check, its nodes are
+  its capacity.
+
+The minimum of an Application is the sum over its task groups of ``minMember`` x
+(``minResource`` + one pod slot), less what running members already hold; of a PodGroup,
+its ``minResources`` plus one pod slot per ``minMember`` (a GangGroup enters as one).
+
+Held, an Application stays ``Accepted`` with no placeholders, and each task group's
+``blockingReason`` says why (``QueueQuota`` or ``Capacity``, with the numbers); a PodGroup
+stays ``Pending`` with its ``blockingReason``, and no member is assumed. Passing, the
+Application is *admitted* (its placeholders are created in the same cycle) and the
+PodGroup becomes ``Inqueue``; either earmarks what it still needs in its queue until it
+holds it. A held gang blocks nothing: a later gang that fits passes (a starving gang is
+what ``elect`` and ``reserve`` are for).
+
+Gangs are considered queue by queue (by name), each queue in its sort order, as
+``allocate`` does; a ``stateaware`` queue admits one starting application at a time.
+A deadlock victim (:mod:`~gangsched.core.deadlock`) is not enqueued again before its
+backoff ends. Without ``enqueue`` among the actions, scheduling works as it did before
+the action existed: an Application is admitted (and earmarks) once its ask fits its
+queue's headroom, whatever the cluster's capacity, and a PodGroup is Inqueue at once and
+earmarks nothing.
+
+Cost: O(applications + PodGroups + nodes) per cycle with a held gang; nothing otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import gangsched.core.podgroups as group_logic
+from gangsched.core import actions, reservation
+from gangsched.core.allocation import StateAwareGate
+from gangsched.core.cluster import ONE_POD
+from gangsched.core.decisions import BlockingReason
+from gangsched.core.model import AppKey, GroupKey, PodGroupSpec, SortPolicy
+from gangsched.core.resources import Resources
+from gangsched.core.runtime import AppRuntime, GroupRuntime
+from gangsched.core.states import AppState
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler import Scheduler
+
+NAME = "enqueue"
+
+
+def enabled(s: Scheduler) -> bool:
+    """Is admission control on? Without it every gang is admitted at once."""
+    return NAME in s.config.actions
+
+
+def group_minimum(spec: PodGroupSpec) -> Resources:
+    """A PodGroup's minimum: ``minResources`` and one pod slot per ``minMember``."""
+    return spec.min_resources + ONE_POD.scale(spec.min_member)
+
+
+def group_held(s: Scheduler, rt: GroupRuntime) -> Resources:
+    """What a PodGroup's assumed and bound members hold."""
+    held = Resources.ZERO
+    for uid in s.group_members.get(rt.spec.key, ()):
+        ps = s.pods[uid]
+        if ps.node is not None and ps.pod.active:
+            held = held + ps.request
+    return held
+
+
+def group_claim(s: Scheduler, rt: GroupRuntime) -> Resources:
+    """What an enqueued PodGroup still needs of its minimum: the minimum less what its
+    assumed and bound members hold. Zero when not enqueued, satisfied or timed out, and
+    without the enqueue action (nothing is earmarked then)."""
+    if not rt.inqueue or rt.satisfied or rt.timed_out or not enabled(s):
+        return Resources.ZERO
+    return (group_minimum(rt.spec) - group_held(s, rt)).clamp_non_negative()
+
+
+def update_group_earmark(s: Scheduler, rt: GroupRuntime) -> None:
+    """Keep the queue earmark of ``rt`` equal to :func:`group_claim`."""
+    wanted = group_claim(s, rt)
+    if wanted != rt.earmark:
+        drop_group_earmark(s, rt)
+        if wanted:
+            s.queues.earmark(rt.spec.queue, wanted)
+            rt.earmark = wanted
+            s.queues_dirty = True
+
+
+def drop_group_earmark(s: Scheduler, rt: GroupRuntime) -> None:
+    if rt.earmark:
+        s.queues.unearmark(rt.spec.queue, rt.earmark)
+        rt.earmark = Resources.ZERO
+        s.queues_dirty = True
+
+
+def _scaled(amount: Resources, factor: float) -> Resources:
+    if factor == 1.0:
+        return amount
+    return Resources({name: int(value * factor) for name, value in amount.items()})
+
+
+@dataclass(slots=True)
+class Budget:
+    """The cluster capacity left for gangs entering scheduling in this cycle."""
+
+    left: Resources
+    factor: float
+    committed: Resources
+
+    @classmethod
+    def of(cls, s: Scheduler) -> Budget:
+        total, free = s.cluster.free_capacity()
+        committed = Resources.ZERO
+        for app in s.apps.values():
+            committed = committed + app.earmark
+        for group in s.groups.values():
+            committed = committed + group.earmark
+        factor = s.config.overcommit_factor
+        left = free + _scaled(total, factor) - total - committed
+        return cls(left, factor, committed)
+
+    def blocking(self, needed: Resources) -> BlockingReason | None:
+        """None when ``needed`` fits what is left; else why not, with the numbers."""
+        if needed.fits_in(self.left):
+            return None
+        left = self.left.clamp_non_negative()
+        short = needed.shortfall(left)
+        over = f" x {self.factor:g}" if self.factor != 1.0 else ""
+        message = (f"the cluster has {left.format_short()} left for new gangs (allocatable"
+                   f"{over} - used - {self.committed.format_short()} still needed by enqueued "
+                   f"gangs); the gang needs {needed.format_short()}, short of "
+                   f"{short.format_short()}")
+        return BlockingReason("Capacity", message, {
+            "needed": needed.format_short(),
+            "free": left.format_short(),
+            "committed": self.committed.format_short(),
+            "overcommitFactor": f"{self.factor:g}",
+        })
+
+    def take(self, amount: Resources) -> None:
+        self.left = self.left - amount
+        self.committed = self.committed + amount
+
+
+def elected(s: Scheduler) -> frozenset[str]:
+    """The keys of the starving gang that nodes are reserved for (it skips the capacity
+    check: those nodes are its capacity)."""
+    held = s.node_reservation
+    return held.owners if held is not None else frozenset()
+
+
+@actions.action(NAME)
+def enqueue(s: Scheduler, now: float) -> None:
+    """Admit the held gangs whose minimum fits (see the module docstring)."""
+    apps = [rt for rt in s.apps.values()
+            if rt.spec.gang and rt.state is AppState.ACCEPTED and not rt.admitted]
+    groups = [rt for rt in s.groups.values() if _group_waits(rt)]
+    if not apps and not groups:
+        return
+    units: list[tuple[str, tuple[object, ...], AppRuntime | list[GroupRuntime]]] = []
+    for rt in apps:
+        spec = rt.spec
+        units.append((spec.queue, s.sort_key(spec.queue, spec.priority, spec.creation,
+                                             spec.key), rt))
+    seen: set[GroupKey] = set()
+    for grt in sorted(groups, key=lambda g: g.spec.key):
+        if grt.spec.key in seen:
+            continue
+        gang = group_logic.gang_of(s, grt.spec.key)
+        if isinstance(gang, str):
+            continue  # a GangGroup member is missing: allocate says so
+        seen.update(g.spec.key for g in gang)
+        waiting = [g for g in gang if _group_waits(g)]
+        first = min(waiting, key=lambda g: s.sort_key(g.spec.queue, g.spec.priority,
+                                                      g.spec.creation, g.spec.key))
+        spec_ = first.spec
+        units.append((spec_.queue, s.sort_key(spec_.queue, spec_.priority, spec_.creation,
+                                              spec_.key), waiting))
+    units.sort(key=lambda unit: (unit[0], unit[1]))
+    budget = Budget.of(s)
+    gates: dict[str, StateAwareGate] = {}
+    favoured = elected(s)
+    for queue, _, unit in units:
+        if isinstance(unit, AppRuntime):
+            _enqueue_app(s, unit, budget, _gate(s, gates, queue, now), favoured, now)
+        else:
+            _enqueue_groups(s, unit, budget, favoured, now)
+
+
+def _group_waits(rt: GroupRuntime) -> bool:
+    return not (rt.inqueue or rt.satisfied or rt.timed_out or rt.spec.invalid)
+
+
+def _gate(s: Scheduler, gates: dict[str, StateAwareGate], queue: str,
+          now: float) -> StateAwareGate | None:
+    spec = s.queues.spec(queue)
+    if spec is None or spec.sort_policy is not SortPolicy.STATE_AWARE:
+        return None
+    gate = gates.get(queue)
+    if gate is None:
+        with_work = {s.pods[uid].pod.app for uid in s.pending if s.pods[uid].pod.app}
+        gate = gates[queue] = StateAwareGate(s, queue, now, _keys(with_work))
+    return gate
+
+
+def _keys(found: set[AppKey | None]) -> set[AppKey]:
+    return {key for key in found if key is not None}
+
+
+def _enqueue_app(s: Scheduler, rt: AppRuntime, budget: Budget, gate: StateAwareGate | None,
+                 favoured: frozenset[str], now: float) -> None:
+    if rt.retry_after > now:
+        return
+    holder = gate.holder if gate is not None else None
+    if gate is not None and not gate.allows(rt):
+        return
+    if gate is not None and not _admit_app(s, rt, budget, favoured):
+        gate.holder = holder  # a held gang does not hold its stateaware queue
+        return
+    if gate is None:
+        _admit_app(s, rt, budget, favoured)
+
+
+def _admit_app(s: Scheduler, rt: AppRuntime, budget: Budget, favoured: frozenset[str]) -> bool:
+    """Admit the app if its minimum fits; else hold it, saying why. True if admitted."""
+    spec = rt.spec
+    if isinstance(s.queues.path(spec.queue), str):
+        return False  # the queue went away: allocate says so
+    placeholders, reals = reservation.members(s, rt)
+    observed = {p.pod.name: p for p in placeholders
+                if p.release_reason is None and not p.pod.terminating}
+    running = reservation.taken(reals)
+    remaining = reservation.remaining_ask(spec, observed, running)
+    if not observed:  # a gang found with placeholders holds its place already
+        if not reservation.quota_allows(s, rt, remaining):
+            return False
+        blocking = None if spec.key in favoured else budget.blocking(remaining)
+        if blocking is not None:
+            reservation.hold(s, rt, blocking)
+            return False
+    reservation.admit(s, rt, remaining)
+    budget.take(remaining)
+    return True
+
+
+def _enqueue_groups(s: Scheduler, gang: list[GroupRuntime], budget: Budget,
+                    favoured: frozenset[str], now: float) -> None:
+    if any(g.retry_after > now for g in gang):
+        return
+    needed = Resources.ZERO
+    earmarked: list[tuple[GroupRuntime, Resources]] = []
+    blocking: BlockingReason | None = None
+    for g in gang:
+        spec = g.spec
+        if not s.queues.over_max(spec.queue, spec.min_resources).ok:
+            blocking = BlockingReason()  # allocate reports the quota it can never fit
+            break
+        minimum = group_minimum(spec)
+        check = s.queues.fits(spec.queue, minimum)
+        if not check.ok:
+            blocking = BlockingReason("QueueQuota", check.describe(minimum, "the gang"), {
+                "queue": check.queue,
+                "needed": minimum.format_short(),
+                "headroom": check.headroom.format_short(),
+                "max": check.max_text,
+            })
+            break
+        s.queues.earmark(spec.queue, minimum)  # the next member of the gang sees it
+        earmarked.append((g, minimum))
+        needed = needed + minimum
+    for g, minimum in earmarked:
+        s.queues.unearmark(g.spec.queue, minimum)
+    if blocking is None and not any(g.spec.key in favoured for g in gang):
+        blocking = budget.blocking(needed)
+    if blocking is not None:
+        if blocking.reason != "None":
+            for g in gang:
+                if g.blocking != blocking:
+                    g.blocking = blocking
+                    g.dirty = True
+        return
+    for g in gang:
+        g.inqueue = True
+        g.blocking = BlockingReason()
+        g.failed_epoch = -1
+        g.dirty = True
+        update_group_earmark(s, g)
+    budget.take(needed)
