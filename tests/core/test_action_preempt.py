@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
+from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core.decisions import DeletePod, DeleteReason, EvictPod, RecordEvent
 from gangsched.core.evictions import HOLD
 from gangsched.core.model import AppKey, PodPhase, SchedulerConfig, SortPolicy
+from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 
 PREEMPT_ONLY = SchedulerConfig(actions=("allocate", "preempt"))
@@ -93,6 +95,22 @@ def test_a_higher_priority_gang_evicts_only_what_it_needs(
     assert evicted(w) == victims
     assert running(w, "hi-") == {f"hi-g-{i}" for i in range(need)}
     assert w.app_state("default/hi") == "Running"
+
+
+@pytest.mark.parametrize("kind", ["gang", "podgroup"])
+def test_with_every_action_a_gang_held_by_enqueue_preempts_and_is_admitted(kind: str) -> None:
+    w = world(config=SchedulerConfig())
+    fill(w, "a", "b", "c", "d")
+    if kind == "gang":
+        gang(w, "hi", ("g", 2), priority=10, creation=10)
+    else:
+        w.add_group(make_podgroup("hi", 2, queue="q", creation=10))
+        for i in range(2):
+            w.add_pod(make_pod(f"hi-g-{i}", pod_group="hi", priority=10, creation=10))
+    run(w)
+    assert evicted(w) == {"c", "d"}
+    assert running(w, "hi-") == {"hi-g-0", "hi-g-1"}
+    assert not w.scheduler.evictions.plans
 
 
 def test_victims_are_told_and_the_preemptor_says_preempting() -> None:
@@ -280,7 +298,8 @@ def test_the_room_freed_is_held_for_the_preemptor_until_it_is_placed() -> None:
     run(w, 3, cycles=3)
     assert w.node_of("sneaky") is None  # c's room is held for hi
     nominated = HOLD + "Application/default/hi"
-    assert w.scheduler.cluster.nodes["n0"].pods[nominated] == res(1, "1Gi", pods=1)
+    # c's cpu, and the memory and pod slots both members need (they were free already)
+    assert w.scheduler.cluster.nodes["n0"].pods[nominated] == res(1, "2Gi", pods=2)
     w.hold_deletes.clear()
     w.delete("d")  # the eviction completes late
     run(w, 10, cycles=3)
@@ -348,3 +367,26 @@ def test_without_the_preempt_action_nothing_is_evicted() -> None:
     run(w)
     assert evicted(w) == set()
     assert w.scheduler.apps[AppKey("default/hi")].blocking["g"].reason == "Capacity"
+
+
+# --- properties -------------------------------------------------------------------------
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups, works, ops)
+def test_preemption_keeps_every_invariant_and_never_evicts_for_nothing(
+    setup: Setup, background: list[Op], operations: list[Op]
+) -> None:
+    run_ = Contention(setup, ("allocate", "backfill", "preempt"))
+    run_.background(background)
+    run_.run(operations)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups, works, ops)
+def test_preempt_and_reclaim_together_keep_every_invariant(
+    setup: Setup, background: list[Op], operations: list[Op]
+) -> None:
+    run_ = Contention(setup, ("enqueue", "allocate", "backfill", "preempt", "reclaim"))
+    run_.background(background)
+    run_.run(operations)

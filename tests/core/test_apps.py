@@ -568,7 +568,9 @@ def test_real_pods_decisions_carry_reasons() -> None:
     ],
 )
 def test_gangs_compete_for_capacity_in_queue_order(policy: SortPolicy, winner: str) -> None:
-    w = world(2, queues=(make_queue("q", policy=policy),))
+    # Without preemption: with it, the urgent gang would take the old one's reservation.
+    no_preemption = SchedulerConfig(actions=("enqueue", "allocate", "backfill"))
+    w = world(2, queues=(make_queue("q", policy=policy),), config=no_preemption)
     w.add_app(make_app("old", make_group("g", 2), queue="q", creation=1))
     w.add_app(make_app("urgent", make_group("g", 2), queue="q", creation=2, priority=100))
     w.settle(0)

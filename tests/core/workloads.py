@@ -368,7 +368,8 @@ def check_invariants(w: SimWorld, held: set[str] | frozenset[str] = frozenset())
     for name, node in w.nodes.items():
         used = node_used.get(name, Resources.ZERO)
         assert used.fits_in(node.allocatable), f"node {name} over allocatable: {used}"
-        assert s.cluster.nodes[name].used == used, f"node {name}: core counts differ"
+        nominated = s.evictions.held_on(name)  # room held for a preemptor counts as used
+        assert s.cluster.nodes[name].used == used + nominated, f"node {name}: counts differ"
     for name, spec in w.queues.items():
         used = queue_used.get(name, Resources.ZERO)
         assert spec.within_max(used), f"queue {name} over max: {used} > {spec.max}"

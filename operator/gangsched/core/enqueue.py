@@ -10,7 +10,7 @@ So a gang is *held* until its minimum fits both
   times ``SchedulerConfig.overcommit_factor``, minus what is used, minus what every
   enqueued gang still needs. Nodes reserved for a starving gang (``reserve``) count as
   used for every other gang; the starving gang itself skips this check, its nodes are
-  its capacity.
+  its capacity, and so does a gang that preemption or reclaim holds room for.
 
 The minimum of an Application is the sum over its task groups of ``minMember`` x
 (``minResource`` + one pod slot), less what running members already hold; of a PodGroup,
@@ -189,7 +189,7 @@ def enqueue(s: Scheduler, now: float) -> None:
     units.sort(key=lambda unit: (unit[0], unit[1]))
     budget = Budget.of(s)
     gates: dict[str, StateAwareGate] = {}
-    favoured = elected(s)
+    favoured = elected(s) | s.evictions.owners()  # room held for them: theirs
     for queue, _, unit in units:
         if isinstance(unit, AppRuntime):
             _enqueue_app(s, unit, budget, _gate(s, gates, queue, now), favoured, now)

@@ -14,14 +14,17 @@ Victims are marked (``PodState.evicting``) and never chosen twice. Events: ``Pre
 or ``Reclaimed`` on each victim pod and its Application or PodGroup, ``Preempting`` on
 the preemptor, whose blocking reason becomes ``Preempting`` with the victims named.
 
-Nominated room (kube-scheduler's ``nominatedNodeName``, per node): capacity is freed only
-when a victim's deletion is observed. At the start of every cycle (:func:`hold`) the room
-each gone victim freed is *held* for the plan's preemptor, charged on its node so that
-no other placement can take it. Once every victim is gone, :func:`first_go` gives the
-holds back and places the preemptor before any action runs, exactly as allocate would
-(the simulation that chose the victims placed it the same way). Until then allocate
-leaves the preemptor alone. A gang held for quota is admitted then, and its placeholders,
-created next, find their room still held.
+Nominated room (kube-scheduler's ``nominatedNodeName``, per node): the simulation that
+chose the victims placed the preemptor's members on nodes; that room, per node, is the
+plan's *room*. Whatever of it is free is *held* for the preemptor at once, charged on
+its node so that no other placement can take it; capacity is freed only when a victim's
+deletion is observed, and at the start of every cycle (:func:`hold`) the room it freed
+is held as well. Once every victim is gone, :func:`first_go` gives the holds back and
+places the preemptor before any action runs, exactly as allocate would (and as the
+simulation did). Until then allocate
+leaves the preemptor alone. A held gang is admitted then (``enqueue`` skips its capacity
+check for gangs with held room, :meth:`Evictions.owners`), and its placeholders, created
+next, find their room still held.
 
 A plan ends when its preemptor needs nothing more (or is gone), when its victims are not
 all gone within ``nomination_timeout``, or when an eviction fails (``EvictionFailed``:
@@ -46,7 +49,7 @@ from gangsched.core.observations import EvictionFailed
 from gangsched.core.preemptors import Kind, Preemptor, build, pod_ref
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, PodState
-from gangsched.core.victims import Tier, Unit, names
+from gangsched.core.victims import Tier, Unit, fit, names, scoring_for
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -68,10 +71,17 @@ class Plan:
     started: float
     message: str
     details: dict[str, str]
+    owners: frozenset[str] = frozenset()
+    """The preemptor's Application or PodGroup keys (see ``Preemptor.owners``)."""
     victims: dict[PodUID, tuple[str, Resources]] = field(default_factory=dict)
-    """Victims not gone yet: uid -> (node, request)."""
+    """Victims not gone yet: uid -> the node and the room they hold there."""
+    room: dict[str, Resources] = field(default_factory=dict)
+    """Where the simulation placed the preemptor's members: their requests, per node."""
+    claimed: dict[str, Resources] = field(default_factory=dict)
+    """The part of ``room`` that was free when the plan was made, per node."""
     freed: dict[str, Resources] = field(default_factory=dict)
-    """Room freed by the victims gone so far, per node."""
+    """Room freed by the plan's own victims gone so far, per node: a plan never holds
+    what another plan's victims freed."""
     held: dict[str, Resources] = field(default_factory=dict)
     """Room charged as held on each node now."""
 
@@ -89,6 +99,15 @@ class Evictions:
         self.version = 0
         """Bumped whenever a plan starts or ends (victims marked or released)."""
 
+    def owners(self) -> frozenset[str]:
+        """The gangs room is held for. ``enqueue`` admits them without its capacity check:
+        the room their victims free is theirs, as the nodes ``reserve`` holds are the
+        elected gang's."""
+        found: set[str] = set()
+        for plan in self.plans.values():
+            found.update(plan.owners)
+        return frozenset(found)
+
     def held_on(self, node: str) -> Resources:
         """The room held on ``node`` for all plans."""
         total = Resources.ZERO
@@ -100,23 +119,29 @@ class Evictions:
 # --- trying ---------------------------------------------------------------------------
 
 
-def _signature(s: Scheduler, now: float) -> tuple[object, ...]:
-    """What a fruitless search depends on: freed capacity, pods, plans, time buckets."""
+def signature(s: Scheduler, now: float) -> tuple[object, ...]:
+    """What a fruitless search depends on: freed capacity, pods and their binds, plans,
+    time (refusals and backoffs expire). O(pods): computed once per action and cycle,
+    and again after a plan is made."""
+    assumed = sum(1 for ps in s.pods.values() if ps.assumed)
     bucket = int(now // max(s.config.eviction_backoff, 1.0))
-    return (s.cluster.free_epoch, len(s.pods), len(s.pending), s.evictions.version, bucket)
+    return (s.cluster.free_epoch, len(s.pods), len(s.pending), assumed,
+            s.evictions.version, bucket)
 
 
-def may_try(s: Scheduler, action: str, pre: Preemptor, now: float) -> bool:
-    """No open plan, no backoff, and something changed since the last fruitless search."""
+def may_try(s: Scheduler, action: str, pre: Preemptor, now: float,
+            state: tuple[object, ...]) -> bool:
+    """No open plan, no backoff, and ``state`` (a :func:`signature`) differs from the
+    last fruitless search's."""
     ev = s.evictions
     if pre.key in ev.plans or ev.backoff.get(pre.key, 0.0) > now:
         return False
-    return ev.tried.get((action, pre.key)) != _signature(s, now)
+    return ev.tried.get((action, pre.key)) != state
 
 
-def fruitless(s: Scheduler, action: str, pre: Preemptor, now: float) -> None:
+def fruitless(s: Scheduler, action: str, pre: Preemptor, state: tuple[object, ...]) -> None:
     """No set of victims was enough: do not search again until something changes."""
-    s.evictions.tried[(action, pre.key)] = _signature(s, now)
+    s.evictions.tried[(action, pre.key)] = state
 
 
 # --- carrying a plan out --------------------------------------------------------------
@@ -140,9 +165,15 @@ def carry_out(s: Scheduler, pre: Preemptor, units: list[Unit], action: str, now:
                "until it is placed")
     details = {"action": action, "victims": shown, "evicting": str(count),
                "nodes": ", ".join(nodes)}
-    plan = Plan(pre.key, action, pre.target, pre.queue, now, message, details)
+    plan = Plan(pre.key, action, pre.target, pre.queue, now, message, details, pre.owners,
+                room=room_of(s, pre, units))
+    for node, amount in plan.room.items():
+        state = s.cluster.nodes.get(node)
+        if state is not None:
+            plan.claimed[node] = amount.min(state.free).clamp_non_negative()
     for unit in units:
         _take(s, plan, unit, reason, delete_reason, text)
+    _rehold(s, plan)
     s.evictions.plans[pre.key] = plan
     s.evictions.version += 1
     s.event(pre.target, EventType.NORMAL, "Preempting", message)
@@ -191,6 +222,20 @@ def _release_reservation(s: Scheduler, rt: AppRuntime, reason: DeleteReason,
     rt.dirty = True
     s.queues_dirty = True
     return count
+
+
+def room_of(s: Scheduler, pre: Preemptor, units: list[Unit]) -> dict[str, Resources]:
+    """The room the preemptor's members take once ``units`` are gone, per node, as the
+    simulation places them."""
+    extra: dict[str, Resources] = {}
+    for unit in units:
+        for node, amount in unit.freed.items():
+            extra[node] = extra.get(node, Resources.ZERO) + amount
+    placed = fit(s, pre.items, extra, scoring_for(s, pre), pre.owners) or {}
+    room: dict[str, Resources] = {}
+    for index, node in placed.items():
+        room[node] = room.get(node, Resources.ZERO) + pre.items[index].request
+    return room
 
 
 def keep_reason(s: Scheduler, plan: Plan) -> None:
@@ -269,19 +314,30 @@ def first_go(s: Scheduler, now: float) -> None:
         after = build(s, key, now)
         if after is None or not after.items:
             _end(s, plan)
-        elif _awaits_placeholders(s, after):
+        elif _awaits_admission(s, after):
             _rehold(s, plan)
             _hold_back(s, after)
         else:
             # Placed differently than simulated (something changed meanwhile): give the
             # room back and let the gang wait its turn before preempting again.
             _end(s, plan)
-            _back_off(s, key, now)
+            delay = _back_off(s, key, now)
+            s.event(plan.target, EventType.WARNING, "PreemptionFailed",
+                    f"the room freed by the victims did not take all of this "
+                    f"{pre.kind.value}'s members (the cluster changed meanwhile); it tries "
+                    f"again in {delay:g}s")
 
 
-def _awaits_placeholders(s: Scheduler, pre: Preemptor) -> bool:
-    """An admitted gang whose placeholders are asked for and not seen yet."""
-    return pre.kind is Kind.APP and len(pre.pods) < len(pre.items)
+def _awaits_admission(s: Scheduler, pre: Preemptor) -> bool:
+    """A gang that ``enqueue`` has yet to admit (it will: see :meth:`Evictions.owners`),
+    or whose placeholders are asked for and not seen yet."""
+    if pre.kind is Kind.APP:
+        rt = s.apps.get(AppKey(pre.name))
+        return rt is not None and (not rt.admitted or len(pre.pods) < len(pre.items))
+    if pre.kind is Kind.GROUP:
+        gang = group_logic.gang_of(s, GroupKey(pre.name))
+        return not isinstance(gang, str) and not all(g.inqueue for g in gang)
+    return False
 
 
 def _place(s: Scheduler, pre: Preemptor, now: float) -> None:
@@ -335,14 +391,16 @@ def _hold_back(s: Scheduler, pre: Preemptor) -> None:
 
 
 def _rehold(s: Scheduler, plan: Plan) -> None:
-    """Hold, on each node, the room the gone victims freed that is still free."""
+    """Hold, on each node, the plan's room as far as it was free when the plan was made or
+    its own victims have freed it since, and is free now."""
     _release_holds(s, plan)
     uid = HOLD + plan.key
-    for node in sorted(plan.freed):
+    for node in sorted(plan.room):
         state = s.cluster.nodes.get(node)
         if state is None:
             continue
-        amount = plan.freed[node].min(state.free).clamp_non_negative()
+        mine = plan.claimed.get(node, Resources.ZERO) + plan.freed.get(node, Resources.ZERO)
+        amount = plan.room[node].min(mine).min(state.free).clamp_non_negative()
         if amount:
             s.cluster.charge(node, uid, amount)
             plan.held[node] = amount

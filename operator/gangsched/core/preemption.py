@@ -35,9 +35,13 @@ if TYPE_CHECKING:
 @actions.action("preempt")
 def preempt(s: Scheduler, now: float) -> None:
     evictions.keep_reasons(s, evictions.PREEMPT)
+    found = find(s, now)
+    if not found:
+        return
     pool: Pool | None = None
-    for pre in find(s, now):
-        if not evictions.may_try(s, evictions.PREEMPT, pre, now):
+    state = evictions.signature(s, now)
+    for pre in found:
+        if not evictions.may_try(s, evictions.PREEMPT, pre, now, state):
             continue
         pool = pool or victims.pool(s, now)
         chosen = within_gang(s, pre, pool, now)
@@ -46,8 +50,9 @@ def preempt(s: Scheduler, now: float) -> None:
         if chosen:
             evictions.carry_out(s, pre, chosen, evictions.PREEMPT, now,
                                 f"in queue {pre.queue}")
+            state = evictions.signature(s, now)
         elif chosen is None:
-            evictions.fruitless(s, evictions.PREEMPT, pre, now)
+            evictions.fruitless(s, evictions.PREEMPT, pre, state)
 
 
 def between_gangs(s: Scheduler, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:

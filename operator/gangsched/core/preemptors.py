@@ -84,6 +84,9 @@ class Preemptor:
     """The pod, for a single-pod preemptor."""
     pods: list[PodState] = field(default_factory=list)
     """Its pending pods (placeholders or members), which allocate places."""
+    owners: frozenset[str] = frozenset()
+    """The Application or PodGroup keys its placements are owned by: nodes reserved for
+    a starving gang (the ``reserve`` action) take only that gang's pods."""
 
     @property
     def name(self) -> str:
@@ -219,6 +222,7 @@ def for_app(s: Scheduler, rt: AppRuntime, now: float) -> Preemptor | None:
         key=app_key(spec.key), kind=Kind.APP, target=app_ref(rt), queue=spec.queue,
         priority=app_priority(s, rt), creation=spec.creation, items=items,
         gangs=frozenset({app_key(spec.key)}), earmark=rt.earmark, pods=pending,
+        owners=frozenset({spec.key}),
     )
 
 
@@ -254,6 +258,7 @@ def for_groups(s: Scheduler, gang: list[GroupRuntime], now: float) -> Preemptor 
         queue=first.spec.queue, priority=gang_priority(s, gang),
         creation=min(g.spec.creation for g in gang), items=items,
         gangs=frozenset(group_key(g.spec.key) for g in gang), pods=pending_all,
+        owners=frozenset(g.spec.key for g in gang),
     )
 
 
@@ -282,4 +287,5 @@ def for_pod(s: Scheduler, ps: PodState, now: float) -> Preemptor | None:
         key=pod_key(ps.uid), kind=Kind.POD, target=pod_ref(ps), queue=queue,
         priority=pod.priority, creation=pod.creation,
         items=[Item(ps.request, ps.constraints)], gangs=frozenset(gangs), pod=ps, pods=[ps],
+        owners=frozenset(o for o in (pod.app, pod.pod_group) if o is not None),
     )

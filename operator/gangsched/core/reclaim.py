@@ -39,7 +39,11 @@ if TYPE_CHECKING:
 @actions.action("reclaim")
 def reclaim(s: Scheduler, now: float) -> None:
     evictions.keep_reasons(s, evictions.RECLAIM)
-    found = [p for p in find(s, now) if evictions.may_try(s, evictions.RECLAIM, p, now)]
+    found = find(s, now)
+    if not found:
+        return
+    state = evictions.signature(s, now)
+    found = [p for p in found if evictions.may_try(s, evictions.RECLAIM, p, now, state)]
     if not found:
         return
     deserved = shares.deserved(s, now)
@@ -62,11 +66,12 @@ def reclaim(s: Scheduler, now: float) -> None:
         if chosen:
             why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
             evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
+            state = evictions.signature(s, now)
             promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
             for unit in chosen:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
         elif chosen is None:
-            evictions.fruitless(s, evictions.RECLAIM, pre, now)
+            evictions.fruitless(s, evictions.RECLAIM, pre, state)
 
 
 def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:

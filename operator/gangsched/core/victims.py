@@ -103,7 +103,7 @@ def _victim_ok(ps: PodState, now: float) -> bool:
     pod = ps.pod
     return (pod.ours and pod.preemptible and pod.active and not pod.terminating
             and ps.node is not None and ps.evicting is None and ps.release_reason is None
-            and ps.evict_refused_until <= now and (pod.placeholder or not ps.assumed))
+            and ps.evict_refused_until <= now and not ps.assumed)
 
 
 def _unit(tier: Tier, key: str, owner: ObjectRef | None, gang: str | None, queue: str,
@@ -226,20 +226,25 @@ def fit(
     items: Iterable[Item],
     extra: Mapping[str, Resources],
     scoring: Scoring,
+    owners: frozenset[str] = frozenset(),
 ) -> dict[int, str] | None:
     """Where each item would go with ``extra`` more free per node, or None if one fits
     nowhere. Greedy in the given order, scoring as allocate does (binpack: the fullest
-    node it fits; spread: the emptiest), among the first ``sample_size`` nodes that fit.
-    Nothing in the cluster changes."""
+    node it fits; spread: the emptiest), among the first ``sample_size`` nodes that fit,
+    skipping nodes reserved for a gang other than ``owners``. Nothing in the cluster
+    changes."""
     taken: dict[str, Resources] = {}
     placed: dict[int, str] = {}
     sample = s.cluster.sample_size
+    barred = closed_nodes(s, owners)
     for index, item in enumerate(items):
         best: NodeState | None = None
         best_score = 0.0
         found = 0
         for state in s.cluster.candidates(item.constraints):
             name = state.node.name
+            if name in barred:
+                continue
             free = state.free + extra.get(name, Resources.ZERO) - taken.get(name, Resources.ZERO)
             if not item.request.fits_in(free):
                 continue
@@ -273,12 +278,21 @@ def scoring_for(s: Scheduler, pre: Preemptor) -> Scoring:
     return s.config.pod_scoring if pre.pod is not None else s.config.gang_scoring
 
 
-def relevant_nodes(s: Scheduler, items: Iterable[Item]) -> set[str]:
-    """Nodes that pass the static filters for at least one item."""
+def closed_nodes(s: Scheduler, owners: frozenset[str]) -> frozenset[str]:
+    """Nodes reserved for a starving gang that is not one of ``owners``."""
+    cluster = s.cluster
+    if cluster.reserved and not owners & cluster.reserved_owners:
+        return cluster.reserved
+    return frozenset()
+
+
+def relevant_nodes(s: Scheduler, pre: Preemptor) -> set[str]:
+    """Nodes that pass the static filters for at least one item, and are not reserved
+    for another gang."""
     found: set[str] = set()
-    for constraints in {item.constraints for item in items}:
+    for constraints in {item.constraints for item in pre.items}:
         found.update(state.node.name for state in s.cluster.candidates(constraints))
-    return found
+    return found - closed_nodes(s, pre.owners)
 
 
 Allowed = Callable[[Unit, list[Unit]], bool]
@@ -306,7 +320,7 @@ def select(
     wins: the lowest highest victim priority, then the fewest running pods, then the
     fewest placeholders (ties: the first order)."""
     scoring = scoring_for(s, pre)
-    nodes = relevant_nodes(s, pre.items)
+    nodes = relevant_nodes(s, pre)
     total = pre.total
 
     def fits(chosen: list[Unit]) -> bool:
@@ -319,7 +333,7 @@ def select(
                 relief = relief + sum((ps.request for ps in unit.pods
                                        if ps.charged_queue == pre.queue), Resources.ZERO)
         quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + relief)
-        return quota.ok and fit(s, pre.items, extra, scoring) is not None
+        return quota.ok and fit(s, pre.items, extra, scoring, pre.owners) is not None
 
     if fits([]):
         return []

@@ -1,0 +1,207 @@
+"""Victims: units by tier, the placement simulation, and the smallest set that fits."""
+
+from __future__ import annotations
+
+import pytest
+from builders import make_app, make_group, make_node, make_pod, make_podgroup, res
+from gangsched.core import victims
+from gangsched.core.cluster import Constraints
+from gangsched.core.model import PodPhase, SchedulerConfig, Scoring
+from gangsched.core.observations import PodObserved
+from gangsched.core.preemptors import Item, Kind, Preemptor
+from gangsched.core.resources import Resources
+from gangsched.core.victims import Tier
+from simworld import SimWorld
+
+NOTHING = SchedulerConfig(actions=("allocate",))
+ONE = res(1, "1Gi", pods=1)
+TWO = res(2, "1Gi", pods=1)
+
+
+def world(*cpus: int) -> SimWorld:
+    w = SimWorld(config=NOTHING)
+    for i, cpu in enumerate(cpus):
+        w.add_node(make_node(f"n{i}", cpu=cpu))
+    return w
+
+
+def units(w: SimWorld) -> dict[str, tuple[Tier, list[str]]]:
+    found = victims.pool(w.scheduler, w.now)
+    return {u.key.split("/", 1)[1]: (u.tier, sorted(ps.pod.name for ps in u.pods))
+            for u in found.units}
+
+
+def preemptor(*sizes: Resources, queue: str = "default", priority: int = 10,
+              earmark: Resources = Resources.ZERO) -> Preemptor:
+    from gangsched.core.decisions import ObjectRef
+    return Preemptor(key="Pod/x", kind=Kind.POD, target=ObjectRef("Pod", "default", "x"),
+                     queue=queue, priority=priority, creation=0.0,
+                     items=[Item(size, Constraints()) for size in sizes], earmark=earmark)
+
+
+# --- the pool ---------------------------------------------------------------------------
+
+
+def test_every_kind_of_work_is_a_unit_of_its_tier() -> None:
+    w = world(16)
+    w.add_app(make_app("held", make_group("g", 2)))  # reserved, not started
+    w.add_app(make_app("train", make_group("g", 2)))  # running, one above minMember
+    for i in range(3):
+        w.add_pod(make_pod(f"train-{i}", app="train", task_group="g", creation=i))
+    w.add_app(make_app("web"))  # no task groups: each pod on its own
+    w.add_pod(make_pod("web-0", app="web"))
+    w.add_pod(make_pod("plain"))
+    w.settle(0)
+    w.settle(1)
+    found = units(w)
+    assert found["default/held"] == (Tier.RESERVATION,
+                                      sorted(p.name for p in w.placeholders()))
+    assert found["default/train"] == (Tier.GANG, ["train-0", "train-1", "train-2"])
+    members = [v for k, v in found.items() if v[1][0].startswith("train-") and v[0] is Tier.POD]
+    assert len(members) == 3  # each may go alone, within the group's budget of one
+    assert victims.pool(w.scheduler, 1).surplus[("Application/default/train", "g")] == 1
+    assert found["uid-default-web-0"] == (Tier.POD, ["web-0"])
+    assert found["uid-default-plain"] == (Tier.POD, ["plain"])
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param(make_pod("p", preemptible=False), id="not-preemptible"),
+        pytest.param(make_pod("p", ours=False, node="n0", phase=PodPhase.RUNNING),
+                     id="another-schedulers"),
+        pytest.param(make_pod("p", node="n0", phase=PodPhase.SUCCEEDED), id="finished"),
+    ],
+)
+def test_some_pods_are_never_victims(pod: object) -> None:
+    w = world(4)
+    w.add_pod(pod)  # type: ignore[arg-type]
+    w.settle(0)
+    assert units(w) == {}
+
+
+def test_a_pod_whose_bind_is_in_flight_is_no_victim() -> None:
+    w = world(4)
+    w.observe(PodObserved(make_pod("p")))
+    w.scheduler.cycle(0)  # the bind is asked for, not carried out
+    assert w.scheduler.pods[w.scheduler.pod_by_name["default/p"]].assumed
+    assert units(w) == {}
+
+
+def test_a_satisfied_podgroup_is_a_gang_with_members_above_min() -> None:
+    w = world(8)
+    w.add_group(make_podgroup("mpi", 2))
+    for i in range(3):
+        w.add_pod(make_pod(f"mpi-{i}", pod_group="mpi"))
+    w.settle(0)
+    found = units(w)
+    assert found["default/mpi"] == (Tier.GANG, ["mpi-0", "mpi-1", "mpi-2"])
+    assert victims.pool(w.scheduler, 0).surplus[("PodGroup/default/mpi", "default/mpi")] == 1
+
+
+# --- the simulation ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scoring", "extra", "expected"),
+    [
+        pytest.param(Scoring.BINPACK, {}, {0: "n1", 1: "n1"}, id="binpack-fullest"),
+        pytest.param(Scoring.SPREAD, {}, {0: "n0", 1: "n2"}, id="spread-emptiest"),
+        pytest.param(Scoring.BINPACK, {"n2": ONE}, {0: "n1", 1: "n1"},
+                     id="room-freed-elsewhere-changes-nothing"),
+    ],
+)
+def test_fit_places_greedily_as_allocate_scores(
+    scoring: Scoring, extra: dict[str, Resources], expected: dict[int, str]
+) -> None:
+    w = world(4, 4, 4)
+    w.add_pod(make_pod("busy", cpu=1, node="n1", phase=PodPhase.RUNNING))
+    w.settle(0)
+    assert victims.fit(w.scheduler, [Item(ONE, Constraints())] * 2, extra, scoring) == expected
+
+
+def test_fit_is_none_when_an_item_fits_nowhere() -> None:
+    w = world(2)
+    assert victims.fit(w.scheduler, [Item(TWO, Constraints())] * 2, {}, Scoring.BINPACK) is None
+    assert victims.fit(w.scheduler, [Item(TWO, Constraints())] * 2, {"n0": TWO},
+                       Scoring.BINPACK) == {0: "n0", 1: "n0"}
+
+
+# --- selection --------------------------------------------------------------------------
+
+
+def busy(w: SimWorld, *pods: tuple[str, int, int]) -> None:
+    """Ordinary pods (name, cpu, priority), bound in order, the later the newer."""
+    for i, (name, cpu, priority) in enumerate(pods):
+        w.add_pod(make_pod(name, cpu=cpu, priority=priority, creation=i))
+    w.settle(0)
+
+
+def chosen(w: SimWorld, pre: Preemptor) -> list[str] | None:
+    s = w.scheduler
+    pool = victims.pool(s, 0)
+    found = victims.select(s, pre, pool.units, 0, allowed=victims.within_budget(pool))
+    return None if found is None else sorted(ps.pod.name for u in found for ps in u.pods)
+
+
+@pytest.mark.parametrize(
+    ("pods", "need", "expected"),
+    [
+        pytest.param((("x", 1, 0), ("y", 1, 0), ("z", 2, 0)), TWO, ["z"],
+                     id="newest-first-one-is-enough"),
+        pytest.param((("x", 1, 0), ("y", 1, 0), ("z", 2, 1)), TWO, ["x", "y"],
+                     id="lower-priority-before-fewer"),
+        pytest.param((("x", 2, 0), ("y", 1, 0), ("z", 1, 0)), TWO, ["y", "z"],
+                     id="irreducible"),
+        pytest.param((("x", 1, 0), ("y", 1, 0)), TWO, [], id="fits-already"),
+        pytest.param((("x", 2, 0), ("y", 2, 0)), res(5, "1Gi", pods=1), None,
+                     id="nothing-is-enough"),
+    ],
+)
+def test_select_finds_the_cheapest_irreducible_set(
+    pods: tuple[tuple[str, int, int], ...], need: Resources, expected: list[str] | None
+) -> None:
+    w = world(4)
+    busy(w, *pods)
+    assert chosen(w, preemptor(need)) == expected
+
+
+def test_one_member_above_min_rather_than_the_whole_gang() -> None:
+    w = world(3)
+    w.add_app(make_app("train", make_group("g", 2)))
+    for i in range(3):
+        w.add_pod(make_pod(f"train-{i}", app="train", task_group="g", creation=i))
+    w.settle(0)
+    w.settle(1)
+    assert chosen(w, preemptor(ONE)) == ["train-2"]
+    assert chosen(w, preemptor(ONE, ONE)) == ["train-0", "train-1", "train-2"]
+
+
+def test_victims_of_the_same_queue_give_back_its_quota() -> None:
+    from builders import make_queue
+    w = world(8)
+    w.add_queue(make_queue("q", max=res(2)))
+    w.add_pod(make_pod("x", queue="q"))
+    w.add_pod(make_pod("y", queue="q", creation=1))
+    w.settle(0)
+    assert chosen(w, preemptor(ONE, queue="q")) == ["y"]
+    s = w.scheduler
+    pool = victims.pool(s, 0)
+    assert victims.select(s, preemptor(ONE, queue="q"), pool.units, 0,
+                          quota_relief=False) is None
+
+
+def test_within_budget_lets_a_newcomer_take_a_place_in_its_own_group() -> None:
+    w = world(3)
+    w.add_app(make_app("train", make_group("g", 3)))
+    for i in range(3):
+        w.add_pod(make_pod(f"train-{i}", app="train", task_group="g", creation=i))
+    w.settle(0)
+    w.settle(1)
+    s = w.scheduler
+    pool = victims.pool(s, 1)
+    members = [u for u in pool.units if u.tier is Tier.POD]
+    key = ("Application/default/train", "g")
+    assert not victims.within_budget(pool)(members[0], [])
+    assert victims.within_budget(pool, {key: 1})(members[0], [])
+    assert not victims.within_budget(pool, {key: 1})(members[1], [members[0]])
