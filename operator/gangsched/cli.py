@@ -74,6 +74,9 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--metrics-port", type=_port, metavar="PORT",
                      help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics "
                           "(default 9090; 0 for none)")
+    run.add_argument("--actions", type=_actions, metavar="A,B,...",
+                     help="the scheduler's actions, in order (default "
+                          "enqueue,allocate,backfill,preempt,reclaim; also elect,reserve)")
     run.set_defaults(func=cmd_run)
 
 
@@ -104,6 +107,9 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     sim.add_argument("--json", action="store_true",
                      help="print machine-readable results (schema gangsched.sim/v1) instead "
                           "of text")
+    sim.add_argument("--actions", type=_actions, metavar="A,B,...",
+                     help="the scheduler's actions, in order (overrides "
+                          "settings.scheduler.actions), e.g. enqueue,elect,allocate,reserve")
     sim.add_argument("--until", type=_non_negative, metavar="SECONDS",
                      help="stop the clock here (overrides settings.until)")
     sim.add_argument("--timeline", type=_limit, default=100, metavar="N|all",
@@ -183,6 +189,17 @@ def _shell(module: str, name: str, command: str) -> Callable[..., int] | None:
     return function
 
 
+def _actions(text: str) -> tuple[str, ...]:
+    """``--actions``: comma-separated action names, each known and none twice."""
+    from gangsched.core import actions
+    from gangsched.core import scheduler as _scheduler  # noqa: F401  (registers them)
+
+    try:
+        return actions.validate(part.strip() for part in text.split(",") if part.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     run_operator = _shell("main", "run_operator", "run")
     return EXIT_USAGE if run_operator is None else run_operator(args)
@@ -222,6 +239,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=progress,
         fail_on_timeout=args.fail_on_timeout,
+        actions=args.actions,
     )
     return command.simulate(options, sys.stdout, sys.stderr)
 

@@ -114,8 +114,9 @@ class SimWorld(World):
         """Replace the core and tell the new one everything, as after an operator restart.
 
         Applications carry the status the old core last wrote; PodGroups their
-        ``scheduleStartTime`` and phase. ``pods_first`` feeds the pods before the objects
-        they belong to (the shell's watches may deliver them in any order).
+        ``scheduleStartTime``, phase and node reservation. ``pods_first`` feeds the pods
+        before the objects they belong to (the shell's watches may deliver them in any
+        order).
         """
         self.scheduler = scheduler or Scheduler(self.scheduler.config)
         pods = sorted(self.pods.values(), key=lambda p: (p.namespace, p.name))
@@ -137,14 +138,18 @@ class SimWorld(World):
                     placeholder_timer_start=status.placeholder_timer_start,
                     waiting_since=status.waiting_since,
                     starting_since=status.starting_since,
+                    reservation_expiry=status.reservation_expiry,
+                    reserved_nodes=status.reserved_nodes,
                 ))
             self.observe(AppObserved(spec))
         for gkey in sorted(self.groups):
             group = self.groups[gkey]
             gstatus = self.group_status.get(gkey)
             if gstatus is not None:
-                group = dataclasses.replace(group, persisted_start=gstatus.schedule_start,
-                                            persisted_phase=gstatus.phase)
+                group = dataclasses.replace(
+                    group, persisted_start=gstatus.schedule_start, persisted_phase=gstatus.phase,
+                    persisted_reservation_expiry=gstatus.reservation_expiry,
+                    persisted_reserved_nodes=gstatus.reserved_nodes)
             self.observe(PodGroupObserved(group))
         if not pods_first:
             self._feed_pods(pods)

@@ -82,7 +82,8 @@ CASES = [
                   "starting application: default/first"], id="StateAwareGate"),
     pytest.param(BlockingReason("Reservation", "reserving node-1 for the gang",
                                 {"node": "node-1", "reserved": "2/4"}),
-                 ["blocked by Reservation (its reservation is in progress):",
+                 ["blocked by Reservation (nodes that would fit are reserved, or its "
+                  "reservation is in progress):",
                   "reserving node-1 for the gang", "node: node-1", "reserved: 2/4"],
                  id="Reservation"),
     pytest.param(BlockingReason("Preempting", "preempting 2 pods of default/low",

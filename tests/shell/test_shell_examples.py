@@ -511,7 +511,7 @@ async def strict_podgroup(w: World) -> None:
     w.apply_pods(first, second)
     await w.pending_with("WaitingForGang", first, second,
                          message="gang members placed: default/strict-gang 2/3")
-    await w.group_is("strict-gang", phase="Pending", members=2, scheduled=0, running=0, assumed=0)
+    await w.group_is("strict-gang", phase="Inqueue", members=2, scheduled=0, running=0, assumed=0)
     assert w.unbound(first, second) and w.binds() == 0
     w.apply_pods(third)
     await wait_for(lambda: w.bound(first, second, third), what="all three bound")
@@ -542,7 +542,7 @@ async def strict_podgroup_rolls_back(w: World) -> None:
     pods = w.real_pod_names()
     await w.pending_with("WaitingForGang", *pods,
                          message="gang members placed: default/strict-gang 2/3")
-    await w.group_is("strict-gang", phase="Pending", members=3, assumed=0, scheduled=0)
+    await w.group_is("strict-gang", phase="Inqueue", members=3, assumed=0, scheduled=0)
     await wait_for(lambda: w.group("strict-gang")["blockingReason"]["reason"] == "Capacity",
                    what="strict-gang blocked by Capacity")
     assert w.binds() == 0
@@ -558,11 +558,11 @@ async def strict_podgroup_times_out(w: World) -> None:
     pods = w.real_pod_names()
     await w.pending_with("WaitingForGang", *pods,
                          message="gang members placed: default/strict-gang 2/3")
-    status = await w.group_is("strict-gang", phase="Pending", members=3, assumed=0)
+    status = await w.group_is("strict-gang", phase="Inqueue", members=3, assumed=0)
     assert status["scheduleStartTime"]  # counted from the first (rolled back) placement
     timeout = w.doc("PodGroup", "strict-gang")["spec"]["scheduleTimeoutSeconds"]
     await w.advance(timeout - 1)
-    assert w.group("strict-gang")["phase"] == "Pending"
+    assert w.group("strict-gang")["phase"] == "Inqueue"
     await w.advance(2)
     status = await w.group_is("strict-gang", phase="TimedOut", reason="ScheduleTimeout")
     event = await w.event("strict-gang", "ScheduleTimeout", "PodGroup")
@@ -581,8 +581,8 @@ async def ganggroup(w: World) -> None:
     await w.pending_with("WaitingForGang", "gg-ps-0", "gg-worker-0",
                          message="gang members placed: default/gg-ps 1/1, default/gg-workers 1/2")
     assert w.unbound("gg-ps-0", "gg-worker-0") and w.binds() == 0
-    await w.group_is("gg-ps", phase="Pending", members=1, scheduled=0)
-    await w.group_is("gg-workers", phase="Pending", members=1, scheduled=0)
+    await w.group_is("gg-ps", phase="Inqueue", members=1, scheduled=0)
+    await w.group_is("gg-workers", phase="Inqueue", members=1, scheduled=0)
     w.apply_pods("gg-worker-1")
     pods = ["gg-ps-0", "gg-worker-0", "gg-worker-1"]
     await wait_for(lambda: w.bound(*pods), what="the whole GangGroup bound")

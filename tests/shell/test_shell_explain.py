@@ -85,7 +85,9 @@ SCENARIOS = [
                   "needed: cpu=2, memory=2Gi, pods=2", "queue headroom: cpu=1",
                   "queue max: cpu=4"]), id="quota-hold"),
     pytest.param(Scenario(
-        objects=[application("big", [group("driver", 1), group("w", 2, cpu="6")])],
+        # The cluster (3 x 4 cpu) has room for the gang as a whole, so it is enqueued, but
+        # no node has room for its 6-cpu member.
+        objects=[application("big", [group("driver", 1), group("w", 1, cpu="6")])],
         argv=["explain", "default/big"], plural="applications", name="big", group="w",
         reason="Capacity",
         expected=["blocked by Capacity (no node has room for it):",
@@ -93,8 +95,21 @@ SCENARIOS = [
                   "is short of cpu=2",
                   "nodes (3): 3 not enough free resources (Insufficient)",
                   "closest node is short of: cpu=2",
-                  "placeholders: 0 allocated, 2 pending, 0 replaced, 0 released (created 2)"]),
+                  "placeholders: 0 allocated, 1 pending, 0 replaced, 0 released (created 1)"]),
         id="capacity"),
+    pytest.param(Scenario(
+        objects=[application("huge", [group("w", 4, cpu="4")])],
+        argv=["explain", "huge"], plural="applications", name="huge", group="w",
+        reason="Capacity",
+        expected=["gang:    0/4 placeholders allocated",
+                  "blocked by Capacity (no node has room for it):",
+                  "the cluster has cpu=12, memory=48Gi, pods=330 left for new gangs "
+                  "(allocatable - used - none still needed by enqueued gangs); the gang needs "
+                  "cpu=16, memory=4Gi, pods=4, short of cpu=4",
+                  "needed: cpu=16, memory=4Gi, pods=4",
+                  "left for new gangs: cpu=12, memory=48Gi, pods=330",
+                  "placeholders: 0 allocated, 0 pending, 0 replaced, 0 released (created 0)"]),
+        id="not-enqueued"),
     pytest.param(Scenario(
         objects=[application("picky", [{**group("w", 2), "nodeSelector": {"disk": "ssd"}}])],
         extra_nodes=[node("ssd-0", labels={"disk": "ssd"},
@@ -112,7 +127,7 @@ SCENARIOS = [
                  pod("mpi-1", cpu="8", labels={"gangsched.io/pod-group": "mpi"})],
         argv=["explain", "mpi", "--kind", "podgroup"], plural="podgroups", name="mpi",
         group=None, reason="Capacity",
-        expected=["PodGroup default/mpi", "phase:   Pending  (min 2, mode Strict, queue default)",
+        expected=["PodGroup default/mpi", "phase:   Inqueue  (min 2, mode Strict, queue default)",
                   "blocked by Capacity (no node has room for it):",
                   "nodes (3): 3 not enough free resources (Insufficient)",
                   "pods:    2, 0 bound, 2 waiting",

@@ -135,8 +135,9 @@ CASES = [
         [application("huge", [group("w", 1, cpu="64")])],
         "applications", "huge", {"state": "Accepted"},
         "", "Accepted",
-        [blocked("huge", "Capacity", "0/3 nodes fit cpu=64, memory=1Gi, pods=1: 3 "
-                                     "Insufficient; the closest node is short of cpu=60")]),
+        # Not enqueued: the whole cluster could not hold it.
+        [blocked("huge", "Capacity", "the gang needs cpu=64, memory=1Gi, pods=1, short of"),
+         no_placeholders_of("huge")]),
     Bad("gang-on-no-node",
         [application("nowhere", [{**group("w", 2), "nodeSelector": {"zone": "mars"}}])],
         "applications", "nowhere", {"state": "Accepted"}, "", "Accepted",

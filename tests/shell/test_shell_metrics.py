@@ -26,7 +26,7 @@ from gangsched.core.decisions import (
     SetAppStatus,
     SetPodGroupStatus,
 )
-from gangsched.core.model import AppKey, GroupKey, Pod, PodUID
+from gangsched.core.model import AppKey, GroupKey, Pod, PodUID, SchedulerConfig
 from gangsched.core.resources import Resources
 from gangsched.shell.metrics import Metrics
 from gangsched.translate import times
@@ -104,7 +104,9 @@ async def test_metrics_after_gang_lifecycles(fake_api_factory: Any, tmp_path: pa
         api.create(obj)
     clock = FakeClock()
     port = free_port()
-    op = await OperatorUnderTest(api, kubeconfig, clock, metrics_port=port).start()
+    # Over-commit: gangs the nodes cannot hold are enqueued, so that they hold placeholders.
+    op = await OperatorUnderTest(api, kubeconfig, clock, metrics_port=port,
+                                 core=SchedulerConfig(overcommit_factor=100.0)).start()
     try:
         # A gang of 1 + 2x2 cpu is accepted with no node to hold it: it waits 30 s.
         api.create(application("train", [group("ps", 1), group("worker", 2, cpu="2")],

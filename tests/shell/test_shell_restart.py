@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer
+from gangsched.core.model import SchedulerConfig
 from gangsched.translate import times
 from shellkit import (
     FakeClock,
@@ -31,6 +32,9 @@ from shellkit import (
     status_of,
     wait_for,
 )
+
+PARTIAL = SchedulerConfig(overcommit_factor=100.0)
+"""Enqueue admits gangs the nodes cannot hold: for restarts mid-reservation."""
 
 pytestmark = pytest.mark.asyncio
 
@@ -86,7 +90,7 @@ async def test_restart_with_placeholders_created_but_not_all_bound(cluster) -> N
     api, kubeconfig = cluster
     api.delete("nodes", None, "node-2")
     clock = FakeClock()
-    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    op = await OperatorUnderTest(api, kubeconfig, clock, core=PARTIAL).start()
     api.create(application("train", GANG, timeout=600))
     await wait_for(lambda: len(placeholders(api)) == 5, what="5 placeholders created")
     await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")]) == 4,
@@ -99,7 +103,7 @@ async def test_restart_with_placeholders_created_but_not_all_bound(cluster) -> N
                 "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
                            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
                            "conditions": [{"type": "Ready", "status": "True"}]}})
-    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    op = await OperatorUnderTest(api, kubeconfig, clock, core=PARTIAL).start()
     try:
         await wait_for(lambda: app_status(api).get("reserved") == "5/5", what="reserved 5/5")
         assert {p["metadata"]["name"] for p in placeholders(api)} == before
@@ -203,7 +207,7 @@ async def test_placeholder_timer_survives_restart(cluster) -> None:  # type: ign
     api, kubeconfig = cluster
     clock = FakeClock()
     start = clock.now
-    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    op = await OperatorUnderTest(api, kubeconfig, clock, core=PARTIAL).start()
     api.create(application("big", [group("worker", 8, cpu="2")], style="Hard", timeout=100))
     await wait_for(lambda: app_status(api, "big").get("reserved") == "6/8", what="6/8 reserved")
     timer = app_status(api, "big").get("placeholderTimerStart")
@@ -212,7 +216,7 @@ async def test_placeholder_timer_survives_restart(cluster) -> None:  # type: ign
     await op.kill()
 
     clock.advance(5)  # the restart takes a while
-    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    op = await OperatorUnderTest(api, kubeconfig, clock, core=PARTIAL).start()
     try:
         await op.settle()
         status = app_status(api, "big")
@@ -269,7 +273,7 @@ async def test_timer_of_a_gang_whose_status_was_lost(cluster) -> None:  # type: 
     api, kubeconfig = cluster
     clock = FakeClock()
     api.faults.add(method="PATCH", path_regex="applications/big/status", status=503)
-    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    op = await OperatorUnderTest(api, kubeconfig, clock, core=PARTIAL).start()
     api.create(application("big", [group("worker", 8, cpu="2")], style="Hard", timeout=100))
     await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")]) == 6,
                    what="6 of 8 placeholders bound")
@@ -277,7 +281,7 @@ async def test_timer_of_a_gang_whose_status_was_lost(cluster) -> None:  # type: 
     await op.kill()
 
     api.faults.clear()
-    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    op = await OperatorUnderTest(api, kubeconfig, clock, core=PARTIAL).start()
     try:
         await op.settle()
         await op.advance(99)

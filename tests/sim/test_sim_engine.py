@@ -144,6 +144,8 @@ def test_the_clock_stops_at_until() -> None:
                 pods: [{taskGroup: g, count: 2, duration: 10, cpu: 2}]
         """, Outcome.REJECTED, id="gang-over-queue-max"),
         pytest.param("""\
+            settings:  # enqueue admits the gang although the cluster cannot hold it
+              scheduler: {overcommitFactor: 2}
             nodes:
               - {name: n, cpu: 4, memory: 4Gi}
             applications:

@@ -30,6 +30,7 @@ NODE_FILTERS = {
     "Taints": "an untolerated taint",
     "NodeNotReady": "not ready",
     "NodeUnschedulable": "cordoned",
+    "Reserved": "reserved for a starving gang",
     "Fits": "would fit",
 }
 """The node filters the core counts nodes by (``details`` of Capacity and Constraints)."""
@@ -44,6 +45,14 @@ DETAILS = {
     "missing": "missing",
     "gang": "gang ahead",
     "position": "position in queue",
+    "free": "left for new gangs",
+    "committed": "still needed by enqueued gangs",
+    "overcommitFactor": "over-commit factor",
+    "gangs": "deadlocked with",
+    "progress": "held when released",
+    "held": "given back",
+    "blockedBy": "blocked by",
+    "retryAfterSeconds": "backoff (s)",
     "reason": "reason",
 }
 """Labels of the detail keys the core writes, in the order they are printed; other keys
@@ -55,7 +64,8 @@ HEADLINES = {
     "Constraints": "its constraints exclude every node that has room",
     "OlderGangAhead": "an older gang of its queue goes first",
     "StateAwareGate": "its queue starts one application at a time",
-    "Reservation": "its reservation is in progress",
+    "Reservation": "nodes that would fit are reserved, or its reservation is in progress",
+    "Deadlock": "it was released to break a deadlock with other gangs",
     "Preempting": "victims are being preempted to make room for it",
     "WaitingForGang": "a member of its gang is missing",
 }
@@ -95,6 +105,7 @@ def _application(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[str
         lines.append(f"  reason:  {status.get('reason', '')}: {status.get('message', '')}")
     lines.extend(_timer("placeholder timer", status.get("placeholderTimerStart"),
                         policy.get("placeholderTimeoutSeconds", 900)))
+    lines.extend(_node_reservation(status))
     for group in status.get("taskGroups") or []:
         ph = group.get("placeholders") or {}
         lines.append(f"  task group {group.get('name')}: minMember {group.get('minMember')}")
@@ -120,8 +131,19 @@ def _podgroup(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
         lines.append(f"  reason:  {status.get('reason', '')}: {status.get('message', '')}")
     lines.extend(_timer("schedule timer", status.get("scheduleStartTime"),
                         spec.get("scheduleTimeoutSeconds", 600)))
+    lines.extend(_node_reservation(status))
     lines.extend(_blocking("  ", status.get("blockingReason")))
     return lines
+
+
+def _node_reservation(status: Mapping[str, Any]) -> list[str]:
+    """The nodes reserved for a starving gang (the elect and reserve actions), if any."""
+    nodes = status.get("reservedNodes")
+    if not isinstance(nodes, list) or not nodes:
+        return []
+    until = status.get("reservationExpiry")
+    return [f"  reserved nodes: {', '.join(str(n) for n in nodes)}"
+            + (f" (until {until})" if until else "")]
 
 
 def _since(text: object) -> str:

@@ -151,6 +151,10 @@ def run_operator(args: argparse.Namespace) -> int:
     metrics_port = getattr(args, "metrics_port", None)
     if metrics_port is not None:
         settings = dataclasses.replace(settings, metrics_port=metrics_port)
+    actions = getattr(args, "actions", None)
+    if actions is not None:
+        settings = dataclasses.replace(
+            settings, core=dataclasses.replace(settings.core, actions=tuple(actions)))
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -87,10 +87,15 @@ class GangschedBackend:
         self.decisions = 0
         self.verdicts: list[tuple[str, Outcome, str]] = []
         self.counters = {"placeholderTimeouts": 0, "killed": 0, "rejected": 0,
-                         "podGroupTimeouts": 0}
+                         "podGroupTimeouts": 0, "deadlockVictims": 0, "nodeReservations": 0}
+        self.expired: dict[str, float] = {}
+        """When the nodes reserved for a gang were given back: its wait counts from there."""
         self.queues: dict[str, QueueSpec] = {}
         self.app_state: dict[str, str] = {}
         self.group_phase: dict[str, str] = {}
+        self.reason: dict[str, str] = {}
+        self.reserved: dict[str, tuple[str, ...]] = {}
+        self.config = config
         self._deadlines: list[float] = []
         self._deadline_set: set[float] = set()
 
@@ -180,9 +185,17 @@ class GangschedBackend:
             elif d.state == "Rejected":
                 self.counters["rejected"] += 1
                 self.verdicts.append((key, Outcome.REJECTED, d.message or d.reason))
+        self._actions_seen(key, d.reason, d.message, d.reserved_nodes, now, "app")
         spec = self.world.apps.get(key)
         if spec is None or d.state in ("Completed", "Killed", "Rejected"):
             return
+        self._deadline(d.reservation_expiry, now)
+        self._deadline(d.retry_after, now)
+        if d.state == "Accepted" and d.reserved_nodes == () and "elect" in self.config.actions:
+            since = d.state_since or 0.0
+            if d.reservation_expiry is None and self.expired.get(key) is not None:
+                since = max(since, self.expired[key])
+            self._deadline(since + self.config.starvation_threshold, now)
         policy = spec.policy
         if d.placeholder_timer_start is not None:
             self._deadline(d.placeholder_timer_start + policy.placeholder_timeout, now)
@@ -207,10 +220,40 @@ class GangschedBackend:
             elif d.phase == "Failed":
                 self.counters["rejected"] += 1
                 self.verdicts.append((key, Outcome.REJECTED, d.message or d.reason))
+        self._actions_seen(key, d.reason, d.message, d.reserved_nodes, now, "podgroup")
         spec = self.world.groups.get(key)
         if spec is not None and d.schedule_start is not None and d.phase in ("Pending",
+                                                                             "Inqueue",
                                                                              "Scheduling"):
             self._deadline(d.schedule_start + spec.schedule_timeout, now)
+        if spec is not None and d.phase in ("Pending", "Inqueue", "Scheduling"):
+            self._deadline(d.reservation_expiry, now)
+            self._deadline(d.retry_after, now)
+            if not d.reserved_nodes and "elect" in self.config.actions:
+                since = max(spec.creation, self.expired.get(key, spec.creation))
+                self._deadline(since + self.config.starvation_threshold, now)
+
+    def _actions_seen(self, key: str, reason: str, message: str, nodes: tuple[str, ...],
+                      now: float, kind: str) -> None:
+        """Timeline entries for what the actions did that no state change shows: a
+        deadlock victim, nodes reserved for a starving gang and given back."""
+        if reason != self.reason.get(key):
+            self.reason[key] = reason
+            if reason == "DeadlockVictim":
+                self.counters["deadlockVictims"] += 1
+                self.timeline.add(now, f"{kind} {_short(key)}", SOURCE,
+                                  f"deadlock victim: {message}")
+        held = self.reserved.get(key, ())
+        if nodes != held:
+            self.reserved[key] = nodes
+            if nodes:
+                self.counters["nodeReservations"] += 1
+                self.timeline.add(now, f"{kind} {_short(key)}", SOURCE,
+                                  f"nodes reserved: {', '.join(nodes)}")
+            else:
+                self.expired[key] = now
+                self.timeline.add(now, f"{kind} {_short(key)}", SOURCE,
+                                  f"nodes given back: {', '.join(held)}")
 
 
 def _short(key: str) -> str:

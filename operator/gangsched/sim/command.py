@@ -47,6 +47,8 @@ class Options:
     """Jobs listed per run; None for all."""
     progress: bool = False
     fail_on_timeout: bool = False
+    actions: tuple[str, ...] | None = None
+    """The scheduler's actions, overriding the workload's ``settings.scheduler.actions``."""
 
 
 def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
@@ -83,6 +85,8 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
     workload, name = loaded
     workload = runner.with_until(workload, options.until)
+    if options.actions is not None:
+        workload = runner.with_actions(workload, options.actions)
     schedulers = ["gangsched", *(s for s in options.compare if s != "gangsched")]
     bars: list[ProgressBar] = []
 

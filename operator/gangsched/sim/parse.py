@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+import gangsched.core.scheduler  # noqa: F401  (registers the actions ``actions`` names)
+from gangsched.core import actions
 from gangsched.core.constraints import Taint
 from gangsched.core.model import Node, QueueSpec, SchedulerConfig, Scoring, SortPolicy
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
@@ -24,7 +26,9 @@ from gangsched.translate import k8s_constraints
 
 TOP = ("settings", "nodes", "queues", "applications", "podGroups", "pods", "events")
 SETTINGS = ("until", "gcAfterSeconds", "scheduler")
-SCHEDULER = ("sampleSize", "gangScoring", "podScoring", "defaultQueuePolicy")
+SCHEDULER = ("sampleSize", "gangScoring", "podScoring", "defaultQueuePolicy", "actions",
+             "overcommitFactor", "starvationThresholdSeconds", "reservationTimeoutSeconds",
+             "deadlockBackoffSeconds")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
         "taints")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
@@ -109,8 +113,36 @@ class _Builder:
                     default_queue_policy=r.choice(
                         sched, spath, "defaultQueuePolicy", enum_parser(SortPolicy),
                         config.default_queue_policy),
+                    actions=self.actions(sched, spath, config.actions),
+                    overcommit_factor=r.number(sched, spath, "overcommitFactor",
+                                               config.overcommit_factor, positive=True),
+                    starvation_threshold=r.number(sched, spath, "starvationThresholdSeconds",
+                                                  config.starvation_threshold),
+                    reservation_timeout=r.number(sched, spath, "reservationTimeoutSeconds",
+                                                 config.reservation_timeout, positive=True),
+                    deadlock_backoff=r.number(sched, spath, "deadlockBackoffSeconds",
+                                              config.deadlock_backoff),
                 )
         return Settings(until, gc_after, config)
+
+    def actions(self, obj: Mapping[str, object], path: Path,
+                default: tuple[str, ...]) -> tuple[str, ...]:
+        """``actions``: the scheduler's actions in order, a list of names (or one string
+        with commas), each known and none twice."""
+        raw = obj.get("actions")
+        if raw is None:
+            return default
+        if isinstance(raw, str):
+            raw = [part.strip() for part in raw.split(",") if part.strip()]
+        if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+            self.r.fail((*path, "actions"), "must be a list of action names, e.g. "
+                        "[enqueue, allocate, backfill]")
+            return default
+        try:
+            return actions.validate(raw)
+        except ValueError as error:
+            self.r.fail((*path, "actions"), str(error))
+            return default
 
     def nodes(self, top: Mapping[str, object]) -> list[Node]:
         r = self.r

@@ -43,6 +43,13 @@ def with_until(workload: Workload, until: float | None) -> Workload:
                                                            settings.config))
 
 
+def with_actions(workload: Workload, actions: tuple[str, ...]) -> Workload:
+    """The workload with the core running these actions, in this order."""
+    settings = workload.settings
+    config = dataclasses.replace(settings.config, actions=actions)
+    return dataclasses.replace(workload, settings=dataclasses.replace(settings, config=config))
+
+
 def run_all(workload: Workload, schedulers: Sequence[str], *,
             progress: Callable[[str], Progress | None] | None = None,
             keep_samples: bool = True) -> list[RunOutput]:

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from gangsched.core.decisions import (
+    AnnotateNode,
     BindPod,
     CreatePlaceholder,
     Decision,
@@ -102,6 +103,8 @@ class World:
         stay (a PodDisruptionBudget's ``minAvailable``)."""
         self.evicted: list[PodUID] = []
         """Pods deleted through an eviction, in order."""
+        self.node_annotations: dict[str, dict[str, str]] = {}
+        """Annotations the core set on nodes (``AnnotateNode``), by node name."""
         self._uids = itertools.count()
         self.now = 0.0
 
@@ -222,6 +225,8 @@ class World:
                 self.delete_pod(d.uid)
             elif isinstance(d, EvictPod):
                 self._evict(d)
+            elif isinstance(d, AnnotateNode):
+                self._annotate(d)
             elif isinstance(d, PodPending):
                 self.pending_reasons[d.uid] = d
             elif isinstance(d, SetAppStatus):
@@ -259,6 +264,19 @@ class World:
                 return
         self.evicted.append(d.uid)
         self.delete_pod(d.uid)
+
+    def _annotate(self, d: AnnotateNode) -> None:
+        """Set or remove a node annotation, as a merge patch would: a node that does not
+        exist (any more) is left alone, removing a missing key does nothing."""
+        if d.node not in self.nodes:
+            return
+        found = self.node_annotations.setdefault(d.node, {})
+        if d.value is None:
+            found.pop(d.key, None)
+            if not found:
+                del self.node_annotations[d.node]
+        else:
+            found[d.key] = d.value
 
     def _create_placeholder(self, d: CreatePlaceholder) -> None:
         if self._exists(d.name, d.namespace):

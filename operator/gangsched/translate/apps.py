@@ -35,7 +35,16 @@ def _persisted(status: Mapping[str, Any]) -> model.PersistedAppStatus | None:
         placeholder_timer_start=times.parse_time(status.get("placeholderTimerStart")),
         waiting_since=times.parse_time(status.get("waitingSince")),
         starting_since=times.parse_time(status.get("startingSince")),
+        reservation_expiry=times.parse_time(status.get("reservationExpiry")),
+        reserved_nodes=_names(status.get("reservedNodes")),
     )
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A list of node names; anything that is not a string is dropped."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(item for item in value if isinstance(item, str) and item)
 
 
 def app_from_k8s(obj: Mapping[str, Any]) -> model.AppSpec:

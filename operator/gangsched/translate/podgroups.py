@@ -58,7 +58,8 @@ def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
     wrong types, bad or negative quantities, out-of-range integers, an unknown mode,
     gangGroup entries that are not unique ``namespace/name`` references, ``totalNumber``
     below ``minMember``, a queue name that is not a DNS subdomain. ``persisted_start`` and
-    ``persisted_phase`` come from ``status.scheduleStartTime`` and ``status.phase``.
+    ``persisted_phase`` come from ``status.scheduleStartTime`` and ``status.phase``; the
+    persisted node reservation from ``status.reservationExpiry`` and ``reservedNodes``.
     """
     problems = fields.Problems()
     meta: Mapping[str, Any] = problems.read(
@@ -128,4 +129,13 @@ def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
         invalid=problems.message(),
         persisted_start=times.parse_time(status.get("scheduleStartTime")),
         persisted_phase=phase if isinstance(phase, str) else "",
+        persisted_reservation_expiry=times.parse_time(status.get("reservationExpiry")),
+        persisted_reserved_nodes=_node_names(status.get("reservedNodes")),
     )
+
+
+def _node_names(value: object) -> tuple[str, ...]:
+    """``status.reservedNodes``: node names; anything that is not a string is dropped."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(item for item in value if isinstance(item, str) and item)

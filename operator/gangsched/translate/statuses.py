@@ -34,6 +34,7 @@ BLOCKING_REASONS = frozenset(
         "StateAwareGate",
         "Reservation",
         "Preempting",
+        "Deadlock",
         "WaitingForGang",
         "Invalid",
     }
@@ -201,7 +202,18 @@ def app_status_body(
             _app_conditions(d, old_status), now=now, generation=generation, old_status=old_status
         ),
     }
+    _node_reservation(body, d.reserved_nodes, d.reservation_expiry)
     return null_removed(body, old_status)
+
+
+def _node_reservation(body: dict[str, Any], nodes: tuple[str, ...],
+                      expiry: float | None) -> None:
+    """``reservedNodes`` and ``reservationExpiry`` while nodes are reserved for the gang;
+    absent otherwise (so :func:`null_removed` clears them)."""
+    if nodes:
+        body["reservedNodes"] = list(nodes)
+    if expiry is not None:
+        body["reservationExpiry"] = _time(expiry)
 
 
 def _group_conditions(d: decisions.SetPodGroupStatus) -> list[conditions.Wanted]:
@@ -248,6 +260,7 @@ def podgroup_status_body(
             _group_conditions(d), now=now, generation=generation, old_status=old_status
         ),
     }
+    _node_reservation(body, d.reserved_nodes, d.reservation_expiry)
     return null_removed(body, old_status)
 
 
