@@ -13,8 +13,8 @@ series of actions run in the order ``SchedulerConfig.actions`` gives:
 * ``elect`` and ``reserve``: pick a starving gang and hold nodes for it (the two go
   together; elect usually before allocate, reserve after it, as in Volcano).
 
-Deadlock breaking between partially reserved gangs runs at the end of ``allocate``
-(:mod:`~gangsched.core.deadlock`).
+Deadlock breaking between partially reserved gangs runs after the actions, in every cycle
+whose actions include ``allocate`` (:mod:`~gangsched.core.deadlock`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ without the ``enqueue`` action, after a quota was lowered, or when other pods to
 cluster's free capacity while two gangs were half placed.
 
 Detection is the safety test of the Banker's algorithm, with gangs as the processes, run
-at the end of ``allocate`` in every cycle that has two or more *partial* gangs:
+after the cycle's actions (when ``allocate`` is one of them: a deadlock can only come from
+placements) in every cycle that has two or more *partial* gangs:
 
 * a partial gang holds part of its minimum and is still collecting the rest: an admitted
   Application, not yet reserved, with some placeholder (or running member) allocated; a
@@ -347,6 +348,21 @@ def choose(s: Scheduler, deadlock: Deadlock, pool: Pool) -> list[Gang]:
         else:
             break
     return victims
+
+
+ROUNDS = 3
+"""Break, re-allocate, and test again at most this often in one cycle."""
+
+
+def after_actions(s: Scheduler, now: float) -> None:
+    """Once the configured actions have run (when ``allocate`` is one of them): break any
+    deadlock, and let the others take at once what PodGroup victims held in the core."""
+    if "allocate" not in s.config.actions:
+        return
+    for _ in range(ROUNDS):
+        if not break_deadlocks(s, now):
+            return
+        s.allocate(now)
 
 
 def break_deadlocks(s: Scheduler, now: float) -> bool:

@@ -15,10 +15,13 @@ Usage::
    the placeholder's node (or any node that fits); the room freed by preemption victims
    is held for their preemptor, which is placed first once they are all gone
    (:mod:`~gangsched.core.evictions`);
-3. allocation, queue by queue in the queue's sort order: placeholders, real pods (which
-   take a placeholder of their task group when there is one), PodGroup members (bound
-   only when the whole GangGroup is assumed), and ordinary pods;
-4. state progress (Starting -> Running -> Waiting) and status for what changed.
+3. the configured actions, in order (:mod:`~gangsched.core.actions`; by default
+   enqueue, allocate, backfill, preempt, reclaim). ``allocate`` goes queue by queue in
+   the queue's sort order: placeholders, real pods (which take a placeholder of their
+   task group when there is one), PodGroup members (bound only when the whole GangGroup
+   is assumed), and ordinary pods;
+4. deadlock breaking between partial gangs (:mod:`~gangsched.core.deadlock`);
+5. state progress (Starting -> Running -> Waiting) and status for what changed.
 
 The same sequence of observations and ``now`` values always gives the same decisions:
 every collection is iterated in a defined order and ties are broken by
@@ -381,6 +384,7 @@ class Scheduler:
         swap_logic.complete_swaps(self, now)
         eviction_logic.first_go(self, now)
         actions.run(self, now)
+        deadlock_logic.after_actions(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
         status_logic.emit(self, now)
@@ -421,5 +425,3 @@ class Scheduler:
 @actions.action("allocate")
 def _allocate_action(s: Scheduler, now: float) -> None:
     s.allocate(now)
-    if deadlock_logic.break_deadlocks(s, now):
-        s.allocate(now)  # what the victims held in the core goes to the others at once
