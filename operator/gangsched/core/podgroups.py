@@ -232,6 +232,15 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
     if all(g.failed_epoch == s.cluster.free_epoch for g in gang):
         return
     pending = _pending_by_group(s, gang)
+    ended = next((g for g in gang if g.timed_out or g.spec.invalid), None)
+    if ended is not None:  # the GangGroup can never bind: hold nothing for it
+        for g in gang:
+            if g.assumed and g.spec.mode is GangMode.NON_STRICT:
+                _release_assumed(s, g)
+            _mark_all(s, pending.get(g.spec.key, []), "GangTimedOut",
+                      f"PodGroup {ended.spec.key} of the GangGroup ended: "
+                      f"{ended.message or ended.spec.invalid}")
+        return
     for g in gang:
         _assume(s, g, pending.get(g.spec.key, []), now)
     placed = {g.spec.key: len(g.assumed) + _bound(s, g) for g in gang}
