@@ -71,8 +71,7 @@ def test_the_classic_case_three_gangs_of_five_in_ten_slots() -> None:
                                     "default/c (4/5): each holds part of its minimum and, "
                                     "with what is free (queue q), no order lets them all "
                                     "complete; gave back 3 assumed members")
-    notes = {e.target.name for e in w.events if e.reason == "DeadlockBroken"
-             and e.type is EventType.NORMAL}
+    notes = {e.target.name for e in w.events if e.reason == "DeadlockResolved"}
     assert notes == {"a", "c"}
     status = w.group_status[GroupKey("default/b")]
     assert (status.phase, status.reason, status.assumed) == ("Pending", "DeadlockVictim", 0)
@@ -171,7 +170,7 @@ def test_a_ganggroup_is_released_whole() -> None:
     w.step(0)
     assert [e.target.name for e in broken(w.events)] == ["ps", "workers"]
     assert "default/ps (4/5) was released" in next(
-        e.message for e in w.events if e.reason == "DeadlockBroken" and e.target.name == "a")
+        e.message for e in w.events if e.reason == "DeadlockResolved" and e.target.name == "a")
     for name in ("ps", "workers"):
         assert w.group_status[GroupKey(f"default/{name}")].phase == "Pending"
     more(w, "a", 2)

@@ -69,3 +69,45 @@ def test_a_small_generated_day_runs() -> None:
     summary = results.summarise(out)
     assert summary.completed > summary.jobs // 2
     assert out.end == 86_400
+
+
+def _run(name: str, actions: tuple[str, ...] | None = None) -> runner.RunOutput:
+    workload = parse.load(str(EXAMPLES / name))
+    if actions is not None:
+        workload = runner.with_actions(workload, actions)
+    (out,) = runner.run_all(workload, ["gangsched"])
+    return out
+
+
+def _start(out: runner.RunOutput, job: str) -> float | None:
+    return next(run.first_gang_start for run in out.jobs if run.job.name == job)
+
+
+def test_deadlock_one_victim_at_once_and_every_gang_completes() -> None:
+    out = _run("deadlock.yaml")
+    summary = results.summarise(out)
+    assert summary.completed == 3 and summary.counters["deadlockVictims"] == 1
+    assert (_start(out, "mpi-a"), _start(out, "mpi-c")) == (20, 22)
+    victim = _start(out, "mpi-b")
+    assert victim is not None and victim >= 300  # after the others left room
+    # With enqueue the third gang is not let in: no deadlock forms.
+    out = _run("deadlock.yaml", ("enqueue", "allocate", "backfill"))
+    assert results.summarise(out).counters["deadlockVictims"] == 0
+
+
+def test_starving_gang_starts_once_nodes_are_reserved_for_it() -> None:
+    out = _run("starving-gang.yaml")
+    assert results.summarise(out).counters["nodeReservations"] == 1
+    started = _start(out, "train")
+    assert started is not None and started < 900 + 300 + 600  # elected, then drained
+    out = _run("starving-gang.yaml", ("enqueue", "allocate", "backfill"))
+    starved = _start(out, "train")
+    assert starved is not None and starved > 3600  # only once the stream of jobs ended
+
+
+def test_enqueue_holds_no_idle_placeholders_and_backfill_places_best_effort_pods() -> None:
+    out = _run("enqueue-backfill.yaml")
+    assert results.summarise(out).placeholder_cpu_seconds == 0
+    assert _start(out, "monitor") == 30  # placed at once on a full cluster
+    out = _run("enqueue-backfill.yaml", ("allocate", "backfill"))
+    assert results.summarise(out).placeholder_cpu_seconds > 0

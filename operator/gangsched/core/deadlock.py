@@ -40,7 +40,7 @@ back to the queue (an Application stays ``Accepted`` but no longer admitted, a P
 goes back to ``Pending``), and is not admitted again for ``deadlock_backoff`` seconds. It
 reports ``reason: DeadlockVictim`` with a message naming the others, a ``Deadlock``
 blocking reason, and a ``DeadlockBroken`` Warning event; each of the others gets a
-``DeadlockBroken`` Normal event naming the victim.
+``DeadlockResolved`` Normal event naming the victim.
 
 Cost: O(G^2 x R x D) for the test, G partial gangs, R resource names, D queue depth, and
 O(G) tests when looking for a victim: O(G^3 x R x D) in a cycle that breaks a deadlock,
@@ -393,7 +393,7 @@ def _release(s: Scheduler, victim: Gang, others: list[Gang], blockers: tuple[str
                "blockedBy": scope, "retryAfterSeconds": f"{s.config.deadlock_backoff:g}"}
     for other in others:
         for target in _targets(other):
-            s.event(target, EventType.NORMAL, "DeadlockBroken",
+            s.event(target, EventType.NORMAL, "DeadlockResolved",
                     f"{victim.describe()} was released to break a deadlock with this gang; "
                     f"its {amount} goes to the others")
     if victim.app is not None:

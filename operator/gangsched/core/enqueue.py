@@ -18,7 +18,8 @@ its ``minResources`` plus one pod slot per ``minMember`` (a GangGroup enters as 
 
 Held, an Application stays ``Accepted`` with no placeholders, and each task group's
 ``blockingReason`` says why (``QueueQuota`` or ``Capacity``, with the numbers); a PodGroup
-stays ``Pending`` with its ``blockingReason``, and no member is assumed. Passing, the
+stays ``Pending`` with reason ``NotEnqueued`` and its ``blockingReason``, and no member is
+assumed. Passing, the
 Application is *admitted* (its placeholders are created in the same cycle) and the
 PodGroup becomes ``Inqueue``; either earmarks what it still needs in its queue until it
 holds it. A held gang blocks nothing: a later gang that fits passes (a starving gang is
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
 
 NAME = "enqueue"
+NOT_ENQUEUED = "NotEnqueued"
+"""The reason of a PodGroup held ``Pending`` by enqueue (its message says why)."""
 
 
 def enabled(s: Scheduler) -> bool:
@@ -288,9 +291,13 @@ def _enqueue_groups(s: Scheduler, gang: list[GroupRuntime], budget: Budget,
                 if g.blocking != blocking:
                     g.blocking = blocking
                     g.dirty = True
+                if g.reason in ("", NOT_ENQUEUED, "DeadlockVictim"):  # its backoff is over
+                    g.reason, g.message = NOT_ENQUEUED, blocking.message
         return
     for g in gang:
         g.inqueue = True
+        if g.reason in (NOT_ENQUEUED, "DeadlockVictim"):
+            g.reason = g.message = ""
         g.blocking = BlockingReason()
         g.failed_epoch = -1
         g.dirty = True

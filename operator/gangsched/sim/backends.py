@@ -185,7 +185,8 @@ class GangschedBackend:
             elif d.state == "Rejected":
                 self.counters["rejected"] += 1
                 self.verdicts.append((key, Outcome.REJECTED, d.message or d.reason))
-        self._actions_seen(key, d.reason, d.message, d.reserved_nodes, now, "app")
+        self._actions_seen(key, d.reason, d.message, d.reserved_nodes, now, "app",
+                           shown=previous != d.state)
         spec = self.world.apps.get(key)
         if spec is None or d.state in ("Completed", "Killed", "Rejected"):
             return
@@ -220,7 +221,8 @@ class GangschedBackend:
             elif d.phase == "Failed":
                 self.counters["rejected"] += 1
                 self.verdicts.append((key, Outcome.REJECTED, d.message or d.reason))
-        self._actions_seen(key, d.reason, d.message, d.reserved_nodes, now, "podgroup")
+        self._actions_seen(key, d.reason, d.message, d.reserved_nodes, now, "podgroup",
+                           shown=previous != d.phase)
         spec = self.world.groups.get(key)
         if spec is not None and d.schedule_start is not None and d.phase in ("Pending",
                                                                              "Inqueue",
@@ -234,15 +236,17 @@ class GangschedBackend:
                 self._deadline(since + self.config.starvation_threshold, now)
 
     def _actions_seen(self, key: str, reason: str, message: str, nodes: tuple[str, ...],
-                      now: float, kind: str) -> None:
-        """Timeline entries for what the actions did that no state change shows: a
-        deadlock victim, nodes reserved for a starving gang and given back."""
+                      now: float, kind: str, *, shown: bool) -> None:
+        """Timeline entries for what the actions did that no state change shows (``shown``:
+        this status changed the state, with its message): a deadlock victim, nodes
+        reserved for a starving gang and given back."""
         if reason != self.reason.get(key):
             self.reason[key] = reason
             if reason == "DeadlockVictim":
                 self.counters["deadlockVictims"] += 1
-                self.timeline.add(now, f"{kind} {_short(key)}", SOURCE,
-                                  f"deadlock victim: {message}")
+                if not shown:
+                    self.timeline.add(now, f"{kind} {_short(key)}", SOURCE,
+                                      f"deadlock victim: {message}")
         held = self.reserved.get(key, ())
         if nodes != held:
             self.reserved[key] = nodes
