@@ -6,7 +6,7 @@ import pytest
 from builders import make_app, make_group, make_node, make_pod, make_queue, res
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core.decisions import DeletePod, DeleteReason, EvictPod
-from gangsched.core.model import SchedulerConfig
+from gangsched.core.model import PodPhase, SchedulerConfig
 from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.shares import Claim, deserved, fill
@@ -163,6 +163,22 @@ def test_a_victim_queue_is_never_pushed_below_its_share() -> None:
     run(w, 20)
     assert asked(w) == {"a3", "b3"}  # one pod from each
     assert bound(w, "c-small") == {"c-small-0", "c-small-1"}
+
+
+def test_victims_are_looked_for_node_by_node_too() -> None:
+    # Newest first would take a3 (n0) and three of n1's: no node with 4 cpu free, and a
+    # may lose only 4 pods. Taking n1's four makes room.
+    w = world(make_queue("a"), make_queue("b"))
+    for name, node, creation in (("a0", "n0", 0), ("a1", "n0", 0), ("a2", "n0", 0),
+                                 ("a3", "n0", 5), ("a4", "n1", 1), ("a5", "n1", 2),
+                                 ("a6", "n1", 3), ("a7", "n1", 4)):
+        w.add_pod(make_pod(name, queue="a", node=node, creation=creation,
+                           phase=PodPhase.RUNNING))
+    w.settle(0)
+    gang(w, "job", "b", 2, cpu=2)
+    run(w)
+    assert asked(w) == {"a4", "a5", "a6", "a7"}
+    assert bound(w, "job-") == {"job-0", "job-1"}
 
 
 def test_reservations_of_gangs_that_have_not_started_go_first() -> None:

@@ -94,8 +94,8 @@ class Evictions:
         self.backoff: dict[str, float] = {}
         """Preemptor key -> no new plan before this time."""
         self.refusals: dict[str, int] = {}
-        self.tried: dict[tuple[str, str], tuple[object, ...]] = {}
-        """(action, preemptor key) -> the state in which no victims were enough."""
+        self.tried: dict[tuple[str, str], tuple[float, tuple[object, ...]]] = {}
+        """(action, preemptor key) -> when and in what state no victims were enough."""
         self.version = 0
         """Bumped whenever a plan starts or ends (victims marked or released)."""
 
@@ -120,28 +120,33 @@ class Evictions:
 
 
 def signature(s: Scheduler, now: float) -> tuple[object, ...]:
-    """What a fruitless search depends on: freed capacity, pods and their binds, plans,
-    time (refusals and backoffs expire). O(pods): computed once per action and cycle,
-    and again after a plan is made."""
+    """What a fruitless search depends on: freed capacity, pods and their binds, objects,
+    queue specs, plans. O(pods + queues): computed once per action and cycle, and again
+    after a plan is made."""
     assumed = sum(1 for ps in s.pods.values() if ps.assumed)
-    bucket = int(now // max(s.config.eviction_backoff, 1.0))
-    return (s.cluster.free_epoch, len(s.pods), len(s.pending), assumed,
-            s.evictions.version, bucket)
+    queues = tuple(sorted(s.queues.specs.items()))
+    return (s.cluster.free_epoch, len(s.pods), len(s.pending), assumed, len(s.apps),
+            len(s.groups), queues, s.evictions.version)
 
 
 def may_try(s: Scheduler, action: str, pre: Preemptor, now: float,
             state: tuple[object, ...]) -> bool:
-    """No open plan, no backoff, and ``state`` (a :func:`signature`) differs from the
-    last fruitless search's."""
+    """No open plan, no backoff, and something changed since the last fruitless search:
+    ``state`` (a :func:`signature`), or what the preemptor asks for; and in any case once
+    ``placeholder_retry`` seconds have passed (refusals expire, states move on)."""
     ev = s.evictions
     if pre.key in ev.plans or ev.backoff.get(pre.key, 0.0) > now:
         return False
-    return ev.tried.get((action, pre.key)) != state
+    last = ev.tried.get((action, pre.key))
+    if last is None or now - last[0] >= s.config.placeholder_retry:
+        return True
+    return last[1] != (state, pre.total, pre.priority)
 
 
-def fruitless(s: Scheduler, action: str, pre: Preemptor, state: tuple[object, ...]) -> None:
+def fruitless(s: Scheduler, action: str, pre: Preemptor, now: float,
+              state: tuple[object, ...]) -> None:
     """No set of victims was enough: do not search again until something changes."""
-    s.evictions.tried[(action, pre.key)] = state
+    s.evictions.tried[(action, pre.key)] = (now, (state, pre.total, pre.priority))
 
 
 # --- carrying a plan out --------------------------------------------------------------

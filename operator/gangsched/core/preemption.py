@@ -52,7 +52,7 @@ def preempt(s: Scheduler, now: float) -> None:
                                 f"in queue {pre.queue}")
             state = evictions.signature(s, now)
         elif chosen is None:
-            evictions.fruitless(s, evictions.PREEMPT, pre, state)
+            evictions.fruitless(s, evictions.PREEMPT, pre, now, state)
 
 
 def between_gangs(s: Scheduler, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:

@@ -71,7 +71,7 @@ def reclaim(s: Scheduler, now: float) -> None:
             for unit in chosen:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
         elif chosen is None:
-            evictions.fruitless(s, evictions.RECLAIM, pre, state)
+            evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
 
 
 def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:

@@ -24,10 +24,11 @@ placement and scoring as allocate, in the same order) and its queue quota allows
 then every unit that can be spared is dropped again, the most disruptive first (gangs,
 then pods, then reservations; larger first). What is left is *irreducible*: without any
 one victim, the preemptor would not fit. The search also runs with single pods before
-whole gangs, and lowest priority first, and the cheapest result wins (lowest highest
-priority, then fewest running pods, then fewest placeholders), so a whole gang is never
-taken where one pod above ``minMember`` would do. Nothing changes until the caller
-decides.
+whole gangs, lowest priority first, and one node's victims first (for the few nodes with
+the most room to win), and the cheapest result wins (lowest highest priority, then
+fewest running pods, then fewest placeholders, then the youngest), so a whole gang is
+never taken where one pod above ``minMember`` would do, nor pods spread over nodes where
+one node's would. Nothing changes until the caller decides.
 """
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ class Unit:
     """For a ``Pod`` unit above minMember: (gang key, group) whose surplus it draws on."""
     freed: dict[str, Resources] = field(default_factory=dict)
     """Capacity it frees, per node."""
+
+    @property
+    def ref(self) -> str:
+        """``namespace/name`` of the pod, or the gang key: the last tie-breaker."""
+        return self.pods[0].pod.ref if self.tier is Tier.POD and self.pods else self.key
 
     @property
     def size(self) -> Resources:
@@ -214,7 +220,7 @@ def pool(s: Scheduler, now: float) -> Pool:
         if ps.node is not None and _victim_ok(ps, now):
             units.append(_unit(Tier.POD, pod_key(uid), None, None, s.queue_of(ps) or "default",
                                ps.pod.priority, ps.pod.creation, [ps]))
-    units.sort(key=lambda u: (u.tier, u.priority, -u.creation, u.key))
+    units.sort(key=lambda u: (u.tier, u.priority, -u.creation, u.ref, u.key))
     return Pool(units, surplus)
 
 
@@ -315,10 +321,11 @@ def select(
     preemptor as it is. ``own_gang``: the preemptor's own gang's pods may be victims (a
     task taking a task's place); otherwise they never are.
 
-    The greedy search runs in three orders (the tiers as listed; single pods before whole
-    gangs; lowest priority first), each result is made irreducible, and the least costly
+    The greedy search runs in several orders (the tiers as listed; single pods before
+    whole gangs; lowest priority first; and, for the few nodes with the most room to win,
+    that node's victims first), each result is made irreducible, and the least costly
     wins: the lowest highest victim priority, then the fewest running pods, then the
-    fewest placeholders (ties: the first order)."""
+    fewest placeholders, then the youngest oldest victim (ties: the first order)."""
     scoring = scoring_for(s, pre)
     nodes = relevant_nodes(s, pre)
     total = pre.total
@@ -349,8 +356,12 @@ def select(
         if state.node.name in nodes:
             room = room + state.free.clamp_non_negative()
     best: list[Unit] | None = None
-    for order in _ORDERS:
-        chosen = _greedy(sorted(usable, key=order), fits, room, total, nodes, allowed)
+    rankings = [sorted(usable, key=order) for order in _ORDERS]
+    for node in _promising(s, rankings[0], nodes):  # the victims of one node first
+        rankings.append([u for u in rankings[0] if set(u.freed) == {node}]
+                        + [u for u in rankings[0] if set(u.freed) != {node}])
+    for ranked in rankings:
+        chosen = _greedy(ranked, fits, room, total, nodes, allowed)
         if chosen is None:
             continue
         for unit in sorted(chosen, key=_disruption, reverse=True):
@@ -388,29 +399,55 @@ def _greedy(ranked: list[Unit], fits: Callable[[list[Unit]], bool], room: Resour
     return None
 
 
+FOCUSED = 4
+"""How many nodes get a search that takes their own victims first."""
+
+
+def _promising(s: Scheduler, units: list[Unit], nodes: set[str]) -> list[str]:
+    """The relevant nodes with the most room (as a share of their allocatable) once their
+    own candidates are gone."""
+    room: dict[str, Resources] = {}
+    for unit in units:
+        if len(unit.freed) == 1:
+            (node,) = unit.freed
+            if node in nodes:
+                room[node] = room.get(node, Resources.ZERO) + unit.freed[node]
+    ranked = []
+    for node, amount in room.items():
+        state = s.cluster.nodes.get(node)
+        if state is not None:
+            total = amount + state.free.clamp_non_negative()
+            alloc = state.node.allocatable
+            share = sum(v / alloc.get(n) for n, v in total.items() if alloc.get(n) > 0)
+            ranked.append((-share, node))
+    return [node for _, node in sorted(ranked)[:FOCUSED]]
+
+
 _TIER_RANK = {Tier.RESERVATION: 0, Tier.POD: 1, Tier.GANG: 2}
 _ORDERS: tuple[Callable[[Unit], tuple[object, ...]], ...] = (
-    lambda u: (u.tier, u.priority, -u.creation, u.key),
-    lambda u: (_TIER_RANK[u.tier], u.priority, -u.creation, u.key),
-    lambda u: (u.priority, u.tier, -u.creation, u.key),
+    lambda u: (u.tier, u.priority, -u.creation, u.ref, u.key),
+    lambda u: (_TIER_RANK[u.tier], u.priority, -u.creation, u.ref, u.key),
+    lambda u: (u.priority, u.tier, -u.creation, u.ref, u.key),
 )
 """Victim orders tried: the tiers as listed; single pods before whole gangs; lowest
-priority first. Within each: lower priority first, then the newest (least work lost)."""
+priority first. Within each: lower priority first, then the newest (least work lost),
+then by name."""
 
 
-def _cost(units: list[Unit]) -> tuple[int, int, int]:
+def _cost(units: list[Unit]) -> tuple[float, ...]:
     """What a set of victims costs: its highest priority, its running pods, its
-    placeholders."""
+    placeholders, and how old its oldest pod is (the newer, the less work is lost)."""
     pods = [ps for u in units for ps in u.pods]
     return (max((u.priority for u in units), default=0),
             sum(1 for ps in pods if not ps.pod.placeholder),
-            sum(1 for ps in pods if ps.pod.placeholder))
+            sum(1 for ps in pods if ps.pod.placeholder),
+            -min((ps.pod.creation for ps in pods), default=0.0))
 
 
 def _disruption(unit: Unit) -> tuple[int, int, int, str]:
     """How much losing ``unit`` costs: running gangs most, then pods, then reservations."""
     rank = {Tier.GANG: 2, Tier.POD: 1, Tier.RESERVATION: 0}[unit.tier]
-    return (rank, len(unit.pods), sum(a for n, a in unit.size.items() if n != PODS), unit.key)
+    return (rank, len(unit.pods), sum(a for n, a in unit.size.items() if n != PODS), unit.ref)
 
 
 def within_budget(pool_: Pool, joining: Mapping[tuple[str, str], int] | None = None) -> Allowed:

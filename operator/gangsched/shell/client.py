@@ -195,6 +195,22 @@ class KubeClient:
                 "preconditions": {"uid": uid}}
         await self.request("DELETE", resource_path("", "v1", "pods", namespace, name), body=body)
 
+    async def evict_pod(self, namespace: str, name: str, uid: str) -> None:
+        """POST pods/<name>/eviction (``policy/v1`` Eviction) with a UID precondition.
+
+        The API server deletes the pod unless a PodDisruptionBudget forbids it: 429. 404:
+        the pod is gone; 409: the name now belongs to another pod (the UID differs). The
+        pod's own termination grace period applies.
+        """
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        await self.request("POST", resource_path("", "v1", "pods", namespace, name) + "/eviction",
+                           body=body)
+
     async def patch(self, group: str, version: str, plural: str, namespace: str | None,
                     name: str, body: JSON, *, subresource: str = "",
                     content_type: str = MERGE_PATCH) -> JSON:

@@ -12,10 +12,12 @@ clock's ``now`` and hands each decision to an executor. The loop itself never aw
 the API server.
 
 Failures: a failed bind goes back to the core (``BindFailed``), which also asks again
-for placeholders and deletions that do not happen. What the core does not ask for again
-(a pod's PodScheduled condition, a pods-first Application) is retried here on transient
-errors, with a backoff. Only the Lease holder observes and cycles: a replica that takes
-over lists everything first, like a restarted one.
+for placeholders and deletions that do not happen. An eviction the API server refuses
+(429: a PodDisruptionBudget) or that fails goes back as ``EvictionFailed``; one whose
+pod is gone (404) or was replaced under its name (409) needs nothing. What the core
+does not ask for again (a pod's PodScheduled condition, a pods-first Application) is
+retried here on transient errors, with a backoff. Only the Lease holder observes and
+cycles: a replica that takes over lists everything first, like a restarted one.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from gangsched.core.decisions import (
     Decision,
     DeletePod,
     DeleteReason,
+    EvictPod,
     PodPending,
     RecordEvent,
     SetAppStatus,
@@ -47,6 +50,7 @@ from gangsched.core.observations import (
     AppGone,
     AppObserved,
     BindFailed,
+    EvictionFailed,
     NodeGone,
     NodeObserved,
     Observation,
@@ -440,6 +444,8 @@ class Runtime:
                        functools.partial(self._create_placeholder, d))
         elif isinstance(d, DeletePod):
             self._once(("delete", d.uid), functools.partial(self._delete, d))
+        elif isinstance(d, EvictPod):
+            self._once(("evict", d.uid), functools.partial(self._evict, d))
         elif isinstance(d, PodPending):
             self._pending(d, now)
         elif isinstance(d, SetAppStatus):
@@ -547,6 +553,21 @@ class Runtime:
         level = logging.DEBUG if d.reason is DeleteReason.PLACEHOLDER_REPLACED else logging.INFO
         log.log(level, "deleted pod %s/%s: %s: %s", d.namespace, d.name, d.reason, d.message,
                 extra=fields)
+
+    async def _evict(self, d: EvictPod) -> None:
+        """Evict through the Eviction API, so that PodDisruptionBudgets are respected."""
+        fields = {"pod": f"{d.namespace}/{d.name}", "reason": d.reason}
+        try:
+            await self.client.evict_pod(d.namespace, d.name, d.uid)
+        except ApiError as err:
+            if err.code in (404, 409):
+                return  # gone already, or another pod has the name now: nothing to evict
+            log.warning("evicting pod %s/%s (%s) failed: %s", d.namespace, d.name, d.reason,
+                        err, extra={**fields, "code": err.code})
+            self.submit(EvictionFailed(d.uid, err.code, err.message or err.reason))
+            return
+        log.info("evicted pod %s/%s: %s: %s", d.namespace, d.name, d.reason, d.message,
+                 extra=fields)
 
     def _pending(self, d: PodPending, now: float) -> None:
         """Write the PodScheduled=False condition (retried on transient errors until
