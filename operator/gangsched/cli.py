@@ -77,6 +77,16 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--actions", type=_actions, metavar="A,B,...",
                      help="the scheduler's actions, in order (default "
                           "enqueue,allocate,backfill,preempt,reclaim; also elect,reserve)")
+    run.add_argument("--overcommit-factor", type=_positive, metavar="X",
+                     help="enqueue admits gangs that fit allocatable x X (default 1.0)")
+    run.add_argument("--starvation-threshold", type=_non_negative, metavar="SECONDS",
+                     help="elect: a gang waiting this long may get nodes reserved "
+                          "(default 300)")
+    run.add_argument("--reservation-timeout", type=_positive, metavar="SECONDS",
+                     help="reserve: nodes are given back after this at the latest "
+                          "(default 600)")
+    run.add_argument("--deadlock-backoff", type=_non_negative, metavar="SECONDS",
+                     help="a deadlock victim is not admitted again before this (default 60)")
     run.set_defaults(func=cmd_run)
 
 
@@ -150,6 +160,13 @@ def _port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {value}")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
     return value
 
 

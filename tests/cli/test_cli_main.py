@@ -29,6 +29,9 @@ def test_help_everywhere(argv: list[str], capsys: pytest.CaptureFixture[str]) ->
         pytest.param(["simulate", "w.yaml", "--write-workload", "x.yaml"], id="write-no-gen"),
         pytest.param(["simulate", "--generate", "day", "--nodes", "0"], id="zero-nodes"),
         pytest.param(["simulate", "w.yaml", "--timeline", "some"], id="bad-limit"),
+        pytest.param(["simulate", "w.yaml", "--actions", "allocate,fly"], id="unknown-action"),
+        pytest.param(["run", "--actions", "elect,allocate"], id="elect-without-reserve"),
+        pytest.param(["run", "--overcommit-factor", "0"], id="zero-overcommit"),
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,3 +120,17 @@ def test_python_dash_m_without_arguments_runs_the_operator(
         runpy.run_module("gangsched", run_name="__main__")
     assert done.value.code == 0
     assert len(calls) == 1 and isinstance(calls[0], argparse.Namespace)
+
+
+def test_run_hands_the_scheduler_actions_to_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+    _fake_shell(monkeypatch, calls)
+    code = cli.main(["run", "--actions", "enqueue, elect,allocate,reserve",
+                     "--overcommit-factor", "1.5", "--starvation-threshold", "120",
+                     "--reservation-timeout", "900", "--deadlock-backoff", "30"])
+    assert code == 0
+    (args,) = calls
+    assert isinstance(args, argparse.Namespace)
+    assert args.actions == ("enqueue", "elect", "allocate", "reserve")
+    assert (args.overcommit_factor, args.starvation_threshold, args.reservation_timeout,
+            args.deadlock_backoff) == (1.5, 120.0, 900.0, 30.0)

@@ -151,10 +151,17 @@ def run_operator(args: argparse.Namespace) -> int:
     metrics_port = getattr(args, "metrics_port", None)
     if metrics_port is not None:
         settings = dataclasses.replace(settings, metrics_port=metrics_port)
-    actions = getattr(args, "actions", None)
-    if actions is not None:
+    core: dict[str, object] = {}
+    for flag, field_name in (("actions", "actions"), ("overcommit_factor", "overcommit_factor"),
+                             ("starvation_threshold", "starvation_threshold"),
+                             ("reservation_timeout", "reservation_timeout"),
+                             ("deadlock_backoff", "deadlock_backoff")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            core[field_name] = value
+    if core:
         settings = dataclasses.replace(
-            settings, core=dataclasses.replace(settings.core, actions=tuple(actions)))
+            settings, core=dataclasses.replace(settings.core, **core))  # type: ignore[arg-type]
 
     async def main() -> None:
         stop = asyncio.Event()
