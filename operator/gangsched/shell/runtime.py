@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from gangsched.core.decisions import (
+    AnnotateNode,
     BindPod,
     CreatePlaceholder,
     Decision,
@@ -119,6 +120,9 @@ class Runtime:
         self.in_flight: set[tuple[str, str]] = set()
         """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
         core asks again for one not seen in time, which must not queue a duplicate."""
+        self.annotations: dict[tuple[str, str], str | None] = {}
+        """(node, key) -> the value the core last asked for (None: removed), while a patch
+        of that annotation is queued or under way."""
         self.status = StatusWriter(client, self.settings.status_interval)
         self.events = EventRecorder(client)
         self.pods_first_tried: dict[str, str] = {}
@@ -446,6 +450,10 @@ class Runtime:
             self._once(("delete", d.uid), functools.partial(self._delete, d))
         elif isinstance(d, EvictPod):
             self._once(("evict", d.uid), functools.partial(self._evict, d))
+        elif isinstance(d, AnnotateNode):
+            self.annotations[(d.node, d.key)] = d.value
+            self._once(("annotate", f"{d.node}/{d.key}"),
+                       functools.partial(self._annotate, d.node, d.key))
         elif isinstance(d, PodPending):
             self._pending(d, now)
         elif isinstance(d, SetAppStatus):
@@ -568,6 +576,30 @@ class Runtime:
             return
         log.info("evicted pod %s/%s: %s: %s", d.namespace, d.name, d.reason, d.message,
                  extra=fields)
+
+    async def _annotate(self, node: str, key: str) -> None:
+        """Merge-patch a node annotation until it is what the core last asked for: a later
+        decision for the same annotation (a reservation given back right after it was
+        made) may arrive while a patch is under way, and must not be overtaken by it. A
+        node that is gone (404) needs nothing; other errors are logged and dropped (the
+        annotation is for people to read, nothing depends on it)."""
+        fields = {"node": node}
+        while True:
+            value = self.annotations.get((node, key))
+            try:
+                await self.client.patch("", "v1", "nodes", None, node,
+                                        {"metadata": {"annotations": {key: value}}})
+            except ApiError as err:
+                if err.code != 404:
+                    log.warning("annotating node %s (%s=%s) failed: %s", node, key, value, err,
+                                extra={**fields, "code": err.code})
+                self.annotations.pop((node, key), None)
+                return
+            if self.annotations.get((node, key)) == value:
+                self.annotations.pop((node, key), None)
+                log.info("node %s: %s %s", node, key,
+                         "removed" if value is None else f"set to {value}", extra=fields)
+                return
 
     def _pending(self, d: PodPending, now: float) -> None:
         """Write the PodScheduled=False condition (retried on transient errors until

@@ -1,0 +1,81 @@
+"""Elect, reserve and enqueue through the real operator and the fake API server.
+
+A starving gang gets nodes reserved: the nodes carry the ``gangsched.io/reserved-for``
+annotation (a merge patch of the node), the Application's status names them and when they
+are given back, and Events say so; once the gang fits, the annotations are removed.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+from gangsched.core.elect import ANNOTATION
+from gangsched.core.model import SchedulerConfig
+from shellkit import (
+    FakeClock,
+    OperatorUnderTest,
+    application,
+    events,
+    group,
+    new_cluster,
+    pod,
+    status_of,
+    wait_for,
+)
+
+pytestmark = pytest.mark.asyncio
+
+ELECT = SchedulerConfig(actions=("enqueue", "elect", "allocate", "backfill", "reserve"),
+                        starvation_threshold=10, reservation_timeout=600)
+
+
+def annotations(api: Any) -> dict[str, str]:
+    """node -> the gang it is reserved for, for every annotated node."""
+    found = {}
+    for node in api.list("nodes", None):
+        value = ((node.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+        if value:
+            found[node["metadata"]["name"]] = value
+    return found
+
+
+async def test_nodes_reserved_for_a_starving_gang_are_annotated_and_given_back(
+    fake_api_factory: Any, tmp_path: pathlib.Path
+) -> None:
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=2)
+    clock = FakeClock()
+    op = await OperatorUnderTest(api, kubeconfig, clock, core=ELECT).start()
+    try:
+        api.create(pod("hog", cpu="3"))
+        await wait_for(lambda: api.get("pods", "default", "hog")["spec"].get("nodeName"),
+                       what="hog bound")
+        api.create(application("big", [group("w", 2, cpu="3")]))
+        await wait_for(lambda: (status_of(api, "applications", "default", "big")
+                                .get("taskGroups") or [{}])[0].get("blockingReason", {})
+                       .get("reason") == "Capacity", what="big held by enqueue")
+        assert annotations(api) == {}
+        await op.advance(11)
+        await wait_for(lambda: annotations(api) == {"node-0": "default/big",
+                                                    "node-1": "default/big"},
+                       what="both nodes annotated")
+        status = await wait_for(lambda: status_of(api, "applications", "default", "big")
+                                if status_of(api, "applications", "default", "big")
+                                .get("reservedNodes") else None, what="reservedNodes")
+        assert status["reservedNodes"] == ["node-0", "node-1"]
+        assert status["reservationExpiry"]
+        [event] = events(api, reason="NodesReserved", regarding="big")
+        assert "node-0, node-1 are reserved for this gang" in event["note"]
+        api.finish_pod("default", "hog")  # the node drains: the gang fits
+        await wait_for(lambda: status_of(api, "applications", "default", "big")
+                       .get("reserved") == "2/2", what="big reserved")
+        await op.settle()
+        await wait_for(lambda: annotations(api) == {}, what="annotations removed")
+        assert "reservedNodes" not in {k for k, v in
+                                       status_of(api, "applications", "default", "big").items()
+                                       if v is not None}
+        await wait_for(lambda: events(api, reason="ReservationReleased", regarding="big"),
+                       what="ReservationReleased")
+    finally:
+        await op.kill()
