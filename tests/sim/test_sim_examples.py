@@ -111,3 +111,31 @@ def test_enqueue_holds_no_idle_placeholders_and_backfill_places_best_effort_pods
     assert _start(out, "monitor") == 30  # placed at once on a full cluster
     out = _run("enqueue-backfill.yaml", ("allocate", "backfill"))
     assert results.summarise(out).placeholder_cpu_seconds > 0
+
+
+def test_preempt_and_reclaim_take_only_what_they_need_and_every_job_completes() -> None:
+    out = _run("preempt-reclaim.yaml")
+    summary = results.summarise(out)
+    assert summary.completed == summary.jobs == 6
+    assert summary.counters["reclaims"] == 1 and summary.counters["preemptions"] == 1
+    assert summary.counters["evictions"] == 3  # one ETL worker for spark, two for urgent
+    assert (_start(out, "spark"), _start(out, "urgent")) == (305, 600)
+    notes = [entry.text for entry in out.timeline.entries]
+    assert any(text.startswith("Reclaimed: the gang's reservation (4 placeholders) was "
+                               "released") for text in notes)
+    # Without the actions, both wait for the ETL gangs to finish.
+    out = _run("preempt-reclaim.yaml", ("enqueue", "allocate", "backfill"))
+    start = _start(out, "spark")
+    assert start is not None and start >= 1800
+
+
+def test_spark_deadlock_with_reclaim_completes_with_no_gang_timing_out() -> None:
+    workload = parse.load(str(EXAMPLES / "spark-deadlock-reclaim.yaml"))
+    gang, naive = runner.run_all(workload, ["gangsched", "naive"])
+    summary = results.summarise(gang)
+    assert summary.completed == summary.jobs == 17
+    assert summary.job_timeouts == 0
+    assert summary.counters["placeholderTimeouts"] == 0
+    assert summary.counters["reclaims"] >= 8  # two Spark gangs at a time take room back
+    # Pod by pod, the drivers take the room batch leaves and wait for executors forever.
+    assert results.summarise(naive).outcomes["timedOut"] == 16

@@ -87,8 +87,8 @@ def demand(s: Scheduler, now: float) -> dict[str, Resources]:
                 counted.add(key)
     for uid in s.pending:
         ps = s.pods[uid]
-        if ps.pod.placeholder and ps.pod.app in counted:
-            continue
+        if ps.pod.app in counted:
+            continue  # a gang not reserved asks for its placeholders, not its pods
         queue = s.queue_of(ps)
         if queue is not None and not ps.pod.invalid:
             add(queue, ps.request)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 from typing import Protocol
 
-from gangsched.core.decisions import SetAppStatus, SetPodGroupStatus
+from gangsched.core.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -37,6 +37,9 @@ from gangsched.sim.timeline import Timeline
 from gangsched.sim.world import PodListener, World
 
 SOURCE = "gangsched"
+PREEMPTION_EVENTS = frozenset({"Preempting", "Preempted", "Reclaimed", "PreemptionFailed",
+                               "PreemptionTimedOut"})
+"""Events of the preempt and reclaim actions, shown in the timeline."""
 
 
 class Backend(Protocol):
@@ -87,7 +90,8 @@ class GangschedBackend:
         self.decisions = 0
         self.verdicts: list[tuple[str, Outcome, str]] = []
         self.counters = {"placeholderTimeouts": 0, "killed": 0, "rejected": 0,
-                         "podGroupTimeouts": 0, "deadlockVictims": 0, "nodeReservations": 0}
+                         "podGroupTimeouts": 0, "deadlockVictims": 0, "nodeReservations": 0,
+                         "preemptions": 0, "reclaims": 0, "evictions": 0}
         self.expired: dict[str, float] = {}
         """When the nodes reserved for a gang were given back: its wait counts from there."""
         self.queues: dict[str, QueueSpec] = {}
@@ -151,6 +155,22 @@ class GangschedBackend:
                 self._app_status(d, now)
             elif isinstance(d, SetPodGroupStatus):
                 self._group_status(d, now)
+            elif isinstance(d, EvictPod):
+                self.counters["evictions"] += 1
+            elif isinstance(d, RecordEvent) and d.reason in PREEMPTION_EVENTS:
+                self._preemption(d, now)
+
+    def _preemption(self, d: RecordEvent, now: float) -> None:
+        """Count plans by action and show them, their victims' owners and their failures
+        in the timeline (victim pods of a gang are told about on its object)."""
+        target = d.target
+        if d.reason == "Preempting":
+            self.counters["reclaims" if d.message.startswith("reclaim") else "preemptions"] += 1
+        elif d.reason in ("Preempted", "Reclaimed") and target.kind == "Pod":
+            return
+        kind = {"Application": "app", "PodGroup": "podgroup"}.get(target.kind, "pod")
+        name = _short(f"{target.namespace}/{target.name}")
+        self.timeline.add(now, f"{kind} {name}", SOURCE, f"{d.reason}: {d.message}")
 
     def next_deadline(self) -> float | None:
         return self._deadlines[0] if self._deadlines else None

@@ -28,11 +28,11 @@ TOP = ("settings", "nodes", "queues", "applications", "podGroups", "pods", "even
 SETTINGS = ("until", "gcAfterSeconds", "scheduler")
 SCHEDULER = ("sampleSize", "gangScoring", "podScoring", "defaultQueuePolicy", "actions",
              "overcommitFactor", "starvationThresholdSeconds", "reservationTimeoutSeconds",
-             "deadlockBackoffSeconds")
+             "deadlockBackoffSeconds", "nominationTimeoutSeconds", "evictionBackoffSeconds")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
         "taints")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
-         "stateAwareTimeoutSeconds")
+         "stateAwareTimeoutSeconds", "weight", "reclaimable")
 EVENT = ("at", "nodeDown", "nodeUp", "podFails")
 
 
@@ -122,6 +122,10 @@ class _Builder:
                                                  config.reservation_timeout, positive=True),
                     deadlock_backoff=r.number(sched, spath, "deadlockBackoffSeconds",
                                               config.deadlock_backoff),
+                    nomination_timeout=r.number(sched, spath, "nominationTimeoutSeconds",
+                                                config.nomination_timeout, positive=True),
+                    eviction_backoff=r.number(sched, spath, "evictionBackoffSeconds",
+                                              config.eviction_backoff, positive=True),
                 )
         return Settings(until, gc_after, config)
 
@@ -202,12 +206,24 @@ class _Builder:
                 sort_policy=r.choice(obj, path, "sortPolicy", enum_parser(SortPolicy),
                                      SortPolicy.FIFO),
                 state_aware_timeout=r.number(obj, path, "stateAwareTimeoutSeconds", 300.0),
+                weight=r.integer(obj, path, "weight", 1, minimum=1),
+                reclaimable=self.flag(obj, path, "reclaimable", True),
             ))
         for queue in queues:
             if queue.parent is not None and queue.parent not in paths:
                 r.fail((*paths[queue.name], "parent"),
                        f'no queue named "{queue.parent}" is defined')
         return queues
+
+    def flag(self, obj: Mapping[str, object], path: Path, key: str, default: bool) -> bool:
+        """A boolean (``true``/``false``); anything else is an error and gives ``default``."""
+        value = obj.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.r.fail((*path, key), f"must be true or false, got {value!r}")
+            return default
+        return value
 
     # --- jobs -----------------------------------------------------------------------------
 
