@@ -16,7 +16,7 @@ any command) the run is the same, on a fresh server (or a fresh namespace):
 2. ``backlog`` mode (the default): create ``--pods`` pending pods (plain, or gangs of
    ``--gang-size``: one Application with one task group per gang), then start the
    scheduler. ``live`` mode: start the scheduler, wait until it is idle, then create
-   the pods while it runs;
+   the pods while it runs (``--rate`` pods per second, or as fast as can be);
 3. a separate watcher process records when it *receives* each pod's ADDED event and its
    first event with ``spec.nodeName`` (receive timestamps: ``creationTimestamp`` has
    one-second resolution), and each Application's ADDED event;
@@ -401,17 +401,30 @@ async def create_nodes(client: KubeClient, w: Workload, concurrency: int) -> Non
     await pool((functools.partial(one, i) for i in range(w.nodes)), concurrency)
 
 
-async def create_pods(client: KubeClient, w: Workload, ns: str, concurrency: int) -> None:
-    """Gang by gang: the Application, then its pods (the order a job controller uses)."""
+async def create_pods(client: KubeClient, w: Workload, ns: str, concurrency: int,
+                      rate: float = 0.0) -> None:
+    """Gang by gang: the Application, then its pods (the order a job controller uses).
+    With ``rate``, pods are created at that many per second (a gang's Application with
+    its first pod), else as fast as ``concurrency`` requests in flight go."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    def paced(i: int, job: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            if rate > 0:
+                await asyncio.sleep(max(0.0, start + i / rate - loop.time()))
+            await job()
+        return run
+
     def jobs() -> Iterable[Callable[[], Awaitable[None]]]:
         per = w.gang_size or w.pods
         for j in range(-(-w.pods // per)):
             if w.gang_size:
-                yield functools.partial(client.create, GROUP, VERSION, "applications", ns,
-                                        app_body(w, ns, j))  # type: ignore[arg-type]
+                yield paced(j * per, functools.partial(
+                    client.create, GROUP, VERSION, "applications", ns, app_body(w, ns, j)))
             for i in range(j * per, min(w.pods, (j + 1) * per)):
-                yield functools.partial(client.create, "", "v1", "pods", ns,
-                                        pod_body(w, ns, i))  # type: ignore[arg-type]
+                yield paced(i, functools.partial(client.create, "", "v1", "pods", ns,
+                                                 pod_body(w, ns, i)))
 
     await pool(jobs(), concurrency)
 
@@ -810,16 +823,23 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
                 before = await cluster.counters()
                 server_before = cluster.server_cpu()
                 t0 = time.monotonic()
-                await create_pods(client, w, cluster.namespace, args.concurrency)
+                await create_pods(client, w, cluster.namespace, args.concurrency, args.rate)
                 print(f"  [{run}] {w.pods} pods ({w.gangs} gangs) in "
                       f"{time.monotonic() - t0:.1f}s", flush=True)
             sampler = asyncio.create_task(sample_cpu(child, cluster, result.cpu_samples))
+            done = asyncio.create_task(watcher.expect("DONE", args.timeout))
+            exited = asyncio.create_task(child.proc.wait())
             try:
-                await watcher.expect("DONE", args.timeout)
-            except TimeoutError:
-                result.notes.append(f"timed out after {args.timeout}s")
+                await asyncio.wait({done, exited}, return_when=asyncio.FIRST_COMPLETED)
+                if not done.done():
+                    result.notes.append(f"the scheduler exited ({child.proc.returncode}) "
+                                        f"before every pod was bound: see {child.log_path}")
+                elif isinstance(done.exception(), TimeoutError):
+                    result.notes.append(f"timed out after {args.timeout}s")
             finally:
                 sampler.cancel()
+                done.cancel()
+                exited.cancel()
             result.cpu = child.cpu() - cpu_before
             after = await cluster.counters()
             server_after = cluster.server_cpu()
@@ -1010,6 +1030,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cpu", default="100m", help="each pod's cpu request")
     p.add_argument("--memory", default="256Mi", help="each pod's memory request")
     p.add_argument("--concurrency", type=int, default=64, help="creates in flight")
+    p.add_argument("--rate", type=float, default=0,
+                   help="live mode: create this many pods per second (0: as fast as can be)")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for binds")
     p.add_argument("--heartbeat", type=float, default=20,
                    help="real clusters: node Lease renewal period (0: none)")
