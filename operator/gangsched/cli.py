@@ -87,6 +87,12 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "(default 600)")
     run.add_argument("--deadlock-backoff", type=_non_negative, metavar="SECONDS",
                      help="a deadlock victim is not admitted again before this (default 60)")
+    run.add_argument("--nomination-timeout", type=_positive, metavar="SECONDS",
+                     help="preempt/reclaim: the room freed is held for the gang this long "
+                          "at most (default 300)")
+    run.add_argument("--eviction-backoff", type=_positive, metavar="SECONDS",
+                     help="preempt/reclaim: wait after a refused eviction; doubles up to 10x "
+                          "(default 30)")
     run.set_defaults(func=cmd_run)
 
 

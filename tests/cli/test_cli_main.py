@@ -134,3 +134,15 @@ def test_run_hands_the_scheduler_actions_to_the_shell(monkeypatch: pytest.Monkey
     assert args.actions == ("enqueue", "elect", "allocate", "reserve")
     assert (args.overcommit_factor, args.starvation_threshold, args.reservation_timeout,
             args.deadlock_backoff) == (1.5, 120.0, 900.0, 30.0)
+
+
+def test_run_hands_the_preemption_settings_to_the_shell(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+    _fake_shell(monkeypatch, calls)
+    code = cli.main(["run", "--actions", "enqueue,allocate,backfill,preempt,reclaim",
+                     "--nomination-timeout", "120", "--eviction-backoff", "10"])
+    assert code == 0
+    (args,) = calls
+    assert isinstance(args, argparse.Namespace)
+    assert args.actions == ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+    assert (args.nomination_timeout, args.eviction_backoff) == (120.0, 10.0)

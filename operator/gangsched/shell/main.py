@@ -155,7 +155,9 @@ def run_operator(args: argparse.Namespace) -> int:
     for flag, field_name in (("actions", "actions"), ("overcommit_factor", "overcommit_factor"),
                              ("starvation_threshold", "starvation_threshold"),
                              ("reservation_timeout", "reservation_timeout"),
-                             ("deadlock_backoff", "deadlock_backoff")):
+                             ("deadlock_backoff", "deadlock_backoff"),
+                             ("nomination_timeout", "nomination_timeout"),
+                             ("eviction_backoff", "eviction_backoff")):
         value = getattr(args, flag, None)
         if value is not None:
             core[field_name] = value
