@@ -955,6 +955,9 @@ def _self(role: str, args: argparse.Namespace, extra: list[str]) -> list[str]:
 
 
 async def main_async(args: argparse.Namespace) -> list[RunResult]:
+    main_task = asyncio.current_task()
+    if main_task is not None:  # SIGTERM: stop the processes we started, then exit
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
     w = Workload(args.nodes, args.pods, args.gang_size, args.cpu, args.memory,
                  args.scheduler_name)
     keep = args.log_dir is not None
