@@ -191,17 +191,18 @@ def _earmark(gang: Gang, queue: str) -> Resources:
 def partial_gangs(s: Scheduler) -> list[Gang]:
     """Every gang holding part of its minimum and collecting the rest, in key order."""
     found: list[Gang] = []
-    for key in sorted(s.apps):
-        rt = s.apps[key]
-        if (rt.spec.gang and rt.state is AppState.ACCEPTED and rt.admitted and not rt.reserved
-                and not rt.placeholders_expired and rt.timer_start is not None):
-            gang = _app_gang(s, rt)
-            if gang is not None:
-                found.append(gang)
+    apps = [key for key, rt in s.apps.items()
+            if rt.spec.gang and rt.state is AppState.ACCEPTED and rt.admitted and not rt.reserved
+            and not rt.placeholders_expired and rt.timer_start is not None]
+    for key in sorted(apps):
+        gang = _app_gang(s, s.apps[key])
+        if gang is not None:
+            found.append(gang)
     seen: set[str] = set()
-    for gkey in sorted(s.groups):
-        grt = s.groups[gkey]
-        if gkey in seen or not grt.assumed or grt.satisfied or grt.timed_out:
+    groups = [key for key, grt in s.groups.items()
+              if grt.assumed and not grt.satisfied and not grt.timed_out]
+    for gkey in sorted(groups):
+        if gkey in seen:
             continue
         unit = group_logic.gang_of(s, gkey)
         if isinstance(unit, str):

@@ -239,6 +239,8 @@ def _restore(s: Scheduler, now: float) -> None:
             s.node_reservation = NodeReservation(kind, key, owners, since, expiry,
                                                  now - _wait_start(rt), kept, kept)
             s.cluster.reserve(kept, owners, key)
+            for node in kept:  # idempotent: in case the annotation was lost meanwhile
+                s.out.append(AnnotateNode(node, ANNOTATION, key))
             rt.dirty = True
             continue
         keep = set(held.annotated) if held is not None else set()
