@@ -124,6 +124,8 @@ async def test_preempt_evicts_through_the_eviction_api_and_says_so(
             api.create(prioritised(f"low-{i}", "low"))
             await wait_for(lambda i=i: bound(api, f"low-{i}"), what=f"low-{i} bound")
         uids = {f"low-{i}": uid_of(api, f"low-{i}") for i in range(4)}
+        # Evictions take a moment, as a pod's termination does: the status shows it.
+        api.faults.add(method="POST", path_regex=r"/eviction$", delay=0.3)
         with recorded(op) as calls:
             api.create(gang_app("hi", 2, "high"))
             for body in members("hi", 2, "high"):
