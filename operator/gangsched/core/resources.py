@@ -26,6 +26,7 @@ Two "missing key" rules exist, and they differ on purpose (as in yunikorn-core's
 from __future__ import annotations
 
 import fractions
+import functools
 import math
 import re
 from collections.abc import Callable, ItemsView, Iterable, KeysView, Mapping, Sequence
@@ -154,8 +155,21 @@ def parse_resource(resource: str, text: str | int | float) -> int:
     """Parse a quantity given for ``resource`` and return it in integer units.
 
     Raises :class:`QuantityError` (naming the resource) for invalid syntax or a negative
-    value. See :func:`parse_quantity` and :func:`to_units`.
+    value. See :func:`parse_quantity` and :func:`to_units`. Results are memoised (typed,
+    so ``True`` is never taken for ``1``): pods repeat the same few quantities, and
+    parsing exactly with fractions is the costliest step of reading a pod.
     """
+    if isinstance(text, str | int | float):
+        return _parse_resource_cached(resource, text)
+    return _parse_resource(resource, text)
+
+
+@functools.lru_cache(maxsize=8192, typed=True)
+def _parse_resource_cached(resource: str, text: str | int | float) -> int:
+    return _parse_resource(resource, text)
+
+
+def _parse_resource(resource: str, text: str | int | float) -> int:
     try:
         value = parse_quantity(text)
     except QuantityError as error:
