@@ -24,24 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gangsched.core import constraints
+from gangsched.translate.fields import json_type as _json_type
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, list | tuple):
-        return "list"
-    return type(value).__name__
 
 
 def _wrong_type(expected: str, value: object, path: str) -> constraints.ConstraintError:
