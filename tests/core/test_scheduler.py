@@ -311,3 +311,28 @@ def test_an_invalid_pod_does_not_keep_its_app_running() -> None:
     w.step(1)
     w.step(6)
     assert w.app_state("default/a") == "Completed"
+
+
+@pytest.mark.parametrize("over, under", [
+    pytest.param("a", "b", id="over-share-queue-sorts-first"),
+    pytest.param("b", "a", id="over-share-queue-sorts-last"),
+])
+def test_freed_capacity_goes_to_the_queue_furthest_below_its_share(over: str,
+                                                                    under: str) -> None:
+    """With two queues waiting, the one below its deserved share is served first,
+    whatever the names' order: reclaim then has nothing to undo."""
+    w = SimWorld(config=SchedulerConfig(actions=("allocate",)))
+    w.add_node(make_node("n0", cpu=4))
+    w.add_queue(make_queue("a"))
+    w.add_queue(make_queue("b"))
+    for i in range(4):
+        w.add_pod(make_pod(f"{over}-run-{i}", cpu=1, queue=over, creation=i))
+    w.settle(0.0)
+    for i in range(2):
+        w.add_pod(make_pod(f"{over}-more-{i}", cpu=1, queue=over, creation=10 + i))
+        w.add_pod(make_pod(f"{under}-wait-{i}", cpu=1, queue=under, creation=20 + i))
+    w.settle(1.0)
+    w.finish(f"{over}-run-0")
+    w.settle(2.0)
+    assert w.pod(f"{under}-wait-0").node_name == "n0"
+    assert w.pod(f"{over}-more-0").node_name is None

@@ -40,7 +40,7 @@ import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
-from gangsched.core import actions
+from gangsched.core import actions, shares
 from gangsched.core import backfill as backfill  # registers the backfill action
 from gangsched.core import elect as elect  # registers the elect and reserve actions
 from gangsched.core import enqueue as enqueue  # registers the enqueue action
@@ -73,6 +73,7 @@ from gangsched.core.observations import (
     QueueObserved,
 )
 from gangsched.core.queues import QueueTree
+from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
 
 
@@ -391,6 +392,18 @@ class Scheduler:
         out, self.out = self.out, []
         return out
 
+    def _queue_order(self, queues: Iterable[str], now: float) -> list[str]:
+        """Queues furthest below their deserved share first, then by name.
+
+        Freed capacity then goes to the queue that deserves it before a queue already
+        above its share takes it back (which reclaim would only have to undo)."""
+        order = sorted(queues)
+        if len(order) < 2:
+            return order
+        deserved = shares.deserved(self, now)
+        return sorted(order, key=lambda q: (shares.ratio(self.queues.usage(q),
+                                                         deserved.get(q, Resources.ZERO)), q))
+
     def allocate(self, now: float) -> None:
         """The ``allocate`` action: every queue's units in order, gang-aware."""
         units = alloc_logic.units(self, now) + group_logic.units(self) + ordinary_logic.units(self)
@@ -398,7 +411,7 @@ class Scheduler:
         for queue, key, unit in units:
             by_queue.setdefault(queue, []).append((key, unit))
         done: set[GroupKey] = set()
-        for queue in sorted(by_queue):
+        for queue in self._queue_order(by_queue, now):
             ordered = sorted(by_queue[queue], key=lambda item: item[0])
             with_work = {u.rt.spec.key for _, u in ordered if isinstance(u, alloc_logic.AppUnit)}
             gate = alloc_logic.StateAwareGate(self, queue, now, with_work)

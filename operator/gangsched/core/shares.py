@@ -134,6 +134,18 @@ def deserved(s: Scheduler, now: float) -> dict[str, Resources]:
 
 
 
+def ratio(usage: Resources, share: Resources) -> float:
+    """The largest fraction of its share a queue uses, over the resources it uses (the
+    ``pods`` slot aside); infinite for a resource it uses with no share of it."""
+    worst = 0.0
+    for name, amount in usage.items():
+        if name == PODS or amount <= 0:
+            continue
+        deserved = share.get(name)
+        worst = max(worst, amount / deserved if deserved > 0 else float("inf"))
+    return worst
+
+
 def within(usage: Resources, share: Resources, need: Resources) -> bool:
     """Does ``usage + need`` stay within ``share`` in every resource ``need`` asks for
     (the ``pods`` slot aside)?"""
