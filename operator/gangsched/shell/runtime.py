@@ -69,6 +69,7 @@ from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, 
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.metrics import Metrics
+from gangsched.shell.podcache import PodTranslations
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.watch import Reflector
 from gangsched.translate import render, times
@@ -77,7 +78,7 @@ from gangsched.translate.dialects import APPLICATION, LABEL_DIALECT, Membership
 from gangsched.translate.dialects.foreign import retarget_event
 from gangsched.translate.nodes import node_from_k8s
 from gangsched.translate.podgroups import podgroup_from_k8s
-from gangsched.translate.pods import gang_definition, pod_with_membership
+from gangsched.translate.pods import gang_definition
 from gangsched.translate.queues import queue_from_k8s
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ class Runtime:
         """One write at a time per pod for its bind and its PodScheduled condition, so
         that a slow PodScheduled=False never lands after the bind's True."""
         watch_timeout = self.settings.watch_timeout
+        self.pod_translations = PodTranslations(self.settings.scheduler_names)
         self.pod_watch = Reflector(client, "/api/v1/pods", self.on_pod, name="pods",
                                    timeout_seconds=watch_timeout)
         self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes",
@@ -169,10 +171,11 @@ class Runtime:
             self.dialect_conflicts.pop(uid, None)
             self.conditions.pop(PodUID(uid), None)
             self.pod_locks.pop(PodUID(uid), None)
+            self.pod_translations.forget(uid)
             self.metrics.pod_gone(PodUID(uid), self.clock())
             self.submit(PodGone(PodUID(uid)))
             return
-        pod, membership = pod_with_membership(obj, scheduler_names=self.settings.scheduler_names)
+        pod, membership = self.pod_translations.translate(obj)
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
         if pod.ours and not pod.placeholder and pod.node_name is None:

@@ -1,0 +1,103 @@
+"""The pod translation fast path gives exactly what the full translation gives."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from gangsched.shell.podcache import PodTranslations
+from gangsched.translate.pods import pod_with_membership
+
+NAMES = frozenset({"gangsched"})
+
+
+def base() -> dict[str, Any]:
+    return {
+        "metadata": {"name": "w-0", "namespace": "default", "uid": "u-1",
+                     "creationTimestamp": "2026-01-01T00:00:00Z",
+                     "labels": {"gangsched.io/app": "train"},
+                     "annotations": {"gangsched.io/task-group": "worker"}},
+        "spec": {"schedulerName": "gangsched", "priority": 5,
+                 "nodeSelector": {"pool": "gpu"},
+                 "containers": [{"name": "c", "image": "x",
+                                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def bind(o: dict[str, Any]) -> None:
+    o["spec"]["nodeName"] = "node-3"
+
+
+def run(o: dict[str, Any]) -> None:
+    bind(o)
+    o["status"]["phase"] = "Running"
+
+
+def finish(o: dict[str, Any]) -> None:
+    run(o)
+    o["status"]["phase"] = "Succeeded"
+
+
+def delete(o: dict[str, Any]) -> None:
+    o["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+
+
+def odd_phase(o: dict[str, Any]) -> None:
+    o["status"]["phase"] = "Exploded"
+
+
+def relabel(o: dict[str, Any]) -> None:
+    o["metadata"]["labels"] = {"gangsched.io/pod-group": "mpi"}
+
+
+def reannotate(o: dict[str, Any]) -> None:
+    o["metadata"]["annotations"]["gangsched.io/task-group"] = "ps"
+
+
+def resize(o: dict[str, Any]) -> None:
+    o["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2"
+
+
+def retolerate(o: dict[str, Any]) -> None:
+    o["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+
+
+def no_status(o: dict[str, Any]) -> None:
+    del o["status"]
+
+
+@pytest.mark.parametrize("change, fast", [
+    pytest.param(bind, True, id="bound"),
+    pytest.param(run, True, id="running"),
+    pytest.param(finish, True, id="succeeded"),
+    pytest.param(delete, True, id="terminating"),
+    pytest.param(odd_phase, True, id="unknown-phase"),
+    pytest.param(no_status, True, id="no-status"),
+    pytest.param(relabel, False, id="labels-changed"),
+    pytest.param(reannotate, False, id="annotations-changed"),
+    pytest.param(resize, False, id="requests-changed"),
+    pytest.param(retolerate, False, id="tolerations-changed"),
+])
+def test_fast_path_matches_the_full_translation(change: Callable[[dict[str, Any]], None],
+                                                fast: bool) -> None:
+    cache = PodTranslations(NAMES)
+    first = base()
+    cache.translate(first)
+    later = copy.deepcopy(first)
+    change(later)
+    got = cache.translate(later)
+    assert got == pod_with_membership(later, scheduler_names=NAMES)
+    assert (cache.fast == 1) is fast
+
+
+def test_forgotten_pods_are_translated_in_full() -> None:
+    cache = PodTranslations(NAMES)
+    obj = base()
+    cache.translate(obj)
+    cache.forget("u-1")
+    bind(obj)
+    cache.translate(obj)
+    assert (cache.fast, cache.full) == (0, 2)
