@@ -230,6 +230,27 @@ def owned_metadata(meta: PodMeta, name: str, dialect: str) -> dict[str, Any]:
     }
 
 
+def podgroup_definition(meta: PodMeta, name: str, dialect: str, spec: dict[str, Any],
+                        problems: fields.Problems, queue: str | None,
+                        queue_path: str) -> Definition:
+    """A gangsched PodGroup named ``name``, owned by the pod, with ``spec`` (plus
+    ``queue`` when given, checked at ``queue_path``); or every problem found."""
+    if queue is not None:
+        problems.read(lambda: fields.dns_subdomain(queue, queue_path, what="queue name"), "")
+        spec["queue"] = queue
+    key = f"{meta.namespace}/{name}"
+    error = problems.message()
+    if error is not None:
+        return Definition(PODGROUP, key, None, error)
+    manifest = {
+        "apiVersion": labels.API_VERSION,
+        "kind": PODGROUP,
+        "metadata": owned_metadata(meta, name, dialect),
+        "spec": spec,
+    }
+    return Definition(PODGROUP, key, manifest)
+
+
 def lenient_meta(obj: Mapping[str, Any]) -> PodMeta:
     """A :class:`PodMeta` from a raw pod, skipping what has the wrong type."""
 

@@ -32,10 +32,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gangsched.core import model
-from gangsched.translate import fields, labels
+from gangsched.translate import fields
 from gangsched.translate.dialects import (
     KOORDINATOR,
-    PODGROUP,
     Claim,
     Definition,
     PodMeta,
@@ -44,7 +43,7 @@ from gangsched.translate.dialects import (
     dns_name,
     first,
     goduration,
-    owned_metadata,
+    podgroup_definition,
 )
 
 PREFIX = "gang.scheduling.koordinator.sh/"
@@ -227,20 +226,7 @@ def define(meta: PodMeta, queue: str | None, queue_path: str) -> Definition:
     10000, a bad duration, an unknown mode, bad groups JSON, a total below the minimum.
     """
     name, _, _ = first(meta, NAME_KEYS)
-    group_name = dns_name(name or "")
-    key = f"{meta.namespace}/{group_name}"
     problems = fields.Problems()
     spec = _spec(meta, problems)
-    if queue is not None:
-        problems.read(lambda: fields.dns_subdomain(queue, queue_path, what="queue name"), "")
-        spec["queue"] = queue
-    error = problems.message()
-    if error is not None:
-        return Definition(PODGROUP, key, None, error)
-    manifest = {
-        "apiVersion": labels.API_VERSION,
-        "kind": PODGROUP,
-        "metadata": owned_metadata(meta, group_name, KOORDINATOR),
-        "spec": spec,
-    }
-    return Definition(PODGROUP, key, manifest)
+    return podgroup_definition(meta, dns_name(name or ""), KOORDINATOR, spec, problems,
+                               queue, queue_path)

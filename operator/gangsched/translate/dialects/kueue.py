@@ -15,10 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from gangsched.core import model
-from gangsched.translate import fields, labels
+from gangsched.translate import fields
 from gangsched.translate.dialects import (
     KUEUE,
-    PODGROUP,
     Claim,
     Definition,
     PodMeta,
@@ -26,7 +25,7 @@ from gangsched.translate.dialects import (
     count,
     dns_name,
     label_path,
-    owned_metadata,
+    podgroup_definition,
 )
 
 LABEL_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
@@ -66,22 +65,9 @@ def define(meta: PodMeta, queue: str | None, queue_path: str) -> Definition:
     ``minMember`` and ``totalNumber`` the total count (an integer from 1 to 10000), in
     ``queue`` (read from ``queue_path``; omitted when ``None``). Problems are in
     ``error`` with their paths."""
-    name = dns_name(meta.labels.get(LABEL_GROUP_NAME, ""))
-    key = f"{meta.namespace}/{name}"
     problems = fields.Problems()
     path = annotation_path(ANN_TOTAL_COUNT)
     total = problems.read(lambda: count(meta.annotations.get(ANN_TOTAL_COUNT, ""), path), 0)
     spec: dict[str, Any] = {"minMember": total, "totalNumber": total}
-    if queue is not None:
-        problems.read(lambda: fields.dns_subdomain(queue, queue_path, what="queue name"), "")
-        spec["queue"] = queue
-    error = problems.message()
-    if error is not None:
-        return Definition(PODGROUP, key, None, error)
-    manifest = {
-        "apiVersion": labels.API_VERSION,
-        "kind": PODGROUP,
-        "metadata": owned_metadata(meta, name, KUEUE),
-        "spec": spec,
-    }
-    return Definition(PODGROUP, key, manifest)
+    name = dns_name(meta.labels.get(LABEL_GROUP_NAME, ""))
+    return podgroup_definition(meta, name, KUEUE, spec, problems, queue, queue_path)
