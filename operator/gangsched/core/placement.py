@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Mapping
+from typing import Self
 
 from gangsched.core.constraints import ConstraintError, NodeSelectorTerm
 from gangsched.core.selectors import LabelSelector
@@ -31,7 +32,7 @@ from gangsched.core.selectors import LabelSelector
 
 class _Parsed(enum.StrEnum):
     @classmethod
-    def from_string(cls, text: str) -> _Parsed:
+    def from_string(cls, text: str) -> Self:
         """The member spelled ``text``; anything else raises :class:`ConstraintError`
         naming the accepted values."""
         for member in cls:

@@ -350,12 +350,13 @@ def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) 
             g.blocking = BlockingReason("QueueQuota", check.describe(ps.request, "a member"),
                                         {"queue": check.queue})
             return
-        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, owner)
+        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, owner,
+                               pod=ps.info)
         if node is None:
-            diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner)
+            diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, pod=ps.info)
             reason = diagnosis.reason
             g.blocking = BlockingReason(reason, diagnosis.message(ps.request),
-                                        {k: str(v) for k, v in diagnosis.by_filter.items()})
+                                        diagnosis.details())
             return
         s.charge(ps, node)
         s.refresh_pending(ps)

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gangsched.core.constraints import ANY_NODE, NodeAffinity, Toleration
 from gangsched.core.placement import NO_PLACEMENT, Placement
 from gangsched.core.resources import Resources
+
+if TYPE_CHECKING:
+    from gangsched.core.model import Pod, TaskGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +41,14 @@ class Constraints:
         affinity: NodeAffinity,
     ) -> Constraints:
         return cls(tuple(sorted(node_selector.items())), tolerations, affinity)
+
+    @classmethod
+    def of_pod(cls, pod: Pod) -> Constraints:
+        return cls.build(pod.node_selector, pod.tolerations, pod.affinity)
+
+    @classmethod
+    def of_group(cls, group: TaskGroup) -> Constraints:
+        return cls.build(group.node_selector, group.tolerations, group.affinity)
 
 
 NO_CONSTRAINTS = Constraints()

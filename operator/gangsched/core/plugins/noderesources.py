@@ -10,7 +10,8 @@ Score (arguments :class:`FitArgs`, ``scoringStrategy`` in a profile):
   ``(allocatable - requested) * 100 / allocatable``, weighted average;
 * ``MostAllocated`` (gangsched's ``binpack``): ``requested * 100 / allocatable``.
 
-``requested`` is what the node's pods hold plus this pod's request. Resources the node
+``requested`` is what the node's pods hold plus this pod's request (cpu and memory with
+kube-scheduler's non-zero defaults, 100m and 200Mi, for pods without one). Resources the node
 has none of are left out, as are extended resources the pod does not ask for.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from gangsched.core.constraints import ConstraintError
 from gangsched.core.framework import interface as fw
-from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.nodeinfo import NodeState, nonzero
 from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.resources import CPU, MEMORY, PODS
 
@@ -72,17 +73,21 @@ def insufficient(pod: PodInfo, node: NodeState) -> list[str]:
 def requested_and_allocatable(
     pod: PodInfo, node: NodeState, resources: Sequence[tuple[str, int]]
 ) -> list[tuple[int, int, int]]:
-    """(requested, allocatable, weight) per scored resource the node has."""
+    """(requested, allocatable, weight) per scored resource the node has; cpu and memory
+    count pods without a request as kube-scheduler's defaults (``nonzero``)."""
     found = []
     alloc = node.node.allocatable
+    cpu, memory = nonzero(pod.request)
     for name, weight in resources:
         capacity = alloc.get(name)
         if capacity <= 0:
             continue
-        want = pod.request.get(name)
-        if want == 0 and name not in (CPU, MEMORY):
-            continue
-        found.append((node.used.get(name) + want, capacity, weight))
+        if name == CPU:
+            found.append((node.nonzero_cpu + cpu, capacity, weight))
+        elif name == MEMORY:
+            found.append((node.nonzero_memory + memory, capacity, weight))
+        elif want := pod.request.get(name):
+            found.append((node.used.get(name) + want, capacity, weight))
     return found
 
 
