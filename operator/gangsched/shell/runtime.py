@@ -52,6 +52,8 @@ from gangsched.core.observations import (
     AppObserved,
     BindFailed,
     EvictionFailed,
+    NamespaceGone,
+    NamespaceObserved,
     NodeGone,
     NodeObserved,
     Observation,
@@ -144,6 +146,9 @@ class Runtime:
                                    timeout_seconds=watch_timeout)
         self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes",
                                     timeout_seconds=watch_timeout)
+        self.namespace_watch = Reflector(client, "/api/v1/namespaces", self.on_namespace,
+                                         name="namespaces", timeout_seconds=watch_timeout)
+        """Namespace labels, for pod affinity terms' ``namespaceSelector``."""
         self.foreign = ForeignGroups(client, self.submit, self.status,
                                      watch_timeout=watch_timeout)
         """coscheduling and Volcano PodGroups, while their CRDs are installed."""
@@ -190,6 +195,15 @@ class Runtime:
             self.submit(NodeGone(name))
         else:
             self.submit(NodeObserved(node_from_k8s(obj)))
+
+    def on_namespace(self, kind: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        if kind == "DELETED":
+            self.submit(NamespaceGone(name))
+        else:
+            raw = meta.get("labels") or {}
+            self.submit(NamespaceObserved(name, {str(k): str(v) for k, v in raw.items()}))
 
     def on_app(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
@@ -344,7 +358,7 @@ class Runtime:
             for obj in listed:
                 handler("ADDED", obj)
         await self.foreign.list()
-        for reflector in (self.node_watch, self.pod_watch):
+        for reflector in (self.namespace_watch, self.node_watch, self.pod_watch):
             if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
                 return False
         self._drain()
@@ -397,6 +411,8 @@ class Runtime:
             tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
             tasks.append(asyncio.create_task(self.foreign.run(stop), name="foreign-watch"))
             tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
+            tasks.append(asyncio.create_task(self.namespace_watch.run(stop),
+                                             name="namespace-watch"))
             await self._cycles(stop)
         finally:
             if self.leading.is_set() and self.ready.is_set():
