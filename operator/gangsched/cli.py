@@ -93,6 +93,11 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--eviction-backoff", type=_positive, metavar="SECONDS",
                      help="preempt/reclaim: wait after a refused eviction; doubles up to 10x "
                           "(default 30)")
+    run.add_argument("--profile", metavar="FILE",
+                     help="scheduler profile: a KubeSchedulerConfiguration (YAML or JSON) "
+                          "with one profile, or its plugins/pluginConfig alone; enable, "
+                          "disable and weight the placement plugins (default: "
+                          "kube-scheduler's default profile)")
     run.set_defaults(func=cmd_run)
 
 
