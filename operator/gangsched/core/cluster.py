@@ -23,7 +23,10 @@ Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
    kube-scheduler's ``percentageOfNodesToScore`` does; every filter is exact, only the
    choice among feasible nodes is sampled;
 4. Score plugins over the feasible nodes found, normalized and weighted; ties go to
-   scan order.
+   scan order;
+5. Reserve and PreBind plugins (none in the default registry) on the chosen node: a
+   refusal fails the placement; PreBind's decisions are kept in ``pre_bound`` and the
+   scheduler emits them just before the pod's Binding.
 
 ``Scoring`` maps to NodeResourcesFit's strategy (binpack: ``MostAllocated``, spread:
 ``LeastAllocated``) unless the profile sets a ``scoringStrategy`` itself; binpack with a
@@ -80,6 +83,8 @@ class Cluster:
         """Every pod holding a node, for affinity and spread."""
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         """Labels of the namespaces observed (for namespaceSelector)."""
+        self.pre_bound: dict[str, list[object]] = {}
+        """Decisions PreBind plugins asked for, by pod uid, emitted before its Binding."""
         self.sample_size = max(1, sample_size)
         self.free_epoch = 0
         """Bumped whenever capacity is released or added: cached "does not fit" is stale."""
@@ -411,11 +416,26 @@ class Cluster:
         if not feasible:
             return None
         if len(feasible) == 1:
-            return feasible[0].node.name
-        fwk.pre_score(cycle, info, self, feasible)
-        totals = fwk.score(cycle, info, feasible)
-        best = max(range(len(feasible)), key=lambda i: (totals[i], -i))
-        return feasible[best].node.name
+            chosen = feasible[0].node.name
+        else:
+            fwk.pre_score(cycle, info, self, feasible)
+            totals = fwk.score(cycle, info, feasible)
+            chosen = feasible[max(range(len(feasible)), key=lambda i: (totals[i], -i))].node.name
+        return chosen if self._reserve(fwk, cycle, info, chosen) else None
+
+    def _reserve(self, fwk: Framework, cycle: fw.CycleState, info: PodInfo, node: str) -> bool:
+        """Reserve and PreBind on the chosen node. A refusal unreserves and fails the
+        placement; PreBind's decisions wait in :attr:`pre_bound` for the pod's bind."""
+        if not fwk.reservers and not fwk.pre_binders:
+            return True
+        if not fwk.reserve(cycle, info, node).ok:
+            return False
+        if not fwk.pre_bind(cycle, info, node).ok:
+            fwk.unreserve(cycle, info, node)
+            return False
+        if cycle.decisions and info.uid:
+            self.pre_bound[info.uid] = list(cycle.decisions)
+        return True
 
     def diagnose(
         self,

@@ -380,6 +380,8 @@ class Scheduler:
         self.refresh_pending(ps)
         self.touch_owner(ps)
         pod = ps.pod
+        for decision in self.cluster.pre_bound.pop(pod.uid, ()):
+            self.out.append(decision)  # type: ignore[arg-type]  # PreBind's own decisions
         self.out.append(BindPod(pod.uid, pod.namespace, pod.name, node, reason))
 
     def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None:
