@@ -26,7 +26,7 @@ Ties are broken by scan order, which is by node name: the same inputs give the s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gangsched.core.constraints import (
@@ -41,6 +41,10 @@ from gangsched.core.model import Node, Pod, Scoring, TaskGroup
 from gangsched.core.resources import PODS, Resources
 
 ONE_POD = Resources({PODS: 1})
+
+NodeCheck = Callable[[Node], "str | None"]
+"""A per-pod filter beyond the static ones and capacity (the volume plugins,
+:mod:`gangsched.core.volumes.check`): the reason a node does not fit, or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,10 +337,13 @@ class Cluster:
         constraints: Constraints,
         *,
         extra: Resources = Resources.ZERO,
+        node_check: NodeCheck | None = None,
     ) -> bool:
         """Does ``request`` fit on the node now, with ``extra`` more free? False if unknown."""
         state = self.nodes.get(node_name)
         if state is None or static_failure(state.node, constraints) is not None:
+            return False
+        if node_check is not None and node_check(state.node) is not None:
             return False
         return request.fits_in(state.free + extra if extra else state.free)
 
@@ -346,11 +353,13 @@ class Cluster:
         constraints: Constraints,
         scoring: Scoring,
         owner: str | None = None,
+        node_check: NodeCheck | None = None,
     ) -> str | None:
         """The best node for ``request`` (pods slot included), or None if none fits.
 
         ``owner`` (an Application or PodGroup key) may use nodes reserved for it; no other
-        placement does.
+        placement does. ``node_check`` refuses more nodes (it does not move watermarks:
+        those are about capacity only).
         """
         blocked = self._blocked(owner)
         if self._watermark_epoch != self._release_epoch:
@@ -379,6 +388,8 @@ class Cluster:
                 first_fit = i  # reserved or not: the watermark is about capacity only
             if blocked is not None and state.node.name in blocked:
                 continue
+            if node_check is not None and node_check(state.node) is not None:
+                continue
             score = state.score(request)
             if (
                 best is None
@@ -396,11 +407,13 @@ class Cluster:
         return None if best is None else best.node.name
 
     def diagnose(
-        self, request: Resources, constraints: Constraints, owner: str | None = None
+        self, request: Resources, constraints: Constraints, owner: str | None = None,
+        node_check: NodeCheck | None = None,
     ) -> Diagnosis:
         """Why ``request`` fits no node. O(nodes), cached until nodes or capacity change.
 
         Nodes reserved for a gang other than ``owner`` that would fit count as ``Reserved``.
+        A node that ``node_check`` refuses counts under its reason (not cached then).
         """
         epoch = (self._node_epoch, self._release_epoch)
         if self._diagnosis_epoch != epoch:
@@ -408,7 +421,7 @@ class Cluster:
             self._diagnosis_epoch = epoch
         blocked = self._blocked(owner)
         key = (constraints, request, blocked is not None)
-        cached = self._diagnoses.get(key)
+        cached = self._diagnoses.get(key) if node_check is None else None
         if cached is not None:
             return cached
         by_filter: dict[str, int] = {}
@@ -417,7 +430,10 @@ class Cluster:
         for state in self.sorted_nodes():
             failure = static_failure(state.node, constraints)
             if failure is None:
-                if request.fits_in(state.free):
+                refused = node_check(state.node) if node_check is not None else None
+                if refused is not None:
+                    failure = refused
+                elif request.fits_in(state.free):
                     failure = "Reserved" if blocked and state.node.name in blocked else "Fits"
                 else:
                     failure = "Insufficient"
@@ -428,8 +444,14 @@ class Cluster:
             by_filter[failure] = by_filter.get(failure, 0) + 1
         diagnosis = Diagnosis(len(self.nodes), by_filter, best or Resources.ZERO,
                               self.reserved_for if blocked else "")
-        self._diagnoses[key] = diagnosis
+        if node_check is None:
+            self._diagnoses[key] = diagnosis
         return diagnosis
+
+    def retry(self) -> None:
+        """Something other than capacity changed that may let waiting pods fit (a volume
+        appeared, say): pods that fit nowhere are tried again."""
+        self._freed()
 
 
 def _magnitude(resources: Resources) -> tuple[int, ...]:

@@ -43,12 +43,42 @@ class ObjectRef:
 
 
 @dataclass(frozen=True, slots=True)
+class BindVolume:
+    """Bind a static PersistentVolume to a claim: set the PV's ``spec.claimRef``, on the
+    version the core saw (``resource_version``: a conflict means someone else took it).
+    The PV controller completes the binding (the claim's ``spec.volumeName``)."""
+
+    volume: str
+    resource_version: str
+    namespace: str
+    claim: str
+    claim_uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotateClaim:
+    """Ask for a volume to be provisioned for the pod's node: set the claim's
+    ``volume.kubernetes.io/selected-node`` annotation to ``node``."""
+
+    namespace: str
+    claim: str
+    node: str
+
+
+VolumeWrite = BindVolume | AnnotateClaim
+
+
+@dataclass(frozen=True, slots=True)
 class BindPod:
+    """Bind a pod to a node. ``volumes`` are written first (kube-scheduler's PreBind), in
+    order; when one of them fails the pod is not bound (``VolumeBindFailed`` comes back)."""
+
     uid: PodUID
     namespace: str
     name: str
     node: str
     reason: str
+    volumes: tuple[VolumeWrite, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from typing import NewType
 
 from gangsched.core.constraints import ANY_NODE, ConstraintError, NodeAffinity, Taint, Toleration
 from gangsched.core.resources import Resources
+from gangsched.core.volumes.model import NO_VOLUMES, PodVolumes
 
 PodUID = NewType("PodUID", str)
 AppKey = NewType("AppKey", str)
@@ -126,6 +127,11 @@ class Pod:
     queue: str | None = None
     preemptible: bool = True
     invalid: str | None = None
+    volumes: PodVolumes = NO_VOLUMES
+    """Its claims, inline CSI volumes and resource claims (see :mod:`gangsched.core.volumes`)."""
+    nominated_node: str | None = None
+    """``status.nominatedNodeName``: for another scheduler's pending pod, the node where
+    room was made for it by preemption; that room is counted as taken."""
 
     @property
     def ref(self) -> str:

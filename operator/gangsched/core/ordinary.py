@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import gangsched.core.backfill as backfill_logic
 from gangsched.core.model import DEFAULT_QUEUE, Scoring, SortPolicy
 from gangsched.core.runtime import PodState
+from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -68,11 +69,16 @@ def place(s: Scheduler, ps: PodState, now: float, reason: str,
     if ps.blocked_epoch == s.cluster.free_epoch:
         return False  # nothing was freed since it last fit nowhere
     owner = pod.app or pod.pod_group
-    node = s.cluster.place(ps.request, ps.constraints, scoring or s.config.pod_scoring, owner)
+    go, node_check = volume_placing.place_or_wait(s, ps)
+    if not go:
+        return False
+    node = s.cluster.place(ps.request, ps.constraints, scoring or s.config.pod_scoring, owner,
+                           node_check)
     if node is None:
         ps.blocked_epoch = s.cluster.free_epoch
-        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner)
+        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, node_check)
         s.mark_pending(ps, diagnosis.reason, diagnosis.message(ps.request))
         return False
+    volume_placing.reserve(s, ps, node)
     s.bind(ps, node, reason)
     return True

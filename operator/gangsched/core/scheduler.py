@@ -71,10 +71,16 @@ from gangsched.core.observations import (
     PodObserved,
     QueueGone,
     QueueObserved,
+    ResourceClaimsServed,
+    VolumeBindFailed,
+    VolumeGone,
+    VolumeObserved,
 )
 from gangsched.core.queues import QueueTree
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+from gangsched.core.volumes import placing as volume_placing
+from gangsched.core.volumes.catalog import VolumeCatalog
 
 
 class Scheduler:
@@ -104,6 +110,8 @@ class Scheduler:
         """The nodes held for a starving gang (the elect and reserve actions)."""
         self.evictions = eviction_logic.Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
+        self.volumes = VolumeCatalog()
+        """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -141,6 +149,18 @@ class Scheduler:
             app_logic.placeholder_create_failed(self, obs)
         elif isinstance(obs, EvictionFailed):
             eviction_logic.eviction_failed(self, obs)
+        elif isinstance(obs, VolumeObserved):
+            self.volumes.upsert(obs.obj)
+            self.cluster.retry()
+        elif isinstance(obs, VolumeGone):
+            self.volumes.remove(obs.kind, obs.key)
+            self.cluster.retry()
+        elif isinstance(obs, ResourceClaimsServed):
+            self.volumes.resource_claims_served = obs.served
+            self.cluster.retry()
+        elif isinstance(obs, VolumeBindFailed):
+            self._bind_failed(BindFailed(obs.uid, obs.node, obs.code, obs.message),
+                              volumes=True)
 
     def _queues_changed(self) -> None:
         self.rebuild_queue_usage()
@@ -185,6 +205,12 @@ class Scheduler:
             self.uncharge(ps)
             ps.assumed = False
             group_logic.unassume(self, ps)
+        elif not pod.ours and ps.node != pod.nominated_node:
+            # Room that preemption made for another scheduler's pod is taken (as
+            # kube-scheduler counts nominated pods); it moves with the nomination.
+            self.uncharge(ps)
+            if pod.nominated_node is not None and not pod.terminating:
+                self.charge(ps, pod.nominated_node)
         self.refresh_pending(ps)
         self.touch_owner(ps)
 
@@ -194,6 +220,7 @@ class Scheduler:
             return
         self.pod_by_name.pop(ps.pod.ref, None)
         self.uncharge(ps)
+        self.volumes.forget_pod(uid)
         self.pending.pop(uid, None)
         self.parked.pop(uid, None)
         self.deleting.pop(uid, None)
@@ -228,7 +255,7 @@ class Scheduler:
                 if pod.node_name is None:
                     self.uncharge(ps)
 
-    def _bind_failed(self, obs: BindFailed) -> None:
+    def _bind_failed(self, obs: BindFailed, *, volumes: bool = False) -> None:
         """A bind the core asked for did not happen: release the assumption and requeue.
 
         409 means the pod is bound already (an earlier attempt did succeed): no backoff,
@@ -243,15 +270,16 @@ class Scheduler:
             return
         ps.assumed = False
         self.uncharge(ps)
-        text = f"binding to node {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
-        if obs.code == 409:
+        what = "binding its volumes for node" if volumes else "binding to node"
+        text = f"{what} {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
+        if obs.code == 409 and not volumes:
             self.event(ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
                        EventType.WARNING, "BindFailed", text)
         else:
             ps.failures += 1
             delay = self.config.bind_backoff_initial * 2 ** (ps.failures - 1)
             ps.backoff_until = self.now + min(delay, self.config.bind_backoff_max)
-            self.mark_pending(ps, "BindFailed", text)
+            self.mark_pending(ps, "VolumeBindFailed" if volumes else "BindFailed", text)
         self.refresh_pending(ps)
         self.touch_owner(ps)
 
@@ -275,6 +303,8 @@ class Scheduler:
     def charge(self, ps: PodState, node: str) -> None:
         ps.node = node
         self.cluster.charge(node, ps.uid, ps.request)
+        if ps.pod.volumes.any:
+            self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
         queue = self.queue_of(ps)
         if queue is not None:
             self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
@@ -286,6 +316,10 @@ class Scheduler:
         if ps.node is None:
             return
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
+        if ps.pod.volumes.any:
+            self.volumes.pod_left(ps.uid)
+            if ps.pod.node_name is None:
+                self.volumes.forget_pod(ps.uid)  # a placement undone: its volumes are free
         if ps.charged_queue is not None:
             self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
             ps.charged_queue = None
@@ -361,7 +395,8 @@ class Scheduler:
         self.refresh_pending(ps)
         self.touch_owner(ps)
         pod = ps.pod
-        self.out.append(BindPod(pod.uid, pod.namespace, pod.name, node, reason))
+        volumes = volume_placing.writes(self, ps) if pod.volumes.claims else ()
+        self.out.append(BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes))
 
     def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         self.out.append(RecordEvent(target, kind, reason, message))

@@ -27,6 +27,8 @@ from gangsched.core.model import DEFAULT_QUEUE
 from gangsched.core.placeholders import release
 from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppState
+from gangsched.core.volumes import placing as volume_placing
+from gangsched.core.volumes.check import Wait
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -131,8 +133,10 @@ def complete_swaps(s: Scheduler, now: float) -> None:
             continue  # bound meanwhile, or its app went away: it waits for the app
         target = ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
         quota = s.queues.fits(s.queue_of(ps) or DEFAULT_QUEUE, ps.request)
-        if (quota.ok and node is not None
-                and s.cluster.fits(node, ps.request, ps.constraints)):
+        volumes = volume_placing.prepare(s, ps)  # its own volumes, on the placeholder's node
+        if (quota.ok and node is not None and not isinstance(volumes, Wait)
+                and s.cluster.fits(node, ps.request, ps.constraints, node_check=volumes)):
+            volume_placing.reserve(s, ps, node)
             s.bind(ps, node, "PlaceholderReplaced")
             s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                     f"took the place of placeholder {placeholder} on node {node}")
