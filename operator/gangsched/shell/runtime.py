@@ -62,6 +62,7 @@ from gangsched.core.observations import (
     PodObserved,
     QueueGone,
     QueueObserved,
+    VolumeBindFailed,
 )
 from gangsched.core.scheduler import Scheduler
 from gangsched.shell import leader, logs
@@ -71,6 +72,7 @@ from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.metrics import Metrics
 from gangsched.shell.podcache import PodTranslations
 from gangsched.shell.settings import OperatorSettings
+from gangsched.shell.storage import PRIORITY_CLASSES, StorageWatches, write_volumes
 from gangsched.shell.watch import Reflector
 from gangsched.translate import render, times
 from gangsched.translate.apps import app_from_k8s
@@ -79,6 +81,7 @@ from gangsched.translate.dialects.foreign import retarget_event
 from gangsched.translate.nodes import node_from_k8s
 from gangsched.translate.podgroups import podgroup_from_k8s
 from gangsched.translate.pods import gang_definition
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 from gangsched.translate.queues import queue_from_k8s
 
 log = logging.getLogger(__name__)
@@ -147,6 +150,13 @@ class Runtime:
         self.foreign = ForeignGroups(client, self.submit, self.status,
                                      watch_timeout=watch_timeout)
         """coscheduling and Volcano PodGroups, while their CRDs are installed."""
+        self.storage = StorageWatches(client, self.submit, watch_timeout=watch_timeout)
+        """PersistentVolumes, claims, StorageClasses, CSINodes (and ResourceClaims)."""
+        self.priority_classes: dict[str, JSON] = {}
+        self.priorities: PriorityClasses = NO_CLASSES
+        """What ``priorityClassName`` resolves to, for Applications, PodGroups and pods."""
+        self.priority_watch = Reflector(client, PRIORITY_CLASSES, self.on_priority_class,
+                                        name="priorityclasses", timeout_seconds=watch_timeout)
         self.cycles = 0
         self.decisions = 0
         self.leading = asyncio.Event()
@@ -198,7 +208,7 @@ class Runtime:
             self._made_gang_gone(key, obj)
             self.submit(AppGone(AppKey(key)))
         else:
-            self.submit(AppObserved(app_from_k8s(obj)))
+            self.submit(AppObserved(app_from_k8s(obj, priorities=self.priorities)))
 
     def on_podgroup(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
@@ -207,7 +217,25 @@ class Runtime:
             self._made_gang_gone(key, obj)
             self.submit(PodGroupGone(GroupKey(key)))
         else:
-            self.submit(PodGroupObserved(podgroup_from_k8s(obj)))
+            self.submit(PodGroupObserved(podgroup_from_k8s(obj, priorities=self.priorities)))
+
+    def on_priority_class(self, kind: str, obj: JSON) -> None:
+        """Keep the PriorityClasses; when what they resolve to changes, Applications and
+        PodGroups are translated again (a class made after the gang that names it)."""
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        if kind == "DELETED":
+            self.priority_classes.pop(name, None)
+        else:
+            self.priority_classes[name] = obj
+        priorities = PriorityClasses.from_k8s(self.priority_classes.values())
+        if priorities == self.priorities:
+            return
+        self.priorities = priorities
+        self.pod_translations.priorities = priorities
+        for app in self.apps.values():
+            self.submit(AppObserved(app_from_k8s(app, priorities=priorities)))
+        for group in self.groups.values():
+            self.submit(PodGroupObserved(podgroup_from_k8s(group, priorities=priorities)))
 
     def on_queue(self, kind: str, obj: JSON) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
@@ -331,6 +359,8 @@ class Runtime:
         placeholders that exist. False if ``stop`` was set first.
         """
         self.inbox.clear()
+        if not await self._until_done("list priorityclasses", self.priority_watch.list, stop):
+            return False
         for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
                                 ("podgroups", self.on_podgroup)):
             path = resource_path(GROUP, VERSION, plural)
@@ -344,6 +374,8 @@ class Runtime:
             for obj in listed:
                 handler("ADDED", obj)
         await self.foreign.list()
+        if not await self._until_done("list storage", self.storage.list, stop):
+            return False
         for reflector in (self.node_watch, self.pod_watch):
             if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
                 return False
@@ -397,6 +429,9 @@ class Runtime:
             tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
             tasks.append(asyncio.create_task(self.foreign.run(stop), name="foreign-watch"))
             tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
+            tasks.append(asyncio.create_task(self.storage.run(stop), name="storage-watch"))
+            tasks.append(asyncio.create_task(self.priority_watch.run(stop),
+                                             name="priorityclass-watch"))
             await self._cycles(stop)
         finally:
             if self.leading.is_set() and self.ready.is_set():
@@ -521,6 +556,16 @@ class Runtime:
             if not self.leading.is_set():
                 return  # leadership lost: the new leader decides about this pod
             fields = {"pod": f"{d.namespace}/{d.name}", "node": d.node, "reason": d.reason}
+            if d.volumes:
+                try:
+                    await write_volumes(self.client, d.volumes)
+                except ApiError as err:
+                    log.warning("binding the volumes of pod %s/%s for %s failed: %s",
+                                d.namespace, d.name, d.node, err,
+                                extra={**fields, "code": err.code})
+                    self.submit(VolumeBindFailed(d.uid, d.node, err.code,
+                                                 err.message or err.reason))
+                    return
             try:
                 await self.client.bind(d.namespace, d.name, d.uid, d.node)
             except ApiError as err:
