@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from gangsched.core.decisions import BindPod, BindVolume, PodPending
 from gangsched.core.model import Node, PodPhase
 from gangsched.core.observations import (
@@ -18,6 +17,7 @@ from gangsched.core.observations import (
 )
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.volumes.model import ClaimRef
+
 from tests.core.builders import make_node, make_pod, make_podgroup
 from tests.core.volume_builders import FAST, LOCAL, make_pv, make_pvc, with_volumes
 

@@ -12,7 +12,6 @@ import dataclasses
 from collections.abc import Sequence
 
 import pytest
-
 from gangsched.core.decisions import AnnotateClaim, BindPod, BindVolume, PodPending, VolumeWrite
 from gangsched.core.model import Node, Pod, PodPhase
 from gangsched.core.observations import (
@@ -23,6 +22,7 @@ from gangsched.core.observations import (
 )
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.volumes.catalog import VolumeObject
+
 from tests.core.builders import make_node, make_pod
 from tests.core.volume_builders import (
     FAST,
@@ -36,6 +36,7 @@ from tests.core.volume_builders import (
     make_pvc,
     with_volumes,
 )
+
 
 def host(name: str, **labels: str) -> Node:
     """A node labelled as the kubelet labels it (``kubernetes.io/hostname``)."""

@@ -40,14 +40,16 @@ class PriorityClasses:
 
     def resolve(self, name: object) -> tuple[int, str | None]:
         """(priority, None) for the class ``name`` (empty or None: the global default,
-        else 0), or (0, the error) when there is no such class or it is not a string."""
+        else 0); when there is no such class or it is not a string, (what no class would
+        give, the error)."""
+        fallback = self.default[1] if self.default is not None else 0
         if name is None or name == "":
-            return (self.default[1] if self.default is not None else 0), None
+            return fallback, None
         if not isinstance(name, str):
-            return 0, "spec.priorityClassName: must be a string"
+            return fallback, "spec.priorityClassName: must be a string"
         value = self.values.get(name)
         if value is None:
-            return 0, f"no PriorityClass with name {name} was found"
+            return fallback, f"no PriorityClass with name {name} was found"
         return value, None
 
 
