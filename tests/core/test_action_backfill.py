@@ -44,13 +44,27 @@ def test_a_best_effort_pod_is_placed(config: SchedulerConfig | None, reason: str
     assert bind_reason(decisions, "be") == reason
 
 
-def test_best_effort_pods_go_where_the_fewest_pods_are() -> None:
+def test_best_effort_pods_go_where_the_least_is_requested() -> None:
+    """Scored as kube-scheduler scores them: a pod without requests counts as 100m cpu
+    and 200Mi memory, so best-effort pods spread out over equal nodes."""
     w = world((8, 10), (8, 10))
     w.add_pod(make_pod("busy", cpu=1, node="n0"))
-    for i in range(3):
+    w.add_pod(best_effort("be-first", creation=0.0))  # type: ignore[arg-type]
+    w.step(0)
+    assert w.node_of("be-first") == "n1"
+    for i in range(4):
+        w.add_pod(best_effort(f"be-{i}", creation=float(i + 1)))  # type: ignore[arg-type]
+    w.step(1)
+    per_node = [sum(1 for p in w.pods.values() if p.node_name == n and p.name.startswith("be"))
+                for n in ("n0", "n1", "n2")]
+    assert per_node == [0, 5, 0]
+
+
+def test_best_effort_pods_spread_over_equal_nodes() -> None:
+    w = world((8, 10), (8, 10))
+    for i in range(4):
         w.add_pod(best_effort(f"be-{i}", creation=float(i)))  # type: ignore[arg-type]
     w.step(0)
-    assert w.node_of("be-0") == "n1"
     per_node = [sum(1 for p in w.pods.values() if p.node_name == n) for n in ("n0", "n1")]
     assert per_node == [2, 2]
 

@@ -49,7 +49,7 @@ def test_a_starving_gang_gets_nodes_held_until_it_fits() -> None:
     w.add_pod(make_pod("late", cpu=1, memory="0"))
     w.step(61)
     assert w.node_of("late") is None and w.pending_reason("late") == "Reservation"
-    assert "held for starving gang default/big" in w.pending_reasons[w.uid_of("late")].message
+    assert "reserved for starving gang default/big" in w.pending_reasons[w.uid_of("late")].message
     # Elected, it skips enqueue's capacity check; its placeholders fill the held nodes.
     w.settle(62)
     assert w.app_status[BIG].reserved == "4/6"

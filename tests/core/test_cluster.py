@@ -43,25 +43,25 @@ def constraints(
     ("node", "wanted", "failure"),
     [
         pytest.param(make_node("n"), constraints(), None, id="plain-node-fits"),
-        pytest.param(make_node("n", ready=False), constraints(), "NodeNotReady", id="not-ready"),
+        pytest.param(make_node("n", ready=False), constraints(), "NodeReady", id="not-ready"),
         pytest.param(make_node("n", unschedulable=True), constraints(), "NodeUnschedulable",
                      id="cordoned"),
         pytest.param(make_node("n", labels={"disk": "ssd"}), constraints({"disk": "ssd"}), None,
                      id="node-selector-match"),
         pytest.param(make_node("n", labels={"disk": "hdd"}), constraints({"disk": "ssd"}),
-                     "NodeSelector", id="node-selector-mismatch"),
-        pytest.param(make_node("n"), constraints({"disk": "ssd"}), "NodeSelector",
+                     "NodeAffinity", id="node-selector-mismatch"),
+        pytest.param(make_node("n"), constraints({"disk": "ssd"}), "NodeAffinity",
                      id="node-selector-label-missing"),
         pytest.param(make_node("n", labels={"zone": "a"}), constraints(affinity=ZONE_A), None,
                      id="affinity-match"),
         pytest.param(make_node("n", labels={"zone": "b"}), constraints(affinity=ZONE_A),
                      "NodeAffinity", id="affinity-mismatch"),
-        pytest.param(make_node("n", taints=(NO_SCHEDULE,)), constraints(), "Taints",
+        pytest.param(make_node("n", taints=(NO_SCHEDULE,)), constraints(), "TaintToleration",
                      id="noschedule-untolerated"),
         pytest.param(make_node("n", taints=(NO_SCHEDULE,)),
                      constraints(tolerations=(TOLERATE_GPU,)), None, id="noschedule-tolerated"),
         pytest.param(make_node("n", taints=(NO_EXECUTE,)),
-                     constraints(tolerations=(TOLERATE_GPU,)), "Taints",
+                     constraints(tolerations=(TOLERATE_GPU,)), "TaintToleration",
                      id="noexecute-untolerated"),
         pytest.param(make_node("n", taints=(NO_EXECUTE,)),
                      constraints(tolerations=(TOLERATE_ALL,)), None,
@@ -69,7 +69,7 @@ def constraints(
         pytest.param(make_node("n", taints=(PREFER,)), constraints(), None,
                      id="prefernoschedule-does-not-filter"),
         pytest.param(make_node("n", ready=False, unschedulable=True), constraints(),
-                     "NodeNotReady", id="first-failure-is-named"),
+                     "NodeReady", id="first-failure-is-named"),
     ],
 )
 def test_static_filters(node: Node, wanted: Constraints, failure: str | None) -> None:
@@ -219,17 +219,18 @@ def test_diagnosis_names_the_filters_and_the_closest_node() -> None:
     cluster.upsert_node(make_node("c", cpu=2))
     cluster.upsert_node(make_node("d", cpu=3))
     diagnosis = cluster.diagnose(res(4) + ONE_POD, constraints())
-    assert dict(diagnosis.by_filter) == {"Taints": 1, "NodeNotReady": 1, "Insufficient": 2}
+    assert dict(diagnosis.by_filter) == {"TaintToleration": 1, "NodeReady": 1,
+                                         "NodeResourcesFit": 2}
     assert diagnosis.best_shortfall == res(1)
     assert not diagnosis.constraint_bound
-    message = diagnosis.message(res(4) + ONE_POD)
-    assert message.startswith("0/4 nodes fit cpu=4, pods=1: 2 Insufficient, 1 NodeNotReady")
-    assert message.endswith("the closest node is short of cpu=1")
+    assert diagnosis.message() == (
+        "0/4 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint "
+        "{dedicated: gpu}, 1 node(s) were not ready. The closest node is short of cpu=1.")
 
 
 def test_diagnosis_of_an_empty_cluster() -> None:
     diagnosis = Cluster().diagnose(res(1), constraints())
-    assert diagnosis.message(res(1)) == "no nodes in the cluster"
+    assert diagnosis.message() == "0/0 nodes are available: no nodes in the cluster."
 
 
 @pytest.mark.parametrize("scoring", [Scoring.BINPACK, Scoring.SPREAD])

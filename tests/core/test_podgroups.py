@@ -115,9 +115,9 @@ def count_placements(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     calls: list[object] = []
     real_place = Cluster.place
 
-    def place(self: Cluster, *args: Any) -> str | None:
+    def place(self: Cluster, *args: Any, **kwargs: Any) -> str | None:
         calls.append(args)
-        return real_place(self, *args)
+        return real_place(self, *args, **kwargs)
 
     monkeypatch.setattr(Cluster, "place", place)
     return calls

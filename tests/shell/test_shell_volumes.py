@@ -119,7 +119,8 @@ async def test_a_missing_claim_keeps_the_pod_waiting_with_the_reason(cluster) ->
             what="PodScheduled condition")
         assert scheduled["status"] == "False"
         assert scheduled["reason"] == "Unschedulable"
-        assert scheduled["message"] == 'VolumeBinding: persistentvolumeclaim "later" not found'
+        assert scheduled["message"].endswith(
+            '0/4 nodes are available: persistentvolumeclaim "later" not found.')
         assert bind_answers(api, "worker") == []
         api.create(claim("later", "fast"))
         await wait_for(lambda: node_of(api, "worker"), what="worker bound once its claim exists")

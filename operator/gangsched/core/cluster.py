@@ -1,161 +1,88 @@
-"""Nodes, their usage, and placement: filters, scoring, and the indexes that keep it fast.
+"""Nodes, their usage, and placement: running the scheduling profile over the nodes.
 
 Usage counts every pod that holds capacity on a node, ours or another scheduler's,
-placeholders included, and pods assumed by the core but not yet confirmed bound.
+placeholders included, and pods assumed by the core but not yet confirmed bound. Every
+such pod is also in the :class:`~gangsched.core.podindex.PodIndex` (labels, affinity
+terms) and its host ports on its node, so that the neighbour-dependent plugins count
+from indexes.
 
-Placement runs in two stages:
+Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
+:mod:`gangsched.core.plugins.registry`) in stages:
 
-1. *Static* filters depend only on the node and the pod's constraints (readiness,
-   ``unschedulable``, nodeSelector, required node affinity, NoSchedule/NoExecute taints).
-   Their result is cached per :class:`Constraints` value and dropped only when a node is
-   added, removed, or changes labels, taints, readiness or schedulability.
-2. *Dynamic* filters check free capacity. Rather than scan every node for every pod, a
-   placement scores at most ``sample_size`` feasible nodes. Binpack scans from the front
-   of the (name-sorted) candidates, skipping a prefix that is known to be too full for
-   this request shape: the *watermark*, valid until some capacity is released. Spread
-   rotates its starting point. Both keep the cost per placement roughly independent of
-   the cluster size.
+1. PreEnqueue (a gated pod is never placed) and PreFilter (per-pod state, once);
+2. *static* filters (those that depend only on the node and the pod's
+   :class:`Constraints`: readiness, ``unschedulable``, node name, nodeSelector and
+   required node affinity, NoSchedule/NoExecute taints). Their result is cached per
+   ``Constraints`` value and dropped only when a node is added, removed, or changes
+   labels, taints, readiness or schedulability;
+3. *dynamic* filters (capacity, host ports, pod (anti-)affinity, topology spread) on
+   the static candidates, in a cheap order: binpack scans from the front of the
+   (name-sorted) candidates, skipping a prefix known to be too full for this request
+   shape (the *watermark*, valid until some capacity is released); spread rotates its
+   starting point. The scan stops after ``sample_size`` feasible nodes, as
+   kube-scheduler's ``percentageOfNodesToScore`` does; every filter is exact, only the
+   choice among feasible nodes is sampled;
+4. Score plugins over the feasible nodes found, normalized and weighted; ties go to
+   scan order.
+
+``Scoring`` maps to NodeResourcesFit's strategy (binpack: ``MostAllocated``, spread:
+``LeastAllocated``) unless the profile sets a ``scoringStrategy`` itself; binpack with a
+profile that configures no extension point also leaves out the
+NodeResourcesBalancedAllocation score, which works against packing.
 
 Nodes *reserved* for a starving gang (the ``reserve`` action, :mod:`~gangsched.core.elect`)
 take no new pod of anyone else: a placement names its ``owner`` (the key of its Application
 or PodGroup), and the reserved nodes are skipped unless the owner is one they are held for.
 A diagnosis counts the nodes that would fit but are reserved as ``Reserved``.
-
-Ties are broken by scan order, which is by node name: the same inputs give the same node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 
-from gangsched.core.constraints import (
-    ANY_NODE,
-    NodeAffinity,
-    Toleration,
-    matches_affinity,
-    matches_node_selector,
-    untolerated_taints,
-)
-from gangsched.core.model import Node, Pod, Scoring, TaskGroup
+from gangsched.core.diagnosis import FIT_PLUGIN, RESERVED, Diagnosis, reserved_reason
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import NO_CONSTRAINTS, Constraints, PodInfo
+from gangsched.core.framework.profile import DEFAULT_PROFILE, PluginSet, ProfileConfig
+from gangsched.core.framework.runner import Framework
+from gangsched.core.model import Node, Scoring
+from gangsched.core.plugins import balancedallocation, noderesources
+from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+from gangsched.core.podindex import PlacedPod, PodIndex
 from gangsched.core.resources import PODS, Resources
+from gangsched.core.volumes.catalog import VolumeCatalog
+
+__all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
+           "PodInfo", "static_failure"]
 
 ONE_POD = Resources({PODS: 1})
 
-NodeCheck = Callable[[Node], "str | None"]
-"""A per-pod filter beyond the static ones and capacity (the volume plugins,
-:mod:`gangsched.core.volumes.check`): the reason a node does not fit, or None."""
-
-
-@dataclass(frozen=True, slots=True)
-class Constraints:
-    """A pod's static placement constraints, hashable so placements can share caches."""
-
-    node_selector: tuple[tuple[str, str], ...] = ()
-    tolerations: tuple[Toleration, ...] = ()
-    affinity: NodeAffinity = ANY_NODE
-
-    @classmethod
-    def build(
-        cls,
-        node_selector: Mapping[str, str],
-        tolerations: tuple[Toleration, ...],
-        affinity: NodeAffinity,
-    ) -> Constraints:
-        return cls(tuple(sorted(node_selector.items())), tolerations, affinity)
-
-    @classmethod
-    def of_pod(cls, pod: Pod) -> Constraints:
-        return cls.build(pod.node_selector, pod.tolerations, pod.affinity)
-
-    @classmethod
-    def of_group(cls, group: TaskGroup) -> Constraints:
-        return cls.build(group.node_selector, group.tolerations, group.affinity)
-
-
-NO_CONSTRAINTS = Constraints()
+_STATIC = Framework(REGISTRY, DEFAULT_PLUGINS)
 
 
 def static_failure(node: Node, constraints: Constraints) -> str | None:
-    """The name of the first static filter ``node`` fails for ``constraints``, or None."""
-    if not node.ready:
-        return "NodeNotReady"
-    if node.unschedulable:
-        return "NodeUnschedulable"
-    if constraints.node_selector and not matches_node_selector(
-        dict(constraints.node_selector), node.labels
-    ):
-        return "NodeSelector"
-    if not matches_affinity(constraints.affinity, node.labels, node.name):
-        return "NodeAffinity"
-    if node.taints and untolerated_taints(constraints.tolerations, node.taints):
-        return "Taints"
-    return None
-
-
-class NodeState:
-    """A node and what is placed on it. ``free`` is kept equal to allocatable - used."""
-
-    __slots__ = ("free", "node", "pods", "used")
-
-    def __init__(self, node: Node) -> None:
-        self.node = node
-        self.used = Resources.ZERO
-        self.free = node.allocatable
-        self.pods: dict[str, Resources] = {}
-        """The request each pod placed here holds, by pod uid."""
-
-    def score(self, request: Resources) -> float:
-        """Utilisation after placing ``request``: the sum of per-resource fractions."""
-        total = 0.0
-        alloc = self.node.allocatable
-        for name, amount in request.items():
-            capacity = alloc.get(name)
-            if capacity > 0:
-                total += (self.used.get(name) + amount) / capacity
-        return total
-
-
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
-    """Why no node fits: counts of nodes per failed filter, and the best shortfall."""
-
-    nodes: int
-    by_filter: Mapping[str, int]
-    best_shortfall: Resources
-    reserved_for: str = ""
-    """The gang the ``Reserved`` nodes are held for."""
-
-    def message(self, request: Resources) -> str:
-        if self.nodes == 0:
-            return "no nodes in the cluster"
-        parts = [f"{count} {name}" for name, count in sorted(self.by_filter.items())]
-        text = f"0/{self.nodes} nodes fit {request.format_short()}: " + ", ".join(parts)
-        if self.by_filter.get("Reserved"):
-            text += f"; the Reserved nodes are held for starving gang {self.reserved_for}"
-        if self.best_shortfall:
-            text += f"; the closest node is short of {self.best_shortfall.format_short()}"
-        return text
-
-    @property
-    def reason(self) -> str:
-        """``Reservation`` when a node would fit but is reserved for another gang; else
-        ``Constraints`` or ``Capacity`` (see :attr:`constraint_bound`)."""
-        if self.by_filter.get("Reserved"):
-            return "Reservation"
-        return "Constraints" if self.constraint_bound else "Capacity"
-
-    @property
-    def constraint_bound(self) -> bool:
-        """True when static constraints, not capacity, exclude every node."""
-        return self.by_filter.get("Insufficient", 0) == 0
+    """The name of the first default static filter ``node`` fails, or None."""
+    status = _STATIC.static_filter(PodInfo(Resources.ZERO, constraints), NodeState(node))
+    return None if status.ok else status.plugin
 
 
 class Cluster:
     """All nodes with their usage, and placement over them."""
 
-    def __init__(self, sample_size: int = 32) -> None:
+    def __init__(self, sample_size: int = 32, profile: ProfileConfig = DEFAULT_PROFILE) -> None:
+        """``profile`` is validated here: an invalid one raises ``ConstraintError``."""
         self.nodes: dict[str, NodeState] = {}
+        self.profile = profile
+        self._frameworks: dict[Scoring, Framework] = {}
+        for scoring in Scoring:
+            self.framework(scoring)
+        self.pod_index = PodIndex()
+        """Every pod holding a node, for affinity and spread."""
+        self.volumes = VolumeCatalog()
+        """Volume objects and assumed bindings, for the volume plugins."""
+        self.namespace_labels: dict[str, Mapping[str, str]] = {}
+        """Labels of the namespaces observed (for namespaceSelector)."""
         self.sample_size = max(1, sample_size)
         self.free_epoch = 0
         """Bumped whenever capacity is released or added: cached "does not fit" is stale."""
@@ -166,8 +93,7 @@ class Cluster:
         self._watermarks: dict[tuple[Constraints, Resources], int] = {}
         self._watermark_epoch = -1
         self._cursor: dict[Constraints, int] = {}
-        self._diagnoses: dict[tuple[Constraints, Resources, bool], Diagnosis] = {}
-        self._diagnosis_epoch = (-1, -1)
+        self._diagnoses: dict[object, tuple[object, Diagnosis]] = {}
         self._node_epoch = 0
         self._orphan_usage: dict[str, dict[str, Resources]] = {}
         self.reserved: frozenset[str] = frozenset()
@@ -185,8 +111,10 @@ class Cluster:
             state = NodeState(node)
             self.nodes[node.name] = state
             for uid, request in self._orphan_usage.pop(node.name, {}).items():
-                state.pods[uid] = request
-                state.used = state.used + request
+                state.add(uid, request)
+                placed = self.pod_index.pods.get(uid)
+                if placed is not None and placed.placement.ports:
+                    state.ports[uid] = placed.placement.ports
             state.free = node.allocatable - state.used
             self._nodes_changed()
             self._freed()
@@ -232,17 +160,44 @@ class Cluster:
 
     # --- usage ---------------------------------------------------------------------------
 
-    def charge(self, node_name: str, uid: str, request: Resources) -> None:
-        """Record that pod ``uid`` uses ``request`` (pods slot included) on the node."""
+    @property
+    def node_epoch(self) -> int:
+        return self._node_epoch
+
+    def node_state(self, name: str) -> NodeState | None:
+        return self.nodes.get(name)
+
+    # --- namespaces ----------------------------------------------------------------------
+
+    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        """Record a namespace's labels; a change retries pods that fit nowhere."""
+        if self.namespace_labels.get(name) != labels:
+            self.namespace_labels[name] = dict(labels)
+            self._freed()
+
+    def remove_namespace(self, name: str) -> None:
+        if self.namespace_labels.pop(name, None) is not None:
+            self._freed()
+
+    # --- usage ---------------------------------------------------------------------------
+
+    def charge(self, node_name: str, uid: str, request: Resources,
+               placed: PlacedPod | None = None) -> None:
+        """Record that pod ``uid`` uses ``request`` (pods slot included) on the node.
+
+        ``placed`` (its labels, affinity terms, host ports) makes it count for the
+        neighbour-dependent plugins; a hold without it (room kept for a preemptor) only
+        uses capacity.
+        """
+        if placed is not None:
+            self.pod_index.add(placed)
         state = self.nodes.get(node_name)
         if state is None:
             self._orphan_usage.setdefault(node_name, {})[uid] = request
             return
-        if uid in state.pods:
-            return
-        state.pods[uid] = request
-        state.used = state.used + request
-        state.free = state.free - request
+        if placed is not None and placed.placement.ports:
+            state.ports[uid] = placed.placement.ports
+        state.add(uid, request)
 
     def release(self, node_name: str, uid: str, request: Resources, *, retry: bool = True) -> None:
         """Forget pod ``uid``'s usage on the node (the amount charged, whatever ``request``).
@@ -251,18 +206,31 @@ class Cluster:
         Strict gang's rollback): the capacity was free when the cycle began, so pods that
         failed to fit need not be tried again because of it.
         """
+        self.pod_index.remove(uid)
         state = self.nodes.get(node_name)
         if state is None:
             orphans = self._orphan_usage.get(node_name)
             if orphans is not None:
                 orphans.pop(uid, None)
             return
-        held = state.pods.pop(uid, None)
-        if held is None:
-            return
-        state.used = state.used - held
-        state.free = state.free + held
-        self._freed(retry)
+        state.ports.pop(uid, None)
+        if state.remove(uid) is not None:
+            self._freed(retry)
+
+    def retry_epoch(self, pod: PodInfo) -> int:
+        """Changes when what may let ``pod`` fit changes: capacity freed, and for a pod
+        whose fit depends on its neighbours, any pod placed or gone."""
+        epoch = self.free_epoch
+        if pod.placement.neighbour_bound:
+            epoch += self.pod_index.epoch
+        if pod.volumes.any:
+            epoch += self.volumes.epoch
+        return epoch
+
+    def retry(self) -> None:
+        """Something other than capacity changed that may let waiting pods fit (a
+        StorageClass appeared, say): pods that fit nowhere are tried again."""
+        self._freed()
 
     def _freed(self, retry: bool = True) -> None:
         self._release_epoch += 1
@@ -322,11 +290,33 @@ class Cluster:
 
     # --- placement -----------------------------------------------------------------------
 
+    def framework(self, scoring: Scoring) -> Framework:
+        """The profile's framework, NodeResourcesFit scoring by ``scoring`` unless the
+        profile sets its own strategy."""
+        found = self._frameworks.get(scoring)
+        if found is None:
+            config = self.profile
+            if config.args_of(noderesources.NAME) is None:
+                binpack = scoring is Scoring.BINPACK
+                strategy = (noderesources.Strategy.MOST_ALLOCATED if binpack
+                            else noderesources.Strategy.LEAST_ALLOCATED)
+                fit = (noderesources.NAME, noderesources.FitArgs(strategy))
+                points = config.points
+                if binpack and not points:
+                    # Balancing works against packing: binpack without a profile of its
+                    # own scores as kube-scheduler's bin-packing setups do.
+                    points = (("score", PluginSet(disabled=(balancedallocation.NAME,))),)
+                config = ProfileConfig(config.multi_point, points, (*config.args, fit))
+            found = self._frameworks[scoring] = Framework(REGISTRY, DEFAULT_PLUGINS, config)
+        return found
+
     def candidates(self, constraints: Constraints) -> list[NodeState]:
         """Nodes passing the static filters for ``constraints`` (cached)."""
         found = self._static.get(constraints)
         if found is None:
-            found = [s for s in self.sorted_nodes() if static_failure(s.node, constraints) is None]
+            fwk = self.framework(Scoring.BINPACK)
+            probe = PodInfo(Resources.ZERO, constraints)
+            found = [s for s in self.sorted_nodes() if fwk.static_filter(probe, s).ok]
             self._static[constraints] = found
         return found
 
@@ -337,15 +327,39 @@ class Cluster:
         constraints: Constraints,
         *,
         extra: Resources = Resources.ZERO,
-        node_check: NodeCheck | None = None,
+        pod: PodInfo | None = None,
+        replacing: str | None = None,
     ) -> bool:
-        """Does ``request`` fit on the node now, with ``extra`` more free? False if unknown."""
+        """Does the pod fit on the node now, with ``extra`` more free? False if unknown.
+
+        ``pod`` (else a pod of ``request`` and ``constraints`` with no labels) is checked
+        against every filter. ``replacing`` is the uid of a pod it would replace there (a
+        placeholder): that pod is left out of affinity and spread counts.
+        """
         state = self.nodes.get(node_name)
-        if state is None or static_failure(state.node, constraints) is not None:
+        if state is None:
             return False
-        if node_check is not None and node_check(state.node) is not None:
+        info = pod or PodInfo(request, constraints)
+        fwk = self.framework(Scoring.BINPACK)
+        if not fwk.pre_enqueue(info).ok or not fwk.static_filter(info, state).ok:
             return False
-        return request.fits_in(state.free + extra if extra else state.free)
+        if not info.request.fits_in(state.free + extra if extra else state.free):
+            return False
+        hidden = self.pod_index.pods.get(replacing) if replacing else None
+        ports = state.ports.pop(hidden.uid, None) if hidden is not None else None
+        if hidden is not None:
+            self.pod_index.remove(hidden.uid)
+        try:
+            cycle, status = fwk.pre_filter(info, self)
+            if not status.ok:
+                return False
+            return all(f.filter(cycle, info, state).ok for f in cycle.filters
+                       if f.name != FIT_PLUGIN)
+        finally:
+            if hidden is not None:
+                self.pod_index.add(hidden)
+                if ports:
+                    state.ports[hidden.uid] = ports
 
     def place(
         self,
@@ -353,15 +367,25 @@ class Cluster:
         constraints: Constraints,
         scoring: Scoring,
         owner: str | None = None,
-        node_check: NodeCheck | None = None,
+        *,
+        pod: PodInfo | None = None,
     ) -> str | None:
-        """The best node for ``request`` (pods slot included), or None if none fits.
+        """The best node for the pod (``pod``, else a pod of ``request`` -- pods slot
+        included -- and ``constraints``), or None if none fits or it is gated.
 
         ``owner`` (an Application or PodGroup key) may use nodes reserved for it; no other
-        placement does. ``node_check`` refuses more nodes (it does not move watermarks:
-        those are about capacity only).
+        placement does.
         """
-        blocked = self._blocked(owner)
+        info = pod or PodInfo(request, constraints, owner=owner)
+        request, constraints = info.request, info.constraints
+        fwk = self.framework(scoring)
+        if not fwk.pre_enqueue(info).ok:
+            return None
+        cycle, status = fwk.pre_filter(info, self)
+        if not status.ok:
+            return None
+        extra = [f for f in cycle.filters if f.name != FIT_PLUGIN]
+        blocked = self._blocked(owner if pod is None else info.owner)
         if self._watermark_epoch != self._release_epoch:
             self._watermarks.clear()
             self._watermark_epoch = self._release_epoch
@@ -376,10 +400,8 @@ class Cluster:
         else:
             start = self._cursor.get(constraints, 0) % count
             order = range(start, start + count)
-        best: NodeState | None = None
-        best_score = 0.0
+        feasible: list[NodeState] = []
         first_fit = -1
-        found = 0
         for i in order:
             state = nodes[i % count]
             if not request.fits_in(state.free):
@@ -388,71 +410,91 @@ class Cluster:
                 first_fit = i  # reserved or not: the watermark is about capacity only
             if blocked is not None and state.node.name in blocked:
                 continue
-            if node_check is not None and node_check(state.node) is not None:
+            if extra and not all(f.filter(cycle, info, state).ok for f in extra):
                 continue
-            score = state.score(request)
-            if (
-                best is None
-                or (scoring is Scoring.BINPACK and score > best_score)
-                or (scoring is Scoring.SPREAD and score < best_score)
-            ):
-                best, best_score = state, score
-            found += 1
-            if found >= self.sample_size:
+            feasible.append(state)
+            if len(feasible) >= self.sample_size:
                 break
         if scoring is Scoring.BINPACK:
             self._watermarks[(constraints, request)] = first_fit if first_fit >= 0 else count
         else:
             self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
-        return None if best is None else best.node.name
+        if not feasible:
+            return None
+        if len(feasible) == 1:
+            return feasible[0].node.name
+        fwk.pre_score(cycle, info, self, feasible)
+        totals = fwk.score(cycle, info, feasible)
+        best = max(range(len(feasible)), key=lambda i: (totals[i], -i))
+        return feasible[best].node.name
 
     def diagnose(
-        self, request: Resources, constraints: Constraints, owner: str | None = None,
-        node_check: NodeCheck | None = None,
+        self,
+        request: Resources,
+        constraints: Constraints,
+        owner: str | None = None,
+        *,
+        pod: PodInfo | None = None,
     ) -> Diagnosis:
-        """Why ``request`` fits no node. O(nodes), cached until nodes or capacity change.
+        """Why the pod fits no node. O(nodes), cached per pod shape until nodes, capacity
+        or (for a pod whose fit depends on other pods) the placed pods change.
 
         Nodes reserved for a gang other than ``owner`` that would fit count as ``Reserved``.
-        A node that ``node_check`` refuses counts under its reason (not cached then).
         """
-        epoch = (self._node_epoch, self._release_epoch)
-        if self._diagnosis_epoch != epoch:
+        info = pod or PodInfo(request, constraints, owner=owner)
+        blocked = self._blocked(owner if pod is None else info.owner)
+        neighbours = info.placement.neighbour_bound or self.pod_index.required_anti > 0
+        volumes = info.volumes.any
+        key = (info.constraints, info.request, blocked is not None,
+               (info.placement, info.namespace) if neighbours else None,
+               (info.volumes, info.namespace, info.uid) if volumes else None)
+        epoch = (self._node_epoch, self._release_epoch,
+                 self.pod_index.epoch if neighbours else -1, len(self.namespace_labels),
+                 self.volumes.epoch if volumes else -1)
+        cached = self._diagnoses.get(key)
+        if cached is not None and cached[0] == epoch:
+            return cached[1]
+        if len(self._diagnoses) > 4096:
             self._diagnoses.clear()
-            self._diagnosis_epoch = epoch
-        blocked = self._blocked(owner)
-        key = (constraints, request, blocked is not None)
-        cached = self._diagnoses.get(key) if node_check is None else None
-        if cached is not None:
-            return cached
+        diagnosis = self._diagnose(info, blocked)
+        self._diagnoses[key] = (epoch, diagnosis)
+        return diagnosis
+
+    def _diagnose(self, info: PodInfo, blocked: frozenset[str] | None) -> Diagnosis:
+        fwk = self.framework(Scoring.BINPACK)
+        total = len(self.nodes)
         by_filter: dict[str, int] = {}
+        reasons: dict[str, int] = {}
+        gated = fwk.pre_enqueue(info)
+        cycle, status = fwk.pre_filter(info, self) if gated.ok else (None, gated)
+        if cycle is None or not status.ok:
+            return Diagnosis(total, {status.plugin: total}, Resources.ZERO, "", {},
+                             "; ".join(status.reasons))
         best: Resources | None = None
         best_size = 0
         for state in self.sorted_nodes():
-            failure = static_failure(state.node, constraints)
-            if failure is None:
-                refused = node_check(state.node) if node_check is not None else None
-                if refused is not None:
-                    failure = refused
-                elif request.fits_in(state.free):
-                    failure = "Reserved" if blocked and state.node.name in blocked else "Fits"
+            verdict = fwk.static_filter(info, state)
+            if verdict.ok:
+                verdict = fwk.filter(cycle, info, state)
+            if verdict.ok:
+                if blocked and state.node.name in blocked:
+                    verdict = fw.Status(fw.Code.UNSCHEDULABLE,
+                                        (reserved_reason(self.reserved_for),), RESERVED)
                 else:
-                    failure = "Insufficient"
-                    short = request.shortfall(state.free.clamp_non_negative())
-                    size = sum(1 for _ in short.items())
-                    if best is None or (size, _magnitude(short)) < (best_size, _magnitude(best)):
-                        best, best_size = short, size
-            by_filter[failure] = by_filter.get(failure, 0) + 1
-        diagnosis = Diagnosis(len(self.nodes), by_filter, best or Resources.ZERO,
-                              self.reserved_for if blocked else "")
-        if node_check is None:
-            self._diagnoses[key] = diagnosis
-        return diagnosis
-
-    def retry(self) -> None:
-        """Something other than capacity changed that may let waiting pods fit (a volume
-        appeared, say): pods that fit nowhere are tried again."""
-        self._freed()
+                    by_filter["Fits"] = by_filter.get("Fits", 0) + 1
+                    continue
+            by_filter[verdict.plugin] = by_filter.get(verdict.plugin, 0) + 1
+            for reason in verdict.reasons:
+                reasons[reason] = reasons.get(reason, 0) + 1
+            if verdict.plugin == FIT_PLUGIN:
+                short = info.request.shortfall(state.free.clamp_non_negative())
+                size = sum(1 for _ in short.items())
+                if best is None or (size, _magnitude(short)) < (best_size, _magnitude(best)):
+                    best, best_size = short, size
+        return Diagnosis(total, by_filter, best or Resources.ZERO,
+                         self.reserved_for if blocked else "", reasons)
 
 
 def _magnitude(resources: Resources) -> tuple[int, ...]:
     return tuple(amount for _, amount in sorted(resources.items()))
+

@@ -102,9 +102,19 @@ class DeletePod:
     message: str
 
 
+SCHEDULING_GATED = "SchedulingGated"
+"""The reason of a pod with scheduling gates: the condition is written, no Event."""
+SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+"""The API server's words for that condition (``applySchedulingGatedCondition``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PodPending:
-    """Tell users why a pod is not bound (PodScheduled=False and an event)."""
+    """Tell users why a pod is not bound (PodScheduled=False and an event).
+
+    Reason :data:`SCHEDULING_GATED` is the exception: the condition alone, exactly as
+    kube-scheduler leaves a gated pod (reason ``SchedulingGated``), and no Event.
+    """
 
     uid: PodUID
     namespace: str

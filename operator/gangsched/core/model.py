@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import NewType
 
 from gangsched.core.constraints import ANY_NODE, ConstraintError, NodeAffinity, Taint, Toleration
+from gangsched.core.framework.profile import DEFAULT_PROFILE, ProfileConfig
+from gangsched.core.placement import NO_PLACEMENT, Placement
 from gangsched.core.resources import Resources
 from gangsched.core.volumes.model import NO_VOLUMES, PodVolumes
 
@@ -132,6 +134,8 @@ class Pod:
     nominated_node: str | None = None
     """``status.nominatedNodeName``: for another scheduler's pending pod, the node where
     room was made for it by preemption; that room is counted as taken."""
+    placement: Placement = NO_PLACEMENT
+    """Labels, pod (anti-)affinity, spread, preferred node affinity, host ports, gates."""
 
     @property
     def ref(self) -> str:
@@ -160,6 +164,9 @@ class TaskGroup:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
     affinity: NodeAffinity = ANY_NODE
+    placement: Placement = NO_PLACEMENT
+    """The members' labels, pod (anti-)affinity, spread and the like: a placeholder is
+    placed with them, as the real member would be."""
 
     @property
     def total(self) -> Resources:
@@ -350,6 +357,11 @@ class SchedulerConfig:
     """How long the capacity freed by a preemption or reclaim stays nominated for the gang
     that asked for it. Victims not gone by then (a stuck finalizer, a lost eviction) end
     the plan: the nominated capacity is given back and the gang may try again."""
+
+    profile: ProfileConfig = DEFAULT_PROFILE
+    """The scheduling profile: which placement plugins run, with what weights and
+    arguments (see :mod:`gangsched.core.framework.profile`). A profile that sets
+    NodeResourcesFit's ``scoringStrategy`` overrides ``gang_scoring`` and ``pod_scoring``."""
 
     eviction_backoff: float = 30.0
     """Seconds a gang waits before preempting again after an eviction was refused (a

@@ -7,7 +7,8 @@ The bind and create outcomes close the loop on decisions the core made earlier.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from gangsched.core.model import (
     AppKey,
@@ -39,6 +40,19 @@ class NodeObserved:
 
 @dataclass(frozen=True, slots=True)
 class NodeGone:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceObserved:
+    """A namespace and its labels (what pod affinity ``namespaceSelector`` matches)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceGone:
     name: str
 
 
@@ -139,6 +153,8 @@ Observation = (
     | PodGone
     | NodeObserved
     | NodeGone
+    | NamespaceObserved
+    | NamespaceGone
     | AppObserved
     | AppGone
     | PodGroupObserved

@@ -52,8 +52,9 @@ def place(s: Scheduler, ps: PodState, now: float, reason: str,
     An invalid pod waits with ``InvalidPod``; one in backoff after a failed bind waits
     silently; then the queue (``QueueNotFound``, ``QueueQuota``) and the nodes
     (``Reservation`` when only nodes reserved for a starving gang would take it,
-    ``Constraints`` when no node passes the static filters, else ``Capacity``). Nodes are
-    scored with ``scoring``, by default the configured ``pod_scoring``.
+    ``Constraints`` when filters other than capacity exclude every node, else
+    ``Capacity``; the message is kube-scheduler's ``0/N nodes are available: ...``).
+    Nodes are scored with ``scoring``, by default the configured ``pod_scoring``.
     """
     pod = ps.pod
     if pod.invalid:
@@ -66,17 +67,15 @@ def place(s: Scheduler, ps: PodState, now: float, reason: str,
         why = "QueueNotFound" if check.problem else "QueueQuota"
         s.mark_pending(ps, why, check.describe(ps.request, "the pod"))
         return False
-    if ps.blocked_epoch == s.cluster.free_epoch:
-        return False  # nothing was freed since it last fit nowhere
+    epoch = s.cluster.retry_epoch(ps.info)
+    if ps.blocked_epoch == epoch:
+        return False  # nothing changed since it last fit nowhere
     owner = pod.app or pod.pod_group
-    go, node_check = volume_placing.place_or_wait(s, ps)
-    if not go:
-        return False
     node = s.cluster.place(ps.request, ps.constraints, scoring or s.config.pod_scoring, owner,
-                           node_check)
+                           pod=ps.info)
     if node is None:
-        ps.blocked_epoch = s.cluster.free_epoch
-        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, node_check)
+        ps.blocked_epoch = epoch
+        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, pod=ps.info)
         s.mark_pending(ps, diagnosis.reason, diagnosis.message(ps.request))
         return False
     volume_placing.reserve(s, ps, node)

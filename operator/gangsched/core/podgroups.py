@@ -30,7 +30,6 @@ from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
 from gangsched.core.runtime import GroupRuntime, PodState
 from gangsched.core.volumes import placing as volume_placing
-from gangsched.core.volumes.check import Wait
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -352,17 +351,13 @@ def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) 
             g.blocking = BlockingReason("QueueQuota", check.describe(ps.request, "a member"),
                                         {"queue": check.queue})
             return
-        found = volume_placing.prepare(s, ps)
-        if isinstance(found, Wait):
-            g.blocking = BlockingReason(found.plugin, f"member {ps.pod.name}: {found.message}")
-            s.mark_pending(ps, found.plugin, found.message)
-            return
-        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, owner, found)
+        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, owner,
+                               pod=ps.info)
         if node is None:
-            diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, found)
+            diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, pod=ps.info)
             reason = diagnosis.reason
             g.blocking = BlockingReason(reason, diagnosis.message(ps.request),
-                                        {k: str(v) for k, v in diagnosis.by_filter.items()})
+                                        diagnosis.details())
             return
         volume_placing.reserve(s, ps, node)
         s.charge(ps, node)

@@ -220,7 +220,8 @@ def admit(s: Scheduler, rt: AppRuntime, remaining: Resources) -> None:
 def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
     spec = rt.spec
     group = ps.pod.task_group or ""
-    if ps.backoff_until > now or ps.blocked_epoch == s.cluster.free_epoch:
+    epoch = s.cluster.retry_epoch(ps.info)
+    if ps.backoff_until > now or ps.blocked_epoch == epoch:
         return
     check = s.queues.fits(spec.queue, ps.request, own_earmark=rt.earmark)
     if not check.ok:
@@ -229,15 +230,14 @@ def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
         s.mark_pending(ps, "QueueQuota", message)
         rt.dirty = True
         return
-    node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, spec.key)
+    node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, spec.key,
+                           pod=ps.info)
     if node is None:
-        ps.blocked_epoch = s.cluster.free_epoch
-        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, spec.key)
+        ps.blocked_epoch = epoch
+        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, spec.key, pod=ps.info)
         reason = diagnosis.reason
         message = diagnosis.message(ps.request)
-        details = {name: str(count) for name, count in sorted(diagnosis.by_filter.items())}
-        if diagnosis.best_shortfall:
-            details["bestNodeShortfall"] = diagnosis.best_shortfall.format_short()
+        details = diagnosis.details()
         rt.blocking[group] = BlockingReason(reason, message, details)
         s.mark_pending(ps, reason, message)
         rt.dirty = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gangsched.core.cluster import ONE_POD, Constraints
+from gangsched.core.cluster import ONE_POD, Constraints, PodInfo
 from gangsched.core.decisions import BlockingReason, SetAppStatus, SetPodGroupStatus
 from gangsched.core.model import AppSpec, Pod, PodGroupSpec, PodUID
 from gangsched.core.resources import Resources
@@ -30,6 +30,7 @@ class PodState:
         "evict_refused_until",
         "evicting",
         "failures",
+        "info",
         "node",
         "parked_name",
         "parked_node",
@@ -45,6 +46,8 @@ class PodState:
         self.pod = pod
         self.request = pod.requests + ONE_POD
         self.constraints = Constraints.of_pod(pod)
+        self.info = _info(pod, self.request, self.constraints)
+        """The pod as the placement plugins see it."""
         self.node: str | None = None
         """Where the pod holds capacity: its bound node, or where the core assumed it."""
         self.assumed = False
@@ -82,7 +85,20 @@ class PodState:
         ):
             self.constraints = Constraints.of_pod(pod)
             self.blocked_epoch = -1
+        if pod.placement != self.pod.placement or pod.volumes != self.pod.volumes:
+            self.blocked_epoch = -1
+        old = self.pod
         self.pod = pod
+        if ((pod is not old and (pod.requests, pod.placement, pod.app, pod.pod_group,
+                                 pod.volumes)
+                != (old.requests, old.placement, old.app, old.pod_group, old.volumes))
+                or self.info.constraints is not self.constraints):
+            self.info = _info(pod, self.request, self.constraints)
+
+    @property
+    def gated(self) -> bool:
+        """The pod has scheduling gates: it enters no cycle until they are removed."""
+        return bool(self.pod.placement.gates)
 
     @property
     def uid(self) -> PodUID:
@@ -93,6 +109,12 @@ class PodState:
         """Waiting for a node: not bound, not assumed, not finished, not being deleted."""
         pod = self.pod
         return self.node is None and pod.node_name is None and pod.active and not pod.terminating
+
+
+def _info(pod: Pod, request: Resources, constraints: Constraints) -> PodInfo:
+    owner = pod.app or pod.pod_group
+    return PodInfo(request, constraints, pod.placement, pod.namespace, pod.name, pod.uid,
+                   owner, pod.placement.label_map, pod.volumes)
 
 
 @dataclass(slots=True)

@@ -48,6 +48,8 @@ from gangsched.core import preemption as preemption  # registers the preempt act
 from gangsched.core import reclaim as reclaim  # registers the reclaim action
 from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
+    SCHEDULING_GATED,
+    SCHEDULING_GATED_MESSAGE,
     BindPod,
     Decision,
     EventType,
@@ -55,12 +57,14 @@ from gangsched.core.decisions import (
     PodPending,
     RecordEvent,
 )
-from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, Scoring
+from gangsched.core.model import AppKey, GroupKey, Pod, PodUID, SchedulerConfig, Scoring
 from gangsched.core.observations import (
     AppGone,
     AppObserved,
     BindFailed,
     EvictionFailed,
+    NamespaceGone,
+    NamespaceObserved,
     NodeGone,
     NodeObserved,
     Observation,
@@ -76,6 +80,7 @@ from gangsched.core.observations import (
     VolumeGone,
     VolumeObserved,
 )
+from gangsched.core.podindex import PlacedPod
 from gangsched.core.queues import QueueTree
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
@@ -88,7 +93,7 @@ class Scheduler:
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
-        self.cluster = Cluster(self.config.sample_size)
+        self.cluster = Cluster(self.config.sample_size, self.config.profile)
         self.queues = QueueTree(self.config.default_queue_policy)
         self.pods: dict[PodUID, PodState] = {}
         self.pod_by_name: dict[str, PodUID] = {}
@@ -110,7 +115,7 @@ class Scheduler:
         """The nodes held for a starving gang (the elect and reserve actions)."""
         self.evictions = eviction_logic.Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
-        self.volumes = VolumeCatalog()
+        self.volumes: VolumeCatalog = self.cluster.volumes
         """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
 
     # --- observations --------------------------------------------------------------------
@@ -129,6 +134,10 @@ class Scheduler:
             self.cluster.upsert_node(obs.node)
         elif isinstance(obs, NodeGone):
             self.cluster.remove_node(obs.name)
+        elif isinstance(obs, NamespaceObserved):
+            self.cluster.upsert_namespace(obs.name, obs.labels)
+        elif isinstance(obs, NamespaceGone):
+            self.cluster.remove_namespace(obs.name)
         elif isinstance(obs, AppObserved):
             app_logic.app_observed(self, obs.spec)
         elif isinstance(obs, AppGone):
@@ -177,7 +186,7 @@ class Scheduler:
             self._join(ps)
             if pod.placeholder:
                 app_logic.placeholder_observed(self, ps)
-        elif (ps.pod.app, ps.pod.pod_group) != (pod.app, pod.pod_group):
+        elif _membership(ps.pod) != _membership(pod):
             if ps.node is not None and pod.requests != ps.pod.requests:
                 self.uncharge(ps)
             self._leave(ps)
@@ -230,7 +239,10 @@ class Scheduler:
         group_logic.pod_gone(self, ps)
 
     def _join(self, ps: PodState) -> None:
+        """Count the pod as a member of its gang; a gated pod has not arrived yet."""
         pod = ps.pod
+        if ps.gated:
+            return
         if pod.app is not None:
             self.app_members.setdefault(pod.app, set()).add(pod.uid)
         if pod.pod_group is not None:
@@ -302,7 +314,9 @@ class Scheduler:
 
     def charge(self, ps: PodState, node: str) -> None:
         ps.node = node
-        self.cluster.charge(node, ps.uid, ps.request)
+        pod = ps.pod
+        self.cluster.charge(node, ps.uid, ps.request,
+                            PlacedPod(pod.uid, pod.namespace, ps.info.labels, pod.placement, node))
         if ps.pod.volumes.any:
             self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
         queue = self.queue_of(ps)
@@ -367,7 +381,12 @@ class Scheduler:
         self.queues_dirty = True
 
     def refresh_pending(self, ps: PodState) -> None:
-        if ps.pending and ps.pod.ours:
+        """Keep ``pending`` current. A gated pod enters no cycle: it only gets the
+        ``SchedulingGated`` condition, once."""
+        if ps.pending and ps.pod.ours and ps.gated:
+            self.pending.pop(ps.uid, None)
+            self.mark_pending(ps, SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE)
+        elif ps.pending and ps.pod.ours:
             self.pending[ps.uid] = None
         else:
             self.pending.pop(ps.uid, None)
@@ -468,6 +487,10 @@ class Scheduler:
                           scoring: Scoring | None = None) -> bool:
         """Place one pod on its own (no gang condition). True if a bind was asked for."""
         return ordinary_logic.place(self, ps, now, reason, scoring)
+
+
+def _membership(pod: Pod) -> tuple[object, ...]:
+    return (pod.app, pod.pod_group, bool(pod.placement.gates))
 
 
 @actions.action("allocate")

@@ -8,8 +8,14 @@ As in YuniKorn's design (``gang-scheduling-design.txt``, "Scheduler logic change
    ``QueueQuota`` and P stays.
 2. P's deletion is asked for (reason ``PlaceholderReplaced``, "replaced by pod X") and X
    is *parked*: it holds nothing and is not scheduled until P's deletion is observed.
-3. Then X is bound to P's node if it fits there (capacity, constraints, queue quota);
-   otherwise to any node that fits; otherwise it stays pending, saying why.
+3. Then X is bound to P's node if it fits there: its *own* full constraints are checked
+   by every filter of the profile (capacity, taints, node affinity, host ports, pod
+   (anti-)affinity, spread -- X may differ from its task group's template), and the
+   queue quota. Otherwise it is placed like an ordinary pod on any node that fits
+   (Event ``PlaceholderReplaced``: "did not fit on node N after its placeholder left;
+   placed elsewhere"); otherwise it stays pending, saying why in kube-scheduler's words.
+   While P still stands, choosing a placeholder leaves P itself out of X's affinity and
+   spread counts (X takes its place).
 
 A real pod takes at most one placeholder: one that did not land where its placeholder
 was does not consume the gang's other placeholders one after the other. Without a free
@@ -28,7 +34,6 @@ from gangsched.core.placeholders import release
 from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppState
 from gangsched.core.volumes import placing as volume_placing
-from gangsched.core.volumes.check import Wait
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -70,7 +75,8 @@ class FreePlaceholders:
         for ph in candidates:
             node = ph.node
             if node is not None and cluster.fits(node, real.request, real.constraints,
-                                                 extra=ph.request):
+                                                 extra=ph.request, pod=real.info,
+                                                 replacing=ph.uid):
                 return ph
         return candidates[0]
 
@@ -133,10 +139,9 @@ def complete_swaps(s: Scheduler, now: float) -> None:
             continue  # bound meanwhile, or its app went away: it waits for the app
         target = ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
         quota = s.queues.fits(s.queue_of(ps) or DEFAULT_QUEUE, ps.request)
-        volumes = volume_placing.prepare(s, ps)  # its own volumes, on the placeholder's node
-        if (quota.ok and node is not None and not isinstance(volumes, Wait)
-                and s.cluster.fits(node, ps.request, ps.constraints, node_check=volumes)):
-            volume_placing.reserve(s, ps, node)
+        if (quota.ok and node is not None
+                and s.cluster.fits(node, ps.request, ps.constraints, pod=ps.info)):
+            volume_placing.reserve(s, ps, node)  # its own claims, on the placeholder's node
             s.bind(ps, node, "PlaceholderReplaced")
             s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                     f"took the place of placeholder {placeholder} on node {node}")

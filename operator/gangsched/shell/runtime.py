@@ -655,13 +655,15 @@ class Runtime:
 
         A pods-first pod whose Application could not be made from it says why in both.
         """
-        from gangsched.core.decisions import EventType, ObjectRef
+        from gangsched.core.decisions import SCHEDULING_GATED, EventType, ObjectRef
 
         why = self.pods_first_errors.get(d.uid)
         if why is not None and d.reason in ("ApplicationNotFound", "PodGroupNotFound"):
             d = dataclasses.replace(d, message=f"{d.message}; {why}")
         self.conditions[d.uid] = d
         self.reports.submit(functools.partial(self._write_condition, d, now, 0))
+        if d.reason == SCHEDULING_GATED:
+            return  # the condition only, as kube-scheduler: no Event for a gated pod
         kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
         self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
                                  d.reason, d.message))

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from gangsched.core import constraints, model, resources
-from gangsched.translate import fields, k8s_constraints
+from gangsched.translate import fields, k8s_constraints, k8s_placement
 
 MAX_TASK_GROUPS = 32
 MAX_MIN_MEMBER = 10000
@@ -107,19 +107,16 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
         lambda: k8s_constraints.node_affinity_from_k8s(get("affinity"), path=f"{path}.affinity"),
         constraints.ANY_NODE,
     )
-    spread_path = f"{path}.topologySpreadConstraints"
-    spread: Sequence[Any] = problems.read(
-        lambda: fields.sequence(get("topologySpreadConstraints"), spread_path), ()
-    )
-    for index, item in enumerate(spread):
-        if not isinstance(item, Mapping):
-            problems.add(str(fields.wrong_type("an object", item, f"{spread_path}[{index}]")))
     labels: dict[str, str] = problems.read(
         lambda: fields.string_map(get("labels"), f"{path}.labels"), {}
     )
     annotations: dict[str, str] = problems.read(
         lambda: fields.string_map(get("annotations"), f"{path}.annotations"), {}
     )
+    group_placement = k8s_placement.placement_from_k8s(
+        {"affinity": get("affinity"),
+         "topologySpreadConstraints": get("topologySpreadConstraints")},
+        labels, problems, path=path)
     if len(problems.messages) > before:
         return None
 
@@ -146,6 +143,7 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
         node_selector=selector,
         tolerations=tolerations,
         affinity=affinity,
+        placement=group_placement,
     )
     return ParsedTaskGroup(model=group, manifest=manifest)
 

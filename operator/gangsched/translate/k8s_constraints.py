@@ -204,6 +204,11 @@ def _term(raw: object, path: str) -> constraints.NodeSelectorTerm:
     return constraints.NodeSelectorTerm(expressions, tuple(fields))
 
 
+def node_selector_term_from_k8s(raw: object, path: str) -> constraints.NodeSelectorTerm:
+    """One ``NodeSelectorTerm`` (as in a preferred term's ``preference``)."""
+    return _term(raw, path)
+
+
 def node_affinity_from_k8s(
     raw_affinity: object, *, path: str = "affinity"
 ) -> constraints.NodeAffinity:

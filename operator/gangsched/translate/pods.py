@@ -26,7 +26,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gangsched.core import constraints, model, resources
-from gangsched.translate import dialects, fields, gangspec, k8s_constraints, labels, times
+from gangsched.translate import (
+    dialects,
+    fields,
+    gangspec,
+    k8s_constraints,
+    k8s_placement,
+    labels,
+    times,
+)
 from gangsched.translate.dialects import native, resolve
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 from gangsched.translate.volumes import pod_volumes
@@ -244,6 +252,7 @@ def pod_with_membership(
         lambda: k8s_constraints.node_affinity_from_k8s(spec.get("affinity"), path="spec.affinity"),
         constraints.ANY_NODE,
     )
+    pod_placement = k8s_placement.placement_from_k8s(spec, pod_labels, problems)
     priority_class = spec.get("priorityClassName")
     membership = resolve.resolve(
         dialects.PodMeta(
@@ -287,6 +296,7 @@ def pod_with_membership(
         invalid=problems.message(),
         volumes=volumes,
         nominated_node=nominated if isinstance(nominated, str) and nominated else None,
+        placement=pod_placement,
     )
     return pod, membership
 

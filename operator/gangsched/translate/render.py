@@ -167,12 +167,18 @@ def placeholder_pod(
 
 def pod_scheduled_condition(d: decisions.PodPending, *, now: float) -> dict[str, Any]:
     """The ``PodScheduled=False`` pod condition kube-scheduler would write for ``d``:
-    reason ``Unschedulable``, message ``"<reason>: <message>"``."""
+    reason ``Unschedulable``, message ``"<reason>: <message>"``; for a gated pod reason
+    ``SchedulingGated`` with the API server's message."""
+    if d.reason == decisions.SCHEDULING_GATED:
+        reason, message = d.reason, d.message
+    else:
+        reason = "Unschedulable"
+        message = f"{d.reason}: {d.message}" if d.message else d.reason
     return {
         "type": "PodScheduled",
         "status": "False",
-        "reason": "Unschedulable",
-        "message": f"{d.reason}: {d.message}" if d.message else d.reason,
+        "reason": reason,
+        "message": message,
         "lastProbeTime": None,
         "lastTransitionTime": times.format_time_seconds(now),
     }

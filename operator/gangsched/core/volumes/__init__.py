@@ -15,5 +15,8 @@ One concept per module:
 * :mod:`.zone`: VolumeZone (a bound PV's zone and region labels against the node's).
 * :mod:`.claims`: DynamicResources: a pod with ``spec.resourceClaims`` is never bound
   before its claims are allocated.
-* :mod:`.check`: the hook that runs these for one pod and one node, for placement.
+* :mod:`.placing`: Reserve and PreBind for the scheduler's placements.
+
+The plugins of the same names in :mod:`gangsched.core.plugins` run these rules at
+their extension points.
 """

@@ -1,62 +1,43 @@
-"""How placement uses the volume plugins: a small hook around ``Cluster.place``.
+"""Reserve and PreBind of VolumeBinding, for the scheduler's placements.
 
-For a pod with volumes or resource claims, :func:`prepare` runs PreFilter and gives
-either a :class:`~gangsched.core.volumes.check.Wait` (the pod is marked pending with it
-and placed nowhere) or the per-node check that ``Cluster.place``/``diagnose``/``fits``
-take as ``node_check``. Once a node is chosen, :func:`reserve` assumes the pod's volume
-bindings there (before the next pod is placed, so that no two pods take one volume),
-and :func:`writes` gives the PreBind writes its BindPod carries. A gang's members are
-reserved one by one as they are assumed, and all of them before any is bound.
-Assumptions are given back when the pod's placement is undone (``Scheduler.uncharge``
-of a pod not yet bound) or its bind fails.
+Placement runs the profile (Filter included) through ``Cluster.place``, which returns a
+node name. Once the scheduler takes that node for a pod, :func:`reserve` assumes the
+pod's volume bindings there at once (kube-scheduler's Reserve), so that the next pod
+placed (another member of the same gang, say) cannot take the same volume, and
+:func:`writes` gives the PreBind writes its BindPod carries, done before its Binding. A
+gang's members are reserved one by one as they are assumed, all before any is bound.
+Assumptions are given back when the pod's placement is undone (``Scheduler.uncharge`` of
+a pod not yet bound) or its bind fails. The VolumeBinding plugin's own Reserve and
+PreBind (:mod:`gangsched.core.plugins.volumebinding`) do the same from a cycle state.
 
-Pods without volumes pay one attribute test.
+Pods without claims pay one attribute test.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
-from gangsched.core.cluster import NodeCheck
 from gangsched.core.decisions import VolumeWrite
-from gangsched.core.volumes import binding, check
+from gangsched.core.volumes import binding
 
 if TYPE_CHECKING:
     from gangsched.core.runtime import PodState
     from gangsched.core.scheduler import Scheduler
 
 
-def prepare(s: Scheduler, ps: PodState) -> NodeCheck | check.Wait | None:
-    """None for a pod without volumes; else a Wait, or the node check to place it with."""
-    if not check.needed(ps.pod):
-        return None
-    found = check.prefilter(s.volumes, ps.pod)
-    if isinstance(found, check.Wait):
-        return found
-    return functools.partial(check.node_failure, s.volumes, found)
-
-
-def place_or_wait(s: Scheduler, ps: PodState) -> tuple[bool, NodeCheck | None]:
-    """(False, None) after marking the pod pending when PreFilter says it must wait; else
-    (True, the node check or None)."""
-    found = prepare(s, ps)
-    if isinstance(found, check.Wait):
-        s.mark_pending(ps, found.plugin, found.message)
-        ps.blocked_epoch = s.cluster.free_epoch
-        return False, None
-    return True, found
-
-
 def reserve(s: Scheduler, ps: PodState, node: str) -> None:
-    """Assume the pod's volume bindings on ``node`` (a no-op for a pod without claims)."""
-    if not ps.pod.volumes.claims:
+    """Assume the pod's volume bindings on ``node`` (a no-op for a pod without claims, or
+    when they do not fit there, which Filter has ruled out)."""
+    pod = ps.pod
+    if not pod.volumes.claims:
         return
     state = s.cluster.nodes.get(node)
-    found = check.prefilter(s.volumes, ps.pod)
-    if state is None or isinstance(found, check.Wait):
+    claims = binding.prefilter(s.volumes, pod.namespace, pod.volumes)
+    if state is None or isinstance(claims, binding.Blocked):
         return
-    s.volumes.assume(ps.uid, check.plan(s.volumes, found, state.node))
+    reason, plan = binding.match(s.volumes, claims, state.node)
+    if reason is None:
+        s.volumes.assume(ps.uid, plan)
 
 
 def writes(s: Scheduler, ps: PodState) -> tuple[VolumeWrite, ...]:

@@ -1,0 +1,189 @@
+"""The extension points of the scheduling framework, as in kube-scheduler.
+
+A plugin is an object with a ``name`` that implements one or more of the protocols below;
+the :class:`~gangsched.core.framework.runner.Framework` asks ``isinstance`` once, when a
+profile is built, which points each enabled plugin serves.
+
+* :class:`PreEnqueuePlugin` -- may the pod enter a scheduling cycle at all (gates)?
+* :class:`PreFilterPlugin` -- computed once per pod and cycle, written into the
+  :class:`CycleState`; may reject the pod outright, or return :data:`SKIP` so that its
+  Filter is not run for this pod.
+* :class:`FilterPlugin` -- a cheap per-node check. A plugin whose ``static`` is True
+  depends only on the node and the pod's :class:`Constraints`: its verdicts are cached
+  per constraint set until a node changes. Filters must be exact: a node a filter
+  rejects is never returned, whatever sampling the scoring does.
+* :class:`ScorePlugin` -- ``pre_score`` (may :data:`SKIP`), ``score`` per feasible node
+  (0..100 after ``normalize``), weighted by the profile.
+* :class:`ReservePlugin` and :class:`PreBindPlugin` -- run once a node is chosen:
+  ``reserve`` may still refuse (then every reserved plugin is ``unreserve``\\ d), and
+  ``pre_bind`` may add decisions to the cycle state's ``decisions`` (they are emitted
+  before the pod's Binding).
+
+Plugins read the cluster through :class:`Snapshot` and nodes through
+:class:`~gangsched.core.framework.nodeinfo.NodeState`; they never change them.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+
+if TYPE_CHECKING:
+    from gangsched.core.podindex import PodIndex
+    from gangsched.core.volumes.catalog import VolumeCatalog
+
+MAX_NODE_SCORE = 100
+
+
+class Code(enum.Enum):
+    SUCCESS = "Success"
+    UNSCHEDULABLE = "Unschedulable"
+    UNRESOLVABLE = "UnschedulableAndUnresolvable"
+    """No change to other pods can make the node fit (preemption would not help)."""
+    SKIP = "Skip"
+    ERROR = "Error"
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A plugin's verdict; ``reasons`` are the words users see, as kube-scheduler's."""
+
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @property
+    def rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNRESOLVABLE, Code.ERROR)
+
+
+SUCCESS = Status()
+SKIP = Status(Code.SKIP)
+
+
+def unschedulable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, reasons)
+
+
+def unresolvable(*reasons: str) -> Status:
+    return Status(Code.UNRESOLVABLE, reasons)
+
+
+class CycleState:
+    """What one pod's cycle carries between extension points (``CycleState``).
+
+    ``data`` is keyed by plugin name; ``decisions`` collects what PreBind plugins ask for.
+    """
+
+    __slots__ = ("data", "decisions", "filters", "scorers")
+
+    def __init__(self) -> None:
+        self.data: dict[str, object] = {}
+        self.decisions: list[object] = []
+        self.filters: list[FilterPlugin] = []
+        """The dynamic filters not skipped by their PreFilter, in profile order."""
+        self.scorers: list[tuple[ScorePlugin, int]] = []
+        """The scorers not skipped by their PreScore, with their weights."""
+
+    def write(self, key: str, value: object) -> None:
+        self.data[key] = value
+
+    def read(self, key: str) -> object | None:
+        return self.data.get(key)
+
+
+class Snapshot(Protocol):
+    """The cluster as plugins read it during a cycle."""
+
+    @property
+    def namespace_labels(self) -> Mapping[str, Mapping[str, str]]:
+        """Labels of the namespaces observed, by name."""
+        ...
+
+    @property
+    def pod_index(self) -> PodIndex: ...
+
+    def sorted_nodes(self) -> Sequence[NodeState]:
+        """Every node, by name."""
+        ...
+
+    def node_state(self, name: str) -> NodeState | None: ...
+
+    @property
+    def node_epoch(self) -> int:
+        """Changes whenever a node is added, removed, relabelled, tainted or cordoned."""
+        ...
+
+    @property
+    def volumes(self) -> VolumeCatalog:
+        """PersistentVolumes, claims, classes, CSINodes, ResourceClaims, and the volume
+        bindings assumed for placed pods."""
+        ...
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    static: bool
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeState) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                  nodes: Sequence[NodeState]) -> Status: ...
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeState) -> int: ...
+
+    def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        """Bring ``scores`` (one per node scored, in order) into 0..100, in place."""
+        ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
+
+
+def default_normalize(scores: list[int], *, reverse: bool = False) -> None:
+    """kube-scheduler's ``DefaultNormalizeScore``: scale to 0..100 by the maximum;
+    ``reverse`` gives 100 minus that. All zeros stay zeros (or all 100 reversed)."""
+    top = max(scores, default=0)
+    if top == 0:
+        if reverse:
+            scores[:] = [MAX_NODE_SCORE] * len(scores)
+        return
+    for i, value in enumerate(scores):
+        scaled = MAX_NODE_SCORE * value // top
+        scores[i] = MAX_NODE_SCORE - scaled if reverse else scaled

@@ -1,0 +1,71 @@
+"""A node and what is placed on it, as the cluster keeps it and the plugins read it."""
+
+from __future__ import annotations
+
+from gangsched.core.model import Node
+from gangsched.core.placement import HostPort
+from gangsched.core.resources import CPU, MEMORY, Resources
+
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+
+
+def nonzero(request: Resources) -> tuple[int, int]:
+    """(cpu, memory) for scoring: kube-scheduler counts a pod without a cpu or memory
+    request as 100m cpu and 200Mi memory, so best-effort pods still spread out."""
+    return (request.get(CPU) or DEFAULT_MILLI_CPU, request.get(MEMORY) or DEFAULT_MEMORY)
+
+
+class NodeState:
+    """A node and what is placed on it. ``free`` is kept equal to allocatable - used.
+
+    ``ports`` holds the host ports in use, by the uid of the pod using them (pods of
+    other schedulers included).
+    """
+
+    __slots__ = ("free", "node", "nonzero_cpu", "nonzero_memory", "pods", "ports", "used")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.used = Resources.ZERO
+        self.free = node.allocatable
+        self.pods: dict[str, Resources] = {}
+        """The request each pod placed here holds, by pod uid."""
+        self.ports: dict[str, tuple[HostPort, ...]] = {}
+        self.nonzero_cpu = 0
+        self.nonzero_memory = 0
+        """cpu and memory requested, a pod without a request counting as
+        kube-scheduler's scoring defaults (see :func:`nonzero`)."""
+
+    def add(self, uid: str, request: Resources) -> None:
+        """Charge ``request`` for pod ``uid`` (once per uid)."""
+        if uid in self.pods:
+            return
+        self.pods[uid] = request
+        self.used = self.used + request
+        self.free = self.free - request
+        cpu, memory = nonzero(request)
+        self.nonzero_cpu += cpu
+        self.nonzero_memory += memory
+
+    def remove(self, uid: str) -> Resources | None:
+        """Release what pod ``uid`` holds; None if it holds nothing here."""
+        held = self.pods.pop(uid, None)
+        if held is None:
+            return None
+        self.used = self.used - held
+        self.free = self.free + held
+        cpu, memory = nonzero(held)
+        self.nonzero_cpu -= cpu
+        self.nonzero_memory -= memory
+        return held
+
+    def score(self, request: Resources) -> float:
+        """Utilisation after placing ``request``: the sum of per-resource fractions."""
+        total = 0.0
+        alloc = self.node.allocatable
+        for name, amount in request.items():
+            capacity = alloc.get(name)
+            if capacity > 0:
+                total += (self.used.get(name) + amount) / capacity
+        return total

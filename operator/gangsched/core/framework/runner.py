@@ -1,0 +1,164 @@
+"""The framework: a resolved profile's plugins, run at each extension point.
+
+Built from a *registry* (plugin name to factory) that the caller passes in; the
+framework itself never imports a plugin. Placement loops over nodes elsewhere (the
+cluster decides the order, the sampling and the caches); it asks the framework, per
+pod, for the cycle state (:meth:`Framework.pre_filter`), per node for a verdict
+(:meth:`Framework.static_filter`, :meth:`Framework.filter`), and over the feasible
+nodes found for weighted scores (:meth:`Framework.score`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework import profile as profiles
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+
+Factory = Callable[[object | None], fw.Plugin]
+"""Makes a plugin from its validated arguments (None: the defaults)."""
+
+_POINTS: tuple[tuple[str, type], ...] = (
+    ("preEnqueue", fw.PreEnqueuePlugin),
+    ("preFilter", fw.PreFilterPlugin),
+    ("filter", fw.FilterPlugin),
+    ("preScore", fw.ScorePlugin),
+    ("score", fw.ScorePlugin),
+    ("reserve", fw.ReservePlugin),
+    ("preBind", fw.PreBindPlugin),
+)
+
+
+class Framework:
+    """The plugins of one profile, by extension point."""
+
+    def __init__(
+        self,
+        registry: Mapping[str, Factory],
+        defaults: Sequence[tuple[str, int]],
+        config: profiles.ProfileConfig = profiles.DEFAULT_PROFILE,
+    ) -> None:
+        """Instantiate every registered plugin, then resolve ``config`` against
+        ``defaults``. Invalid configuration raises ``ConstraintError`` (see
+        :func:`gangsched.core.framework.profile.resolve`)."""
+        made = {name: factory(config.args_of(name)) for name, factory in registry.items()}
+        known = {name: frozenset(point for point, kind in _POINTS if isinstance(plugin, kind))
+                 for name, plugin in made.items()}
+        resolved = profiles.resolve(config, defaults, known)
+        self.config = config
+        self.resolved = resolved
+        self.plugins = {name: made[name] for name in resolved.plugins}
+        at = resolved.at
+        self.pre_enqueuers: list[fw.PreEnqueuePlugin] = [
+            _as(made[n], fw.PreEnqueuePlugin) for n in at["preEnqueue"]]
+        self.pre_filters: list[fw.PreFilterPlugin] = [
+            _as(made[n], fw.PreFilterPlugin) for n in at["preFilter"]]
+        filters: list[fw.FilterPlugin] = [_as(made[n], fw.FilterPlugin) for n in at["filter"]]
+        self.static_filters = [p for p in filters if p.static]
+        self.dynamic_filters = [p for p in filters if not p.static]
+        self.static_names = tuple(p.name for p in self.static_filters)
+        self.scorers: list[tuple[fw.ScorePlugin, int]] = [
+            (_as(made[n], fw.ScorePlugin), resolved.weights[n]) for n in at["score"]]
+        self.reservers: list[fw.ReservePlugin] = [
+            _as(made[n], fw.ReservePlugin) for n in at["reserve"]]
+        self.pre_binders: list[fw.PreBindPlugin] = [
+            _as(made[n], fw.PreBindPlugin) for n in at["preBind"]]
+        self._pre_scored = frozenset(at["preScore"])
+
+    def plugin(self, name: str) -> fw.Plugin | None:
+        return self.plugins.get(name)
+
+    def pre_enqueue(self, pod: PodInfo) -> fw.Status:
+        """The first refusal of a PreEnqueue plugin, else SUCCESS."""
+        for plugin in self.pre_enqueuers:
+            status = plugin.pre_enqueue(pod)
+            if not status.ok:
+                return fw.Status(status.code, status.reasons, plugin.name)
+        return fw.SUCCESS
+
+    def static_filter(self, pod: PodInfo, node: NodeState) -> fw.Status:
+        """The first static filter ``node`` fails for ``pod``, else SUCCESS."""
+        state = _NO_STATE
+        for plugin in self.static_filters:
+            status = plugin.filter(state, pod, node)
+            if not status.ok:
+                return fw.Status(status.code, status.reasons, plugin.name)
+        return fw.SUCCESS
+
+    def pre_filter(self, pod: PodInfo, snapshot: fw.Snapshot) -> tuple[fw.CycleState, fw.Status]:
+        """Run every PreFilter; the state lists the dynamic filters not skipped.
+
+        A rejection stops the cycle (its status names the plugin)."""
+        state = fw.CycleState()
+        skipped: set[str] = set()
+        for plugin in self.pre_filters:
+            status = plugin.pre_filter(state, pod, snapshot)
+            if status.code is fw.Code.SKIP:
+                skipped.add(plugin.name)
+            elif not status.ok:
+                return state, fw.Status(status.code, status.reasons, plugin.name)
+        state.filters = [p for p in self.dynamic_filters if p.name not in skipped]
+        return state, fw.SUCCESS
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        """The first dynamic filter ``node`` fails, else SUCCESS."""
+        for plugin in state.filters:
+            status = plugin.filter(state, pod, node)
+            if not status.ok:
+                return fw.Status(status.code, status.reasons, plugin.name)
+        return fw.SUCCESS
+
+    def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
+                  nodes: Sequence[NodeState]) -> None:
+        """Choose the scorers for ``nodes``: those whose PreScore does not skip."""
+        state.scorers = []
+        for plugin, weight in self.scorers:
+            if plugin.name in self._pre_scored:
+                status = plugin.pre_score(state, pod, snapshot, nodes)
+                if status.code is fw.Code.SKIP:
+                    continue
+            state.scorers.append((plugin, weight))
+
+    def score(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState]) -> list[int]:
+        """The weighted sum of normalized scores per node, in the order of ``nodes``."""
+        totals = [0] * len(nodes)
+        for plugin, weight in state.scorers:
+            scores = [plugin.score(state, pod, node) for node in nodes]
+            plugin.normalize(state, pod, scores)
+            for i, value in enumerate(scores):
+                totals[i] += value * weight
+        return totals
+
+    def reserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:
+        """Reserve in order; on a refusal, unreserve (in reverse) and return it."""
+        for index, plugin in enumerate(self.reservers):
+            status = plugin.reserve(state, pod, node)
+            if not status.ok:
+                for done in reversed(self.reservers[: index + 1]):
+                    done.unreserve(state, pod, node)
+                return fw.Status(status.code, status.reasons, plugin.name)
+        return fw.SUCCESS
+
+    def unreserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> None:
+        for plugin in reversed(self.reservers):
+            plugin.unreserve(state, pod, node)
+
+    def pre_bind(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:
+        """Run PreBind plugins; their decisions are in ``state.decisions``."""
+        for plugin in self.pre_binders:
+            status = plugin.pre_bind(state, pod, node)
+            if not status.ok:
+                return fw.Status(status.code, status.reasons, plugin.name)
+        return fw.SUCCESS
+
+
+_NO_STATE = fw.CycleState()
+
+
+def _as(plugin: fw.Plugin, kind: object) -> Any:
+    if not isinstance(kind, type) or not isinstance(plugin, kind):
+        raise TypeError(f"plugin {plugin.name} does not implement {kind}")
+    return plugin

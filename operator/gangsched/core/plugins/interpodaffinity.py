@@ -1,0 +1,210 @@
+"""InterPodAffinity: required pod (anti-)affinity filters, preferred terms score.
+
+PreFilter counts, once per pod, matching placed pods per topology pair
+``(topologyKey, value)`` from the placed-pod index (never a scan of every pod):
+
+* for the pod's required affinity: placed pods matching *all* its affinity terms;
+* for the pod's required anti-affinity: placed pods matching each term;
+* for the symmetric check: placed pods whose required anti-affinity term selects this
+  pod (the term's namespaces are judged from the placed pod's namespace).
+
+It skips when the pod has no required terms and no placed pod's anti-affinity selects
+it. Filter is then a lookup of the node's label values, in kube-scheduler's order:
+
+1. affinity: every term's topology key must be on the node with a matching pod in that
+   domain -- unless no pod in the cluster matches and the pod matches its own terms
+   (the first pod of a group that wants to be together). Else
+   ``node(s) didn't match pod affinity rules`` (unresolvable);
+2. anti-affinity: no matching pod in the node's domain of any term, else
+   ``node(s) didn't match pod anti-affinity rules``;
+3. existing pods' anti-affinity: the node is in no domain they forbid, else
+   ``node(s) didn't satisfy existing pods anti-affinity rules``.
+
+Score sums, per topology pair, the weights of the pod's preferred terms matched by
+placed pods (anti-affinity negative), of placed pods' preferred terms selecting this
+pod, and ``hardPodAffinityWeight`` for placed pods' required affinity selecting it;
+a node scores the pairs it is in, normalized min-max to 0..100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.placement import AffinityTerm
+from gangsched.core.podindex import PlacedPod, TermKind
+
+NAME = "InterPodAffinity"
+AFFINITY_REASON = "node(s) didn't match pod affinity rules"
+ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
+EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityArgs:
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass(slots=True)
+class _FilterState:
+    existing_anti: dict[Pair, int] = field(default_factory=dict)
+    affinity: dict[Pair, int] = field(default_factory=dict)
+    anti: dict[Pair, int] = field(default_factory=dict)
+
+
+def _selects(term: AffinityTerm, own_ns: str, pod: PlacedPod,
+             ns_labels: Mapping[str, Mapping[str, str]]) -> bool:
+    return (term.selector is not None and term.selects_namespace(own_ns, pod.namespace, ns_labels)
+            and term.selector.matches(pod.labels))
+
+
+def _add(counts: dict[Pair, int], snapshot: fw.Snapshot, node: str, key: str, by: int) -> None:
+    state = snapshot.node_state(node)
+    if state is None:
+        return
+    value = state.node.labels.get(key)
+    if value is not None:
+        counts[(key, value)] = counts.get((key, value), 0) + by
+
+
+class InterPodAffinity:
+    name = NAME
+    static = False
+
+    def __init__(self, args: AffinityArgs) -> None:
+        self.args = args
+
+    def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
+        index = snapshot.pod_index
+        ns_labels = snapshot.namespace_labels
+        found = _FilterState()
+        if index.required_anti:
+            for entry in index.terms_selecting(pod.labels):
+                if entry.kind is TermKind.ANTI_AFFINITY and entry.term.selects_namespace(
+                        entry.pod.namespace, pod.namespace, ns_labels):
+                    _add(found.existing_anti, snapshot, entry.pod.node, entry.term.topology_key, 1)
+        p = pod.placement
+        if not p.affinity and not p.anti_affinity and not found.existing_anti:
+            return fw.SKIP
+        if p.affinity:
+            first = p.affinity[0]
+            if first.selector is not None:
+                for other in index.matching(first.selector):
+                    if all(_selects(t, pod.namespace, other, ns_labels) for t in p.affinity):
+                        for term in p.affinity:
+                            _add(found.affinity, snapshot, other.node, term.topology_key, 1)
+        for term in p.anti_affinity:
+            if term.selector is None:
+                continue
+            for other in index.matching(term.selector):
+                if term.selects_namespace(pod.namespace, other.namespace, ns_labels):
+                    _add(found.anti, snapshot, other.node, term.topology_key, 1)
+        state.write(NAME, found)
+        return fw.SUCCESS
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        found = state.read(NAME)
+        if not isinstance(found, _FilterState):
+            return fw.SUCCESS
+        labels = node.node.labels
+        p = pod.placement
+        if p.affinity and not self._affinity_ok(found, pod, labels):
+            return fw.unresolvable(AFFINITY_REASON)
+        for term in p.anti_affinity:
+            value = labels.get(term.topology_key)
+            if value is not None and found.anti.get((term.topology_key, value), 0) > 0:
+                return fw.unschedulable(ANTI_AFFINITY_REASON)
+        if found.existing_anti:
+            for pair in labels.items():
+                if found.existing_anti.get(pair, 0) > 0:
+                    return fw.unschedulable(EXISTING_ANTI_AFFINITY_REASON)
+        return fw.SUCCESS
+
+    @staticmethod
+    def _affinity_ok(found: _FilterState, pod: PodInfo, labels: Mapping[str, str]) -> bool:
+        exist = True
+        for term in pod.placement.affinity:
+            value = labels.get(term.topology_key)
+            if value is None:
+                return False
+            if found.affinity.get((term.topology_key, value), 0) <= 0:
+                exist = False
+        if exist:
+            return True
+        # No pod anywhere matches: the first of a group may go where it is alone,
+        # if it matches its own terms.
+        return not found.affinity and all(
+            t.selector is not None and t.selector.matches(pod.labels)
+            and t.selects_namespace(pod.namespace, pod.namespace, {})
+            for t in pod.placement.affinity)
+
+    # --- scoring ---------------------------------------------------------------------------
+
+    def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
+                  nodes: Sequence[NodeState]) -> fw.Status:
+        index = snapshot.pod_index
+        ns_labels = snapshot.namespace_labels
+        scores: dict[Pair, int] = {}
+        p = pod.placement
+        for weighted, sign in ([(w, 1) for w in p.affinity_preferred]
+                               + [(w, -1) for w in p.anti_affinity_preferred]):
+            term = weighted.term
+            if term.selector is None:
+                continue
+            for other in index.matching(term.selector):
+                if term.selects_namespace(pod.namespace, other.namespace, ns_labels):
+                    _add(scores, snapshot, other.node, term.topology_key, sign * weighted.weight)
+        for entry in index.terms_selecting(pod.labels):
+            kind = entry.kind
+            if kind is TermKind.ANTI_AFFINITY:
+                continue
+            if kind is TermKind.AFFINITY:
+                weight = self.args.hard_pod_affinity_weight
+            elif self.args.ignore_preferred_terms_of_existing_pods:
+                continue
+            else:
+                weight = entry.weight if kind is TermKind.PREFERRED_AFFINITY else -entry.weight
+            if weight and entry.term.selects_namespace(entry.pod.namespace, pod.namespace,
+                                                       ns_labels):
+                _add(scores, snapshot, entry.pod.node, entry.term.topology_key, weight)
+        by_key: dict[str, dict[str, int]] = {}
+        for (key, value), score in scores.items():
+            if score:
+                by_key.setdefault(key, {})[value] = score
+        if not by_key:
+            return fw.SKIP
+        state.write(NAME + "/score", by_key)
+        return fw.SUCCESS
+
+    def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
+        by_key = state.read(NAME + "/score")
+        if not isinstance(by_key, dict):
+            return 0
+        labels = node.node.labels
+        total = 0
+        for key, values in by_key.items():
+            value = labels.get(key)
+            if value is not None:
+                total += values.get(value, 0)
+        return total
+
+    def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
+        if not scores:
+            return
+        low, high = min(scores), max(scores)
+        for i, value in enumerate(scores):
+            scores[i] = 0 if high == low else fw.MAX_NODE_SCORE * (value - low) // (high - low)
+
+
+def factory(args: object | None) -> InterPodAffinity:
+    if args is None:
+        return InterPodAffinity(AffinityArgs())
+    if not isinstance(args, AffinityArgs):
+        raise TypeError("InterPodAffinity takes AffinityArgs")
+    return InterPodAffinity(args)

@@ -1,0 +1,34 @@
+"""NodeReady (Filter, static): a node that is not Ready takes no pod.
+
+Not a kube-scheduler plugin: there the node lifecycle controller taints a NotReady node
+``node.kubernetes.io/not-ready:NoSchedule`` and TaintToleration keeps pods off it. The
+core also sees nodes whose readiness is known before (or without) that taint, so it
+checks readiness itself, tolerating that taint as kube-scheduler would.
+"""
+
+from __future__ import annotations
+
+from gangsched.core.constraints import Taint, TaintEffect, tolerates
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+
+NAME = "NodeReady"
+REASON = "node(s) were not ready"
+_NOT_READY = Taint("node.kubernetes.io/not-ready", "", TaintEffect.NO_SCHEDULE)
+
+
+class NodeReady:
+    name = NAME
+    static = True
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        if node.node.ready:
+            return fw.SUCCESS
+        if any(tolerates(t, _NOT_READY) for t in pod.constraints.tolerations):
+            return fw.SUCCESS
+        return fw.unresolvable(REASON)
+
+
+def factory(args: object | None) -> NodeReady:
+    return NodeReady()

@@ -1,0 +1,137 @@
+"""NodeResourcesFit (PreFilter, Filter, Score): the request must fit the free capacity.
+
+Filter: every requested resource must be free on the node; the reasons name each one
+short, ``Insufficient cpu``, ``Insufficient nvidia.com/gpu``, and ``Too many pods`` for
+the pod slots. A resource the node does not list is one it has none of.
+
+Score (arguments :class:`FitArgs`, ``scoringStrategy`` in a profile):
+
+* ``LeastAllocated`` (kube-scheduler's default; gangsched's ``spread``): per resource
+  ``(allocatable - requested) * 100 / allocatable``, weighted average;
+* ``MostAllocated`` (gangsched's ``binpack``): ``requested * 100 / allocatable``.
+
+``requested`` is what the node's pods hold plus this pod's request (cpu and memory with
+kube-scheduler's non-zero defaults, 100m and 200Mi, for pods without one). Resources the node
+has none of are left out, as are extended resources the pod does not ask for.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gangsched.core.constraints import ConstraintError
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState, nonzero
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.resources import CPU, MEMORY, PODS
+
+NAME = "NodeResourcesFit"
+TOO_MANY_PODS = "Too many pods"
+
+
+class Strategy(enum.StrEnum):
+    LEAST_ALLOCATED = "LeastAllocated"
+    MOST_ALLOCATED = "MostAllocated"
+
+    @classmethod
+    def from_string(cls, text: str) -> Strategy:
+        """The strategy spelled ``text``; others (``RequestedToCapacityRatio``, not
+        supported) raise :class:`ConstraintError` naming the accepted ones."""
+        for member in cls:
+            if member.value == text:
+                return member
+        accepted = ", ".join(m.value for m in cls)
+        raise ConstraintError(f'unsupported scoring strategy "{text}" (accepted: {accepted})')
+
+
+DEFAULT_RESOURCES = ((CPU, 1), (MEMORY, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class FitArgs:
+    strategy: Strategy = Strategy.LEAST_ALLOCATED
+    resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
+
+    def __post_init__(self) -> None:
+        for name, weight in self.resources:
+            if not 1 <= weight <= 100:
+                raise ConstraintError(f"weight of {name} must be within 1..100, got {weight}")
+
+
+def insufficient(pod: PodInfo, node: NodeState) -> list[str]:
+    """The reasons ``pod``'s request does not fit ``node``'s free capacity, sorted."""
+    free = node.free
+    found = []
+    for name, amount in pod.request.items():
+        if amount > free.get(name):
+            found.append(TOO_MANY_PODS if name == PODS else f"Insufficient {name}")
+    return sorted(found)
+
+
+def requested_and_allocatable(
+    pod: PodInfo, node: NodeState, resources: Sequence[tuple[str, int]]
+) -> list[tuple[int, int, int]]:
+    """(requested, allocatable, weight) per scored resource the node has; cpu and memory
+    count pods without a request as kube-scheduler's defaults (``nonzero``)."""
+    found = []
+    alloc = node.node.allocatable
+    cpu, memory = nonzero(pod.request)
+    for name, weight in resources:
+        capacity = alloc.get(name)
+        if capacity <= 0:
+            continue
+        if name == CPU:
+            found.append((node.nonzero_cpu + cpu, capacity, weight))
+        elif name == MEMORY:
+            found.append((node.nonzero_memory + memory, capacity, weight))
+        elif want := pod.request.get(name):
+            found.append((node.used.get(name) + want, capacity, weight))
+    return found
+
+
+class NodeResourcesFit:
+    name = NAME
+    static = False
+
+    def __init__(self, args: FitArgs) -> None:
+        self.args = args
+        self.most = args.strategy is Strategy.MOST_ALLOCATED
+
+    def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
+        return fw.SUCCESS
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        if pod.request.fits_in(node.free):
+            return fw.SUCCESS
+        return fw.unschedulable(*insufficient(pod, node))
+
+    def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
+                  nodes: Sequence[NodeState]) -> fw.Status:
+        return fw.SUCCESS
+
+    def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
+        total = weights = 0
+        for requested, capacity, weight in requested_and_allocatable(
+                pod, node, self.args.resources):
+            if self.most:
+                value = min(requested, capacity) * fw.MAX_NODE_SCORE // capacity
+            elif requested > capacity:
+                value = 0
+            else:
+                value = (capacity - requested) * fw.MAX_NODE_SCORE // capacity
+            total += value * weight
+            weights += weight
+        return total // weights if weights else 0
+
+    def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
+        return None
+
+
+def factory(args: object | None) -> NodeResourcesFit:
+    if args is None:
+        return NodeResourcesFit(FitArgs())
+    if not isinstance(args, FitArgs):
+        raise TypeError("NodeResourcesFit takes FitArgs")
+    return NodeResourcesFit(args)

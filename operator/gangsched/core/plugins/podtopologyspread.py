@@ -1,0 +1,245 @@
+"""PodTopologySpread: DoNotSchedule constraints filter, ScheduleAnyway constraints score.
+
+PreFilter, per DoNotSchedule constraint: the *eligible* nodes carry every constraint's
+topology key and pass the constraint's inclusion policies (``nodeAffinityPolicy: Honor``,
+the default: the pod's nodeSelector and required affinity; ``nodeTaintsPolicy: Honor``:
+its tolerations of NoSchedule/NoExecute taints; ``Ignore``: any node). Their values are
+the domains; matching pods (the constraint's selector, in the pod's namespace, with
+``matchLabelKeys`` merged at the edge) are counted per domain from the placed-pod index.
+The minimum over domains is 0 when there are fewer domains than ``minDomains``. Eligible
+nodes are cached per (keys, policies, constraints) until a node changes.
+
+Filter: a node without every key fails ``node(s) didn't match pod topology spread
+constraints (missing required label)`` (unresolvable); one where
+``count(domain) + self-match - min > maxSkew`` for some constraint fails
+``node(s) didn't match pod topology spread constraints``.
+
+Score (ScheduleAnyway): for each node to score, ``count * log(domains + 2) + maxSkew - 1``
+summed over constraints, then reversed min-max to 0..100 (fewer matching pods is
+better); nodes lacking a key score 0.
+
+Cluster default constraints apply to a pod with none of its own (``defaultingType``
+``System``: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the
+profile's ``defaultConstraints``). kube-scheduler selects with the selectors of the
+Services, ReplicaSets and StatefulSets that own or select the pod; gangsched does not
+watch those and uses the pod's own labels (without per-pod keys such as
+``statefulset.kubernetes.io/pod-name``) instead. A pod without labels gets none.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gangsched.core.constraints import (
+    ConstraintError,
+    matches_affinity,
+    matches_node_selector,
+    untolerated_taints,
+)
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.placement import InclusionPolicy, SpreadConstraint, WhenUnsatisfiable
+from gangsched.core.selectors import LabelSelector
+
+NAME = "PodTopologySpread"
+REASON = "node(s) didn't match pod topology spread constraints"
+LABEL_REASON = "node(s) didn't match pod topology spread constraints (missing required label)"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+PER_POD_KEYS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
+                          "batch.kubernetes.io/job-completion-index", "pod-template-hash"})
+
+
+class Defaulting(enum.StrEnum):
+    SYSTEM = "System"
+    LIST = "List"
+
+    @classmethod
+    def from_string(cls, text: str) -> Defaulting:
+        for member in cls:
+            if member.value == text:
+                return member
+        raise ConstraintError(f'unknown defaultingType "{text}" (accepted: System, List)')
+
+
+SYSTEM_DEFAULTS = (
+    SpreadConstraint(3, HOSTNAME, WhenUnsatisfiable.SCHEDULE_ANYWAY),
+    SpreadConstraint(5, ZONE, WhenUnsatisfiable.SCHEDULE_ANYWAY),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadArgs:
+    defaulting: Defaulting = Defaulting.SYSTEM
+    default_constraints: tuple[SpreadConstraint, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.defaulting is Defaulting.SYSTEM and self.default_constraints:
+            raise ConstraintError("defaultConstraints must be empty when defaultingType is "
+                                  "System", field="defaultConstraints")
+
+
+@dataclass(slots=True)
+class _Counts:
+    constraints: list[SpreadConstraint]
+    keys: tuple[str, ...]
+    counts: list[dict[str, int]]
+    minimum: list[int]
+    self_match: list[int]
+
+
+class PodTopologySpread:
+    name = NAME
+    static = False
+
+    def __init__(self, args: SpreadArgs) -> None:
+        self.args = args
+        self._eligible: dict[object, dict[str, str]] = {}
+        self._epoch = -1
+
+    def constraints_of(self, pod: PodInfo, kind: WhenUnsatisfiable) -> list[SpreadConstraint]:
+        own = pod.placement.spread
+        if own:
+            return [c for c in own if c.when_unsatisfiable is kind]
+        defaults = (SYSTEM_DEFAULTS if self.args.defaulting is Defaulting.SYSTEM
+                    else self.args.default_constraints)
+        if not defaults:
+            return []
+        labels = {k: v for k, v in pod.labels.items() if k not in PER_POD_KEYS}
+        if not labels:
+            return []
+        selector = LabelSelector.build(labels)
+        return [SpreadConstraint(c.max_skew, c.topology_key, c.when_unsatisfiable, selector,
+                                 c.min_domains, c.node_affinity_policy, c.node_taints_policy)
+                for c in defaults if c.when_unsatisfiable is kind]
+
+    def _eligible_nodes(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
+                        keys: tuple[str, ...]) -> dict[str, str]:
+        """Eligible node names with their value of ``c.topology_key`` (cached)."""
+        if snapshot.node_epoch != self._epoch:
+            self._eligible.clear()
+            self._epoch = snapshot.node_epoch
+        pc = pod.constraints
+        honor_affinity = c.node_affinity_policy is InclusionPolicy.HONOR
+        honor_taints = c.node_taints_policy is InclusionPolicy.HONOR
+        cache_key = (keys, c.topology_key,
+                     (pc.node_selector, pc.affinity) if honor_affinity else None,
+                     pc.tolerations if honor_taints else None)
+        found = self._eligible.get(cache_key)
+        if found is None:
+            found = {}
+            for state in snapshot.sorted_nodes():
+                node = state.node
+                labels = node.labels
+                if not all(key in labels for key in keys):
+                    continue
+                if honor_affinity and not (
+                        matches_node_selector(dict(pc.node_selector), labels)
+                        and matches_affinity(pc.affinity, labels, node.name)):
+                    continue
+                if honor_taints and node.taints and untolerated_taints(pc.tolerations,
+                                                                        node.taints):
+                    continue
+                found[node.name] = labels[c.topology_key]
+            self._eligible[cache_key] = found
+        return found
+
+    def _count(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
+               eligible: dict[str, str]) -> dict[str, int]:
+        counts = dict.fromkeys(eligible.values(), 0)
+        if c.selector is None:
+            return counts
+        for other in snapshot.pod_index.matching(c.selector):
+            if other.namespace != pod.namespace:
+                continue
+            value = eligible.get(other.node)
+            if value is not None:
+                counts[value] += 1
+        return counts
+
+    def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
+        constraints = self.constraints_of(pod, WhenUnsatisfiable.DO_NOT_SCHEDULE)
+        if not constraints:
+            return fw.SKIP
+        keys = tuple(sorted({c.topology_key for c in constraints}))
+        found = _Counts(constraints, keys, [], [], [])
+        for c in constraints:
+            counts = self._count(snapshot, pod, c, self._eligible_nodes(snapshot, pod, c, keys))
+            found.counts.append(counts)
+            few = c.min_domains is not None and len(counts) < c.min_domains
+            found.minimum.append(0 if few or not counts else min(counts.values()))
+            found.self_match.append(
+                1 if c.selector is not None and c.selector.matches(pod.labels) else 0)
+        state.write(NAME, found)
+        return fw.SUCCESS
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        found = state.read(NAME)
+        if not isinstance(found, _Counts):
+            return fw.SUCCESS
+        labels = node.node.labels
+        if not all(key in labels for key in found.keys):
+            return fw.unresolvable(LABEL_REASON)
+        for i, c in enumerate(found.constraints):
+            count = found.counts[i].get(labels[c.topology_key], 0)
+            if count + found.self_match[i] - found.minimum[i] > c.max_skew:
+                return fw.unschedulable(REASON)
+        return fw.SUCCESS
+
+    # --- scoring ---------------------------------------------------------------------------
+
+    def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
+                  nodes: Sequence[NodeState]) -> fw.Status:
+        constraints = self.constraints_of(pod, WhenUnsatisfiable.SCHEDULE_ANYWAY)
+        if not constraints:
+            return fw.SKIP
+        keys = tuple(sorted({c.topology_key for c in constraints}))
+        scored = [n for n in nodes if all(k in n.node.labels for k in keys)]
+        tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
+        for c in constraints:
+            values = {n.node.labels[c.topology_key] for n in scored}
+            eligible = self._eligible_nodes(snapshot, pod, c, keys)
+            counts = self._count(snapshot, pod, c, {name: value for name, value in
+                                                    eligible.items() if value in values})
+            tables.append((c, counts, math.log(len(values) + 2)))
+        state.write(NAME + "/score", (keys, tables))
+        return fw.SUCCESS
+
+    def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
+        found = state.read(NAME + "/score")
+        if not isinstance(found, tuple):
+            return -1
+        keys, tables = found
+        labels = node.node.labels
+        if not all(k in labels for k in keys):
+            return -1  # ignored: scores 0 after normalization
+        total = 0.0
+        for c, counts, weight in tables:
+            total += counts.get(labels[c.topology_key], 0) * weight + c.max_skew - 1
+        return round(total)
+
+    def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
+        kept = [s for s in scores if s >= 0]
+        if not kept:
+            scores[:] = [0] * len(scores)
+            return
+        low, high = min(kept), max(kept)
+        for i, value in enumerate(scores):
+            if value < 0:
+                scores[i] = 0
+            elif high == 0:
+                scores[i] = fw.MAX_NODE_SCORE
+            else:
+                scores[i] = fw.MAX_NODE_SCORE * (high + low - value) // high
+
+
+def factory(args: object | None) -> PodTopologySpread:
+    if args is None:
+        return PodTopologySpread(SpreadArgs())
+    if not isinstance(args, SpreadArgs):
+        raise TypeError("PodTopologySpread takes SpreadArgs")
+    return PodTopologySpread(args)

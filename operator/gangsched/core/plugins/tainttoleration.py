@@ -1,0 +1,58 @@
+"""TaintToleration: NoSchedule/NoExecute taints filter, PreferNoSchedule taints score.
+
+Filter (static): the first ``NoSchedule`` or ``NoExecute`` taint no toleration tolerates
+rejects the node, ``node(s) had untolerated taint {key: value}``.
+Score: the number of ``PreferNoSchedule`` taints not tolerated by a toleration whose
+effect is empty or ``PreferNoSchedule``; normalized reversed (fewest is 100). PreScore
+skips when none of the nodes to score has such a taint (all would score alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gangsched.core.constraints import TaintEffect, tolerates, untolerated_taints
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+
+NAME = "TaintToleration"
+
+
+def reason(key: str, value: str) -> str:
+    return f"node(s) had untolerated taint {{{key}: {value}}}"
+
+
+class TaintToleration:
+    name = NAME
+    static = True
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        taints = node.node.taints
+        if not taints:
+            return fw.SUCCESS
+        bad = untolerated_taints(pod.constraints.tolerations, taints)
+        if not bad:
+            return fw.SUCCESS
+        return fw.unresolvable(reason(bad[0].key, bad[0].value))
+
+    def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
+                  nodes: Sequence[NodeState]) -> fw.Status:
+        for node in nodes:
+            if any(t.effect is TaintEffect.PREFER_NO_SCHEDULE for t in node.node.taints):
+                return fw.SUCCESS
+        return fw.SKIP
+
+    def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
+        relevant = [t for t in pod.constraints.tolerations
+                    if t.effect is None or t.effect is TaintEffect.PREFER_NO_SCHEDULE]
+        return sum(1 for taint in node.node.taints
+                   if taint.effect is TaintEffect.PREFER_NO_SCHEDULE
+                   and not any(tolerates(t, taint) for t in relevant))
+
+    def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
+        fw.default_normalize(scores, reverse=True)
+
+
+def factory(args: object | None) -> TaintToleration:
+    return TaintToleration()
