@@ -227,6 +227,18 @@ class EvictPod:
 
 
 @dataclass(frozen=True, slots=True)
+class NominatePod:
+    """Set the pod's ``status.nominatedNodeName`` to ``node`` (None: clear it): room is
+    being made for it there by preemption. Other schedulers and autoscalers count that
+    room as taken, as they do for kube-scheduler's nominations."""
+
+    uid: PodUID
+    namespace: str
+    name: str
+    node: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class AnnotateNode:
     """Set (or, with ``value`` None, remove) an annotation on a node, for people to see."""
 
@@ -239,6 +251,7 @@ Decision = (
     BindPod
     | EvictPod
     | AnnotateNode
+    | NominatePod
     | CreatePlaceholder
     | DeletePod
     | PodPending

@@ -40,6 +40,7 @@ from gangsched.core.decisions import (
     DeletePod,
     DeleteReason,
     EvictPod,
+    NominatePod,
     PodPending,
     RecordEvent,
     SetAppStatus,
@@ -492,6 +493,8 @@ class Runtime:
             self.annotations[(d.node, d.key)] = d.value
             self._once(("annotate", f"{d.node}/{d.key}"),
                        functools.partial(self._annotate, d.node, d.key))
+        elif isinstance(d, NominatePod):
+            self.reports.submit(functools.partial(self._nominate, d))
         elif isinstance(d, PodPending):
             self._pending(d, now)
         elif isinstance(d, SetAppStatus):
@@ -648,6 +651,18 @@ class Runtime:
                 log.info("node %s: %s %s", node, key,
                          "removed" if value is None else f"set to {value}", extra=fields)
                 return
+
+    async def _nominate(self, d: NominatePod) -> None:
+        """Patch ``status.nominatedNodeName`` (null clears it). A pod that is gone (404)
+        needs nothing; other errors are logged: the nomination informs others, nothing
+        of ours depends on it."""
+        try:
+            await self.client.patch("", "v1", "pods", d.namespace, d.name,
+                                    {"status": {"nominatedNodeName": d.node}},
+                                    subresource="status")
+        except ApiError as err:
+            if err.code != 404:
+                log.info("pod %s/%s nomination not written: %s", d.namespace, d.name, err)
 
     def _pending(self, d: PodPending, now: float) -> None:
         """Write the PodScheduled=False condition (retried on transient errors until
