@@ -168,7 +168,9 @@ def node(name: str, cpu: str = "4", memory: str = "16Gi", pods: str = "110",
          ) -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": labels or {}},
+        # the kubelet always sets kubernetes.io/hostname (local volumes select on it)
+        "metadata": {"name": name,
+                     "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "spec": {"taints": taints or []},
         "status": {
             "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},

@@ -363,6 +363,13 @@ class SchedulerConfig:
     arguments (see :mod:`gangsched.core.framework.profile`). A profile that sets
     NodeResourcesFit's ``scoringStrategy`` overrides ``gang_scoring`` and ``pod_scoring``."""
 
+    demand_placeholders: bool = False
+    """Show a gang that ``enqueue`` holds for the cluster's capacity to cluster
+    autoscalers: its placeholders are created at once and stay pending (``PodScheduled``
+    False, reason ``Unschedulable``, which cluster-autoscaler and Karpenter scale up
+    for), holding nothing, until the gang is admitted and they are placed. Off: a held
+    gang has no placeholders, and only its real pending pods are seen."""
+
     eviction_backoff: float = 30.0
     """Seconds a gang waits before preempting again after an eviction was refused (a
     PodDisruptionBudget: HTTP 429); doubles per refusal up to ten times this. The pod
