@@ -27,6 +27,7 @@ from gangsched.core.model import (
     TaskGroup,
 )
 from gangsched.core.naming import placeholder_name
+from gangsched.core.placement import NO_PLACEMENT, Placement
 from gangsched.core.resources import Resources
 
 PARTIAL_GANGS = SchedulerConfig(overcommit_factor=100.0)
@@ -93,6 +94,7 @@ def make_pod(
     invalid: str | None = None,
     requests: Resources | None = None,
     preemptible: bool = True,
+    placement: Placement = NO_PLACEMENT,
 ) -> Pod:
     return Pod(
         uid=PodUID(uid or f"uid-{namespace}-{name}"),
@@ -115,6 +117,7 @@ def make_pod(
         queue=queue,
         invalid=invalid,
         preemptible=preemptible,
+        placement=placement,
     )
 
 

@@ -37,17 +37,26 @@ def quota_at_admission() -> BlockingReason:
         "headroom": check.headroom.format_short(), "max": check.max_text})
 
 
+TAINT = "node(s) had untolerated taint {dedicated: db}"
+SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+
+
 def capacity() -> BlockingReason:
-    diagnosis = Diagnosis(4, {"Insufficient": 3, "Taints": 1}, Resources({"cpu": 500}))
-    details = {k: str(v) for k, v in sorted(diagnosis.by_filter.items())}
-    details["bestNodeShortfall"] = diagnosis.best_shortfall.format_short()
-    return BlockingReason("Capacity", diagnosis.message(CPU2), details)
+    diagnosis = Diagnosis(4, {"NodeResourcesFit": 3, "TaintToleration": 1},
+                          Resources({"cpu": 500}), "", {"Insufficient cpu": 3, TAINT: 1})
+    return BlockingReason("Capacity", diagnosis.message(), diagnosis.details())
 
 
 def constraints() -> BlockingReason:
-    diagnosis = Diagnosis(5, {"NodeSelector": 3, "Taints": 2}, Resources.ZERO)
-    return BlockingReason("Constraints", diagnosis.message(CPU2),
-                          {k: str(v) for k, v in sorted(diagnosis.by_filter.items())})
+    diagnosis = Diagnosis(5, {"NodeAffinity": 3, "TaintToleration": 2}, Resources.ZERO, "",
+                          {SELECTOR: 3, TAINT: 2})
+    return BlockingReason("Constraints", diagnosis.message(), diagnosis.details())
+
+
+def old_constraints() -> BlockingReason:
+    """A status written by an earlier version, with filter names as details."""
+    return BlockingReason("Constraints", "0/5 nodes fit cpu=2: 3 NodeSelector, 2 Taints",
+                          {"NodeSelector": "3", "Taints": "2"})
 
 
 CASES = [
@@ -59,17 +68,20 @@ CASES = [
     ], id="QueueQuota"),
     pytest.param(capacity(), [
         "blocked by Capacity (no node has room for it):",
-        "0/4 nodes fit cpu=2, memory=2Gi, pods=1: 3 Insufficient, 1 Taints; the closest "
-        "node is short of cpu=500m",
-        "nodes (4): 3 not enough free resources (Insufficient), 1 an untolerated taint "
-        "(Taints)",
+        "0/4 nodes are available: 3 Insufficient cpu, 1 node(s) had untolerated taint "
+        "{dedicated: db}. The closest node is short of cpu=500m.",
+        f"nodes: 3 Insufficient cpu, 1 {TAINT}",
         "closest node is short of: cpu=500m",
     ], id="Capacity"),
     pytest.param(constraints(), [
         "blocked by Constraints (its constraints exclude every node that has room):",
-        "nodes (5): 3 nodeSelector does not match (NodeSelector), 2 an untolerated taint "
-        "(Taints)",
+        f"0/5 nodes are available: 3 {SELECTOR}, 2 {TAINT}.",
+        f"nodes: 3 {SELECTOR}, 2 {TAINT}",
     ], id="Constraints"),
+    pytest.param(old_constraints(), [
+        "nodes: 3 nodeSelector does not match (NodeSelector), 2 an untolerated taint "
+        "(Taints)",
+    ], id="Constraints-of-an-earlier-version"),
     pytest.param(BlockingReason("OlderGangAhead", "default/older is ahead in queue default",
                                 {"gang": "default/older", "position": "2", "queue": "default"}),
                  ["blocked by OlderGangAhead (an older gang of its queue goes first):",

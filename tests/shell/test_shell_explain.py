@@ -91,9 +91,9 @@ SCENARIOS = [
         argv=["explain", "default/big"], plural="applications", name="big", group="w",
         reason="Capacity",
         expected=["blocked by Capacity (no node has room for it):",
-                  "0/3 nodes fit cpu=6, memory=1Gi, pods=1: 3 Insufficient; the closest node "
-                  "is short of cpu=2",
-                  "nodes (3): 3 not enough free resources (Insufficient)",
+                  "0/3 nodes are available: 3 Insufficient cpu. The closest node is short of "
+                  "cpu=2.",
+                  "nodes: 3 Insufficient cpu",
                   "closest node is short of: cpu=2",
                   "placeholders: 0 allocated, 1 pending, 0 replaced, 0 released (created 1)"]),
         id="capacity"),
@@ -117,10 +117,11 @@ SCENARIOS = [
         argv=["explain", "picky", "-n", "default"], plural="applications", name="picky",
         group="w", reason="Constraints",
         expected=["blocked by Constraints (its constraints exclude every node that has room):",
-                  "nodes (4): 3 nodeSelector does not match (NodeSelector), 1 an untolerated "
-                  "taint (Taints)",
-                  "2 placeholders: Constraints: 0/4 nodes fit cpu=1, memory=1Gi, pods=1: "
-                  "3 NodeSelector, 1 Taints"]), id="constraints"),
+                  "nodes: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had "
+                  "untolerated taint {dedicated: db}",
+                  "2 placeholders: Constraints: 0/4 nodes are available: 3 node(s) didn't "
+                  "match Pod's node affinity/selector, 1 node(s) had untolerated taint "
+                  "{dedicated: db}."]), id="constraints"),
     pytest.param(Scenario(
         objects=[podgroup("mpi", 2, scheduleTimeoutSeconds=600),
                  pod("mpi-0", cpu="8", labels={"gangsched.io/pod-group": "mpi"}),
@@ -129,7 +130,7 @@ SCENARIOS = [
         group=None, reason="Capacity",
         expected=["PodGroup default/mpi", "phase:   Inqueue  (min 2, mode Strict, queue default)",
                   "blocked by Capacity (no node has room for it):",
-                  "nodes (3): 3 not enough free resources (Insufficient)",
+                  "nodes: 3 Insufficient cpu",
                   "pods:    2, 0 bound, 2 waiting",
                   "2 pods: WaitingForGang: gang members placed: default/mpi 0/2"],
         events=[]), id="podgroup-capacity"),

@@ -243,14 +243,14 @@ async def test_pending_reason_updates_its_condition_in_place(cluster, op) -> Non
     api.create(pod("huge", cpu="64"))
     first = await wait_for(lambda: condition(api.try_get("pods", "default", "huge"),
                                              "PodScheduled"), what="condition")
-    assert "0/1 nodes fit" in first["message"]
+    assert "0/1 nodes are available" in first["message"]
     api.patch("pods", "default", "huge",
               {"status": {"conditions": [{"type": "example.com/Checked", "status": "True"}]}},
               subresource="status", content_type="application/strategic-merge-patch+json")
     api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
                 "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
                            "conditions": [{"type": "Ready", "status": "True"}]}})
-    await wait_for(lambda: "0/2 nodes fit" in condition(
+    await wait_for(lambda: "0/2 nodes are available" in condition(
         api.try_get("pods", "default", "huge"), "PodScheduled").get("message", ""),
         what="the new reason")
     kinds = [c["type"] for c in api.get("pods", "default", "huge")["status"]["conditions"]]

@@ -141,7 +141,7 @@ CASES = [
     Bad("gang-on-no-node",
         [application("nowhere", [{**group("w", 2), "nodeSelector": {"zone": "mars"}}])],
         "applications", "nowhere", {"state": "Accepted"}, "", "Accepted",
-        [blocked("nowhere", "Constraints", "3 NodeSelector")]),
+        [blocked("nowhere", "Constraints", "3 node(s) didn't match Pod's node affinity/selector")]),
     Bad("app-and-pod-group",
         [application("both", [group("w", 1)]), podgroup("pg", minMember=1),
          pod("conflict", labels={"gangsched.io/app": "both", "gangsched.io/pod-group": "pg"},

@@ -33,7 +33,9 @@ NODE_FILTERS = {
     "Reserved": "reserved for a starving gang",
     "Fits": "would fit",
 }
-"""The node filters the core counts nodes by (``details`` of Capacity and Constraints)."""
+"""Node filter names of earlier versions, still readable in old statuses. Today the
+``details`` of Capacity and Constraints count nodes by kube-scheduler's reason text
+(``Insufficient cpu``, ``node(s) didn't match pod anti-affinity rules``), printed as is."""
 
 DETAILS = {
     "queue": "queue",
@@ -183,12 +185,14 @@ def _blocking(indent: str, blocking: object) -> list[str]:
     out = [f"{indent}blocked by {reason}{where}"
            + (f" ({headline})" if headline else "") + ":",
            f"{indent}  {blocking.get('message') or '(no message)'}"]
-    nodes = {k: details.pop(k) for k in list(details) if k in NODE_FILTERS}
+    placement = reason in ("Capacity", "Constraints", "Reservation")
+    nodes = {k: details.pop(k) for k in list(details) if placement and (
+        k in NODE_FILTERS or (k not in DETAILS and details[k].isdigit()))}
     if nodes:
-        total = sum(int(v) for v in nodes.values() if v.isdigit())
-        parts = [f"{count} {NODE_FILTERS[name]} ({name})"
+        parts = [f"{count} {NODE_FILTERS[name]} ({name})" if name in NODE_FILTERS
+                 else f"{count} {name}"
                  for name, count in sorted(nodes.items(), key=lambda kv: (-_int(kv[1]), kv[0]))]
-        out.append(f"{indent}  nodes ({total}): " + ", ".join(parts))
+        out.append(f"{indent}  nodes: " + ", ".join(parts))
     for key in [*(k for k in DETAILS if k in details), *sorted(set(details) - set(DETAILS))]:
         out.append(f"{indent}  {DETAILS.get(key, key)}: {details[key]}")
     return out

@@ -294,6 +294,7 @@ class World:
             node_selector=group.node_selector,
             tolerations=group.tolerations,
             affinity=group.affinity,
+            placement=group.placement,
             app=d.app,
             task_group=d.task_group,
             placeholder=True,

@@ -198,7 +198,10 @@ def spread_constraint(raw: object, path: str,
 
 def _ports(spec: Mapping[str, Any], problems: fields.Problems) -> tuple[placement.HostPort, ...]:
     found: list[placement.HostPort] = []
-    for c, container in enumerate(_seq(problems, spec.get("containers"), "spec.containers")):
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        return ()  # reported with the requests
+    for c, container in enumerate(containers):
         if not isinstance(container, Mapping):
             continue
         ports_path = f"spec.containers[{c}].ports"
