@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from gangsched.core.decisions import BindPod, BindVolume, PodPending
+from gangsched.core.decisions import BindGang, BindPod, BindVolume, PodPending
 from gangsched.core.model import Node, PodPhase
 from gangsched.core.observations import (
     BindFailed,
@@ -36,7 +36,13 @@ def cluster(*objects: object, nodes: tuple[str, ...] = ("n1", "n2", "n3")) -> Sc
 
 
 def binds(decisions: list[object]) -> dict[str, BindPod]:
-    return {d.name: d for d in decisions if isinstance(d, BindPod)}
+    """Every bind asked for, a gang's included."""
+    found: dict[str, BindPod] = {}
+    for d in decisions:
+        for b in d.binds if isinstance(d, BindGang) else (d,):
+            if isinstance(b, BindPod):
+                found[b.name] = b
+    return found
 
 
 def pending(decisions: list[object]) -> dict[str, PodPending]:
@@ -53,17 +59,28 @@ def test_two_pods_in_one_cycle_never_take_the_same_volume() -> None:
     assert "didn't find available persistent volumes" in pending(out)["pb"].message
 
 
-def test_a_gang_is_assumed_on_distinct_volumes_and_each_bind_carries_its_write() -> None:
+def test_a_gang_is_assumed_on_distinct_volumes_and_bound_as_one_with_every_write() -> None:
     s = cluster(LOCAL, make_pv("pv-1", node="n1"), make_pv("pv-2", node="n2"),
                 make_pvc("m0"), make_pvc("m1"))
     s.observe(PodGroupObserved(make_podgroup("job", 2)))
     for i in range(2):
         s.observe(PodObserved(with_volumes(make_pod(f"w{i}", pod_group="job"), f"m{i}")))
     out = s.cycle(now=10.0)
-    bound = binds(out)
-    assert {n: (b.node, b.volumes[0].volume) for n, b in bound.items()
-            if isinstance(b.volumes[0], BindVolume)} == {"w0": ("n1", "pv-1"),
-                                                         "w1": ("n2", "pv-2")}
+    (gang,) = [d for d in out if isinstance(d, BindGang)]  # all writes before any Binding
+    assert [d for d in out if isinstance(d, BindPod)] == []
+    assert {b.name: (b.node, b.volumes) for b in gang.binds} == {
+        "w0": ("n1", (BindVolume("pv-1", "7", "default", "m0", "uid-pvc-m0"),)),
+        "w1": ("n2", (BindVolume("pv-2", "7", "default", "m1", "uid-pvc-m1"),))}
+
+
+def test_a_gang_without_volumes_is_bound_pod_by_pod() -> None:
+    s = cluster()
+    s.observe(PodGroupObserved(make_podgroup("job", 2)))
+    for i in range(2):
+        s.observe(PodObserved(make_pod(f"w{i}", pod_group="job")))
+    out = s.cycle(now=10.0)
+    assert [d.name for d in out if isinstance(d, BindPod)] == ["w0", "w1"]
+    assert not [d for d in out if isinstance(d, BindGang)]
 
 
 @pytest.mark.parametrize("volumes", [

@@ -156,3 +156,73 @@ async def test_a_volume_taken_meanwhile_is_not_bound_and_the_pod_is_not_either(c
         assert node_of(api, "worker") is None
     finally:
         await op.kill()
+
+
+def member(name: str, claim_name: str) -> dict[str, Any]:
+    body = pod_with_claim(name, claim_name)
+    body["metadata"]["labels"] = {"gangsched.io/pod-group": "job"}
+    return body
+
+
+PODGROUP = {"apiVersion": "gangsched.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "job", "namespace": "default"},
+            "spec": {"minMember": 2, "mode": "Strict"}}
+
+
+@pytest.mark.parametrize("taken", [
+    pytest.param(False, id="both-volumes-free"),
+    pytest.param(True, id="one-volume-taken-meanwhile"),
+])
+async def test_a_gangs_volumes_are_all_bound_before_any_member(cluster, taken: bool) -> None:  # type: ignore[no-untyped-def]
+    api, kubeconfig = cluster
+    api.create(storage_class("local", "kubernetes.io/no-provisioner"))
+    api.create(local_pv("local-c", "node-c"))
+    api.create(local_pv("local-d", "node-d"))
+    for name in ("data-0", "data-1", "theirs"):
+        api.create(claim(name, "local"))
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    runtime = op.runtime
+    assert runtime is not None
+    try:
+        await op.settle()
+        if taken:
+            runtime.storage.reflectors[0].on_event = lambda kind, obj: None  # unseen
+            theirs = api.get("persistentvolumeclaims", "default", "theirs")
+            api.patch("persistentvolumes", None, "local-d", {"spec": {"claimRef": {
+                "namespace": "default", "name": "theirs", "uid": theirs["metadata"]["uid"]}}})
+        api.create(PODGROUP)
+        api.create(member("w0", "data-0"))
+        api.create(member("w1", "data-1"))
+        if not taken:
+            await wait_for(lambda: node_of(api, "w0") and node_of(api, "w1"), what="bound")
+            assert {node_of(api, "w0"), node_of(api, "w1")} == {"node-c", "node-d"}
+            for name in ("data-0", "data-1"):
+                assert api.get("persistentvolumeclaims", "default", name)["status"][
+                    "phase"] == "Bound"
+            return
+        for name in ("w0", "w1"):
+            await wait_for(
+                lambda name=name: "VolumeBindFailed" in condition(
+                    api.get("pods", "default", name), "PodScheduled").get("message", ""),
+                what=f"{name} VolumeBindFailed")
+        assert bind_answers(api) == []  # no member was bound
+    finally:
+        await op.kill()
+
+
+async def test_a_pod_with_resource_claims_is_never_bound_blindly(cluster) -> None:  # type: ignore[no-untyped-def]
+    api, kubeconfig = cluster  # the fake serves no resource.k8s.io API, as v1.32 by default
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        body = pod("gpu-job")
+        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
+        api.create(body)
+        scheduled = await wait_for(
+            lambda: condition(api.get("pods", "default", "gpu-job"), "PodScheduled"),
+            what="PodScheduled condition")
+        assert scheduled["reason"] == "Unschedulable"
+        assert "the resource.k8s.io API is not served" in scheduled["message"]
+        await op.settle()
+        assert bind_answers(api, "gpu-job") == []
+    finally:
+        await op.kill()

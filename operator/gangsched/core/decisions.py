@@ -82,6 +82,16 @@ class BindPod:
 
 
 @dataclass(frozen=True, slots=True)
+class BindGang:
+    """Bind the members of a gang some of which have volume writes: every member's
+    writes first, and only when all of them succeeded, the Bindings. A failed write binds
+    no member (each comes back as ``VolumeBindFailed``): no gang is half-started because
+    of its volumes."""
+
+    binds: tuple[BindPod, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class CreatePlaceholder:
     """Create placeholder pod ``name`` for member ``index`` of ``task_group`` of ``app``."""
 
@@ -249,6 +259,7 @@ class AnnotateNode:
 
 Decision = (
     BindPod
+    | BindGang
     | EvictPod
     | AnnotateNode
     | NominatePod

@@ -248,12 +248,14 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
     if all(placed[g.spec.key] >= g.spec.min_member for g in gang) and not any(
         g.timed_out or g.spec.invalid for g in gang
     ):
+        with s.binding_together():  # members' volumes are all written before any binds
+            for g in gang:
+                for uid in sorted(g.assumed, key=lambda u: s.pods[u].pod.name):
+                    ps = s.pods[uid]
+                    if ps.node is not None:  # always: assumed members hold a node
+                        s.bind(ps, ps.node, "GangSatisfied")
         for g in gang:
             count = len(g.assumed)
-            for uid in sorted(g.assumed, key=lambda u: s.pods[u].pod.name):
-                ps = s.pods[uid]
-                if ps.node is not None:  # always: assumed members hold a node
-                    s.bind(ps, ps.node, "GangSatisfied")
             g.assumed.clear()
             g.satisfied = True
             g.blocking = BlockingReason()

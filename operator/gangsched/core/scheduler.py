@@ -30,7 +30,8 @@ every collection is iterated in a defined order and ties are broken by
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 
 import gangsched.core.allocation as alloc_logic
 import gangsched.core.apps as app_logic
@@ -50,6 +51,7 @@ from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
     SCHEDULING_GATED,
     SCHEDULING_GATED_MESSAGE,
+    BindGang,
     BindPod,
     Decision,
     EventType,
@@ -116,6 +118,8 @@ class Scheduler:
         self.evictions = eviction_logic.Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
         self.volumes: VolumeCatalog = self.cluster.volumes
+        self._together: list[BindPod] | None = None
+        """Binds of one gang being gathered (see :meth:`binding_together`)."""
         """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
 
     # --- observations --------------------------------------------------------------------
@@ -415,7 +419,25 @@ class Scheduler:
         self.touch_owner(ps)
         pod = ps.pod
         volumes = volume_placing.writes(self, ps) if pod.volumes.claims else ()
-        self.out.append(BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes))
+        decision = BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes)
+        if self._together is not None:
+            self._together.append(decision)
+        else:
+            self.out.append(decision)
+
+    @contextlib.contextmanager
+    def binding_together(self) -> Iterator[None]:
+        """Binds asked for inside are one gang's: when any of them writes volumes they
+        become one :class:`BindGang` (all writes before any Binding), else plain binds."""
+        self._together = []
+        try:
+            yield
+        finally:
+            binds, self._together = self._together, None
+            if any(b.volumes for b in binds):
+                self.out.append(BindGang(tuple(binds)))
+            else:
+                self.out.extend(binds)
 
     def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         self.out.append(RecordEvent(target, kind, reason, message))

@@ -34,6 +34,7 @@ from typing import Any
 
 from gangsched.core.decisions import (
     AnnotateNode,
+    BindGang,
     BindPod,
     CreatePlaceholder,
     Decision,
@@ -482,6 +483,8 @@ class Runtime:
     def _dispatch(self, d: Decision, now: float) -> None:
         if isinstance(d, BindPod):
             self.binds.submit(functools.partial(self._bind, d))
+        elif isinstance(d, BindGang):
+            self.binds.submit(functools.partial(self._bind_gang, d))
         elif isinstance(d, CreatePlaceholder):
             self._once(("create", f"{d.namespace}/{d.name}"),
                        functools.partial(self._create_placeholder, d))
@@ -580,6 +583,30 @@ class Runtime:
             self.metrics.bind_succeeded(d.reason)
             log.debug("bound pod %s/%s to %s (%s)", d.namespace, d.name, d.node, d.reason,
                       extra=fields)
+
+    async def _bind_gang(self, d: BindGang) -> None:
+        """Every member's volume writes, in order; then, only if all succeeded, the
+        Bindings (each on the bind pool). A failed write binds no member: each is
+        reported as ``VolumeBindFailed`` with that error."""
+        if not self.leading.is_set():
+            return
+        for member in d.binds:
+            if not member.volumes:
+                continue
+            try:
+                await write_volumes(self.client, member.volumes)
+            except ApiError as err:
+                log.warning("binding the volumes of gang member %s/%s failed: %s; binding "
+                            "no member", member.namespace, member.name, err,
+                            extra={"pod": f"{member.namespace}/{member.name}",
+                                   "code": err.code})
+                text = f"{member.namespace}/{member.name}: {err.message or err.reason}"
+                for other in d.binds:
+                    self.submit(VolumeBindFailed(other.uid, other.node, err.code, text))
+                return
+        for member in d.binds:
+            self.binds.submit(functools.partial(
+                self._bind, dataclasses.replace(member, volumes=())))
 
     async def _create_placeholder(self, d: CreatePlaceholder) -> None:
         app = self.apps.get(d.app)
