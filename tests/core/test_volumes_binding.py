@@ -169,3 +169,25 @@ def test_room_nominated_for_another_schedulers_pod_is_taken_until_the_nomination
     s.observe(PodObserved(dataclasses.replace(theirs, nominated_node=None)))
     s.observe(PodObserved(make_pod("next", cpu=4)))
     assert binds(s.cycle(now=11.0))["next"].node == "n1"
+
+
+def test_at_the_swap_a_real_pod_whose_volume_is_elsewhere_is_placed_on_the_volumes_node() -> None:
+    from simworld import SimWorld
+
+    from tests.core.builders import make_app, make_group
+
+    w = SimWorld()
+    for name in ("n1", "n2"):
+        w.add_node(host(name))
+    for obj in (LOCAL, make_pv("pv", node="n2"), make_pvc("data")):
+        w.observe(VolumeObserved(obj))
+    w.add_app(make_app("job", make_group("worker", 1)))
+    w.settle(1)
+    (placeholder,) = [p for p in w.pods.values() if p.placeholder]
+    assert placeholder.node_name == "n1"  # binpack: the first node
+    real = with_volumes(make_pod("worker-0", app="job", task_group="worker"), "data")
+    w.add_pod(real)
+    w.settle(2)
+    assert w.node_of("worker-0") == "n2"  # where its volume is, not the placeholder's node
+    assert [e.message for e in w.reasons("PlaceholderReplaced")] == [
+        "did not fit on node n1 after its placeholder left; placed elsewhere"]
