@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from gangsched.core.decisions import BindGang, BindPod, BindVolume
 from gangsched.core.observations import (
     NodeObserved,
@@ -17,6 +14,9 @@ from gangsched.core.observations import (
 )
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.volumes.model import ClaimRef
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.core.builders import make_node, make_pod, make_podgroup
 from tests.core.volume_builders import FAST, LOCAL, make_pv, make_pvc, with_volumes
 
@@ -40,6 +40,7 @@ def test_no_volume_is_ever_given_to_two_claims(steps: list[tuple[str, int, str]]
     s.observe(VolumeObserved(LOCAL))
     s.observe(VolumeObserved(FAST))
     binds: list[BindPod] = []
+    latest: dict[str, BindPod] = {}
     owner: dict[str, str] = {}  # PV -> the claim a write bound it to
     made = 0
     for now, (kind, n, arg) in enumerate(steps, start=1):
@@ -56,7 +57,7 @@ def test_no_volume_is_ever_given_to_two_claims(steps: list[tuple[str, int, str]]
         elif kind == "pv":
             s.observe(VolumeObserved(make_pv(f"pv{now}", f"{n + 1}Gi", node=arg)))
         elif kind == "fail" and binds:
-            b = binds[n % len(binds)]
+            b = latest[binds[n % len(binds)].uid]  # the pod's bind under way fails
             s.observe(VolumeBindFailed(b.uid, b.node, 409, "taken"))
             for w in b.volumes:  # nothing was written: the volume may go to anyone
                 if isinstance(w, BindVolume) and owner.get(w.volume) == f"default/{w.claim}":
@@ -74,6 +75,7 @@ def test_no_volume_is_ever_given_to_two_claims(steps: list[tuple[str, int, str]]
                 if not isinstance(b, BindPod):
                     continue
                 binds.append(b)
+                latest[b.uid] = b
                 assert b.node in NODES
                 for w in b.volumes:
                     if isinstance(w, BindVolume):

@@ -134,7 +134,8 @@ def match(catalog: VolumeCatalog, claims: Claims,
 
 def _static_volume(catalog: VolumeCatalog, claim: PersistentVolumeClaim, node: Node,
                    taken: set[str]) -> PersistentVolume | None:
-    """The pre-bound PV of ``claim``, else the smallest free fitting one (ties by name)."""
+    """The PV whose claimRef names ``claim`` (then no other: it is the claim's) if it
+    fits ``node``, else the smallest free fitting one (ties by name)."""
     best: PersistentVolume | None = None
     for volume in catalog.by_class.get(claim.storage_class or "", {}).values():
         if volume.name in taken:
@@ -142,9 +143,12 @@ def _static_volume(catalog: VolumeCatalog, claim: PersistentVolumeClaim, node: N
         owner = catalog.claimed(volume)
         if owner is not None:
             ref = volume.claim_ref
-            if (owner == claim.key and (ref is None or not ref.uid or ref.uid == claim.uid)
-                    and volume.phase != "Bound" and _fits(volume, claim, node)):
-                return volume  # pre-bound to this claim (or assumed for it already)
+            if owner == claim.key and (ref is None or not ref.uid or ref.uid == claim.uid):
+                # pre-bound to this claim, or bound to it already with the claim not yet
+                # showing it: this volume or none (the PV controller binds them together)
+                if _fits(volume, claim, node):
+                    return volume
+                return None
             continue
         if volume.phase not in ("Available", "") or not _fits(volume, claim, node):
             continue
