@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from gangsched.core.constraints import matches_affinity
 from gangsched.core.decisions import AnnotateClaim, BindVolume, VolumeWrite
 from gangsched.core.model import Node
-from gangsched.core.volumes.catalog import Assumption, VolumeCatalog
+from gangsched.core.volumes.catalog import HOSTNAME, Assumption, VolumeCatalog
 from gangsched.core.volumes.model import (
     BindingMode,
     PersistentVolume,
@@ -134,21 +134,27 @@ def match(catalog: VolumeCatalog, claims: Claims,
 
 def _static_volume(catalog: VolumeCatalog, claim: PersistentVolumeClaim, node: Node,
                    taken: set[str]) -> PersistentVolume | None:
-    """The PV whose claimRef names ``claim`` (then no other: it is the claim's) if it
-    fits ``node``, else the smallest free fitting one (ties by name)."""
+    """The PV whose claimRef names ``claim`` (or assumed for it: then no other, it is the
+    claim's) if it fits ``node``; else the smallest free fitting one (ties by name).
+    Only the volumes that may reach the node are looked at (see
+    :meth:`VolumeCatalog.candidates`)."""
+    own = catalog.claim_refs.get(claim.key)
+    if own is None:
+        assumed = catalog.assumed_claim.get(claim.key)
+        own = assumed.volume if assumed is not None and assumed.volume else None
+    if own is not None:
+        volume = catalog.volumes.get(own)
+        ref = volume.claim_ref if volume is not None else None
+        if (volume is None or own in taken
+                or (ref is not None and ref.uid and ref.uid != claim.uid)):
+            return None
+        return volume if _fits(volume, claim, node) else None
     best: PersistentVolume | None = None
-    for volume in catalog.by_class.get(claim.storage_class or "", {}).values():
-        if volume.name in taken:
-            continue
-        owner = catalog.claimed(volume)
-        if owner is not None:
-            ref = volume.claim_ref
-            if owner == claim.key and (ref is None or not ref.uid or ref.uid == claim.uid):
-                # pre-bound to this claim, or bound to it already with the claim not yet
-                # showing it: this volume or none (the PV controller binds them together)
-                if _fits(volume, claim, node):
-                    return volume
-                return None
+    hostname = node.labels.get(HOSTNAME, "")
+    if not catalog.may_have_free(claim.storage_class or "", hostname):
+        return None
+    for volume in catalog.candidates(claim.storage_class or "", hostname):
+        if volume.name in taken or catalog.claimed(volume) is not None:
             continue
         if volume.phase not in ("Available", "") or not _fits(volume, claim, node):
             continue

@@ -19,7 +19,10 @@ pods then.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from gangsched.core.constraints import NodeAffinity, SelectorOperator
 
 from gangsched.core.volumes.model import (
     ClaimKey,
@@ -32,6 +35,8 @@ from gangsched.core.volumes.model import (
     StorageClass,
     claim_key,
 )
+
+HOSTNAME = "kubernetes.io/hostname"
 
 VolumeObject = PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode | ResourceClaim
 
@@ -64,8 +69,14 @@ class VolumeCatalog:
         self.resource_claims: dict[ClaimKey, ResourceClaim] = {}
         self.resource_claims_served = False
         """Whether the shell watches ResourceClaims (the resource.k8s.io API is served)."""
-        self.by_class: dict[str, dict[str, PersistentVolume]] = {}
-        """Volumes by ``storageClassName``: the candidates for a claim of that class."""
+        self._index: dict[str, dict[str, dict[str, PersistentVolume]]] = {}
+        """Volumes by ``storageClassName``, then by the hostname their node affinity names
+        when that is all it says (local volumes), ``""`` for the others, then by name."""
+        self._free: dict[str, dict[str, set[str]]] = {}
+        """Class -> hostname -> the local volumes there that are free (no claimRef, not
+        assumed, Available): nodes without one are skipped at once."""
+        self.claim_refs: dict[ClaimKey, str] = {}
+        """Claim -> the PV whose ``claimRef`` names it."""
         self.assumed_volume: dict[str, ClaimKey] = {}
         """PV name -> the claim the core assumed it bound to."""
         self.assumed_claim: dict[ClaimKey, Assumption] = {}
@@ -85,9 +96,9 @@ class VolumeCatalog:
         if isinstance(obj, PersistentVolume):
             old = self.volumes.get(obj.name)
             if old is not None:
-                self.by_class.get(old.storage_class, {}).pop(old.name, None)
+                self._unindex(old)
             self.volumes[obj.name] = obj
-            self.by_class.setdefault(obj.storage_class, {})[obj.name] = obj
+            self._add_index(obj)
             assumed = self.assumed_volume.get(obj.name)
             if assumed is not None and obj.claim_ref is not None:
                 self._confirm(assumed)
@@ -112,7 +123,7 @@ class VolumeCatalog:
         if kind == "PersistentVolume":
             old = self.volumes.pop(key, None)
             if old is not None:
-                self.by_class.get(old.storage_class, {}).pop(key, None)
+                self._unindex(old)
         elif kind == "PersistentVolumeClaim":
             self.claims.pop(ClaimKey(key), None)
         elif kind == "StorageClass":
@@ -121,6 +132,63 @@ class VolumeCatalog:
             self.csinodes.pop(key, None)
         elif kind == "ResourceClaim":
             self.resource_claims.pop(ClaimKey(key), None)
+
+    def _add_index(self, volume: PersistentVolume) -> None:
+        by_host = self._index.setdefault(volume.storage_class, {})
+        for host in hosts_of(volume.node_affinity) or ("",):
+            by_host.setdefault(host, {})[volume.name] = volume
+        if volume.claim_ref is not None:
+            self.claim_refs[volume.claim_ref.key] = volume.name
+        self._refresh(volume.name)
+
+    def _unindex(self, volume: PersistentVolume) -> None:
+        by_host = self._index.get(volume.storage_class, {})
+        hosts = hosts_of(volume.node_affinity)
+        for host in hosts or ("",):
+            by_host.get(host, {}).pop(volume.name, None)
+        for host in hosts or ():
+            self._free.get(volume.storage_class, {}).get(host, set()).discard(volume.name)
+        ref = volume.claim_ref
+        if ref is not None and self.claim_refs.get(ref.key) == volume.name:
+            del self.claim_refs[ref.key]
+
+    def _refresh(self, name: str) -> None:
+        """Put local volume ``name`` in or out of the free sets, as it is now."""
+        volume = self.volumes.get(name)
+        if volume is None:
+            return
+        hosts = hosts_of(volume.node_affinity)
+        if not hosts:
+            return
+        free = (volume.claim_ref is None and name not in self.assumed_volume
+                and volume.phase in ("Available", "") and not volume.terminating)
+        by_host = self._free.setdefault(volume.storage_class, {})
+        for host in hosts:
+            if free:
+                by_host.setdefault(host, set()).add(name)
+            else:
+                by_host.get(host, set()).discard(name)
+
+    def may_have_free(self, storage_class: str, hostname: str) -> bool:
+        """Could a free volume of ``storage_class`` reach node ``hostname``? False only when
+        the class has no volume without a plain hostname affinity and none free there."""
+        by_host = self._index.get(storage_class)
+        if by_host is None:
+            return False
+        if by_host.get(""):
+            return True
+        return bool(self._free.get(storage_class, {}).get(hostname))
+
+    def candidates(self, storage_class: str, hostname: str) -> Iterator[PersistentVolume]:
+        """The volumes of ``storage_class`` that may reach the node ``hostname``: those
+        whose node affinity names it alone, and those whose affinity says more (or
+        nothing). Callers still check the affinity of the latter."""
+        by_host = self._index.get(storage_class)
+        if by_host is None:
+            return
+        yield from by_host.get(hostname, {}).values()
+        if hostname:
+            yield from by_host.get("", {}).values()
 
     # --- assumptions --------------------------------------------------------------------
 
@@ -144,6 +212,7 @@ class VolumeCatalog:
             self.assumed_claim[item.claim] = item
             if item.volume:
                 self.assumed_volume[item.volume] = item.claim
+                self._refresh(item.volume)
         if assumptions:
             self.by_pod[uid] = assumptions
             self.epoch += 1
@@ -159,6 +228,7 @@ class VolumeCatalog:
         item = self.assumed_claim.pop(claim, None)
         if item is not None and item.volume:
             self.assumed_volume.pop(item.volume, None)
+            self._refresh(item.volume)
 
     # --- usage --------------------------------------------------------------------------
 
@@ -206,3 +276,20 @@ class VolumeCatalog:
 
 def claim_ref_of(claim: PersistentVolumeClaim) -> ClaimRef:
     return ClaimRef(claim.namespace, claim.name, claim.uid)
+
+
+def hosts_of(affinity: NodeAffinity) -> tuple[str, ...] | None:
+    """The hostnames a node affinity names when all it says is ``kubernetes.io/hostname
+    In [...]`` (in one or several terms), as local volumes' does; else None."""
+    terms = affinity.required_terms
+    if not terms:
+        return None
+    hosts: list[str] = []
+    for term in terms:
+        if term.match_fields or len(term.match_expressions) != 1:
+            return None
+        requirement = term.match_expressions[0]
+        if requirement.key != HOSTNAME or requirement.operator is not SelectorOperator.IN:
+            return None
+        hosts.extend(requirement.values)
+    return tuple(hosts)

@@ -125,10 +125,11 @@ class PersistentVolumeClaim:
     """The :data:`SELECTED_NODE` annotation: a provisioner is creating its volume there."""
     terminating: bool = False
     invalid: str | None = None
+    key: ClaimKey = field(init=False, repr=False, compare=False)
+    """``namespace/name``, computed once (it is looked up for every node tried)."""
 
-    @property
-    def key(self) -> ClaimKey:
-        return claim_key(self.namespace, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", claim_key(self.namespace, self.name))
 
     @property
     def bound(self) -> bool:
