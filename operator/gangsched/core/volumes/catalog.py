@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gangsched.core.constraints import NodeAffinity, SelectorOperator
-
 from gangsched.core.volumes.model import (
     ClaimKey,
     ClaimRef,
