@@ -441,7 +441,8 @@ async def _stuck_gang(w: World, app: str) -> list[str]:
     waiting = [_meta(p)["name"] for p in w.placeholders(app) if not p["spec"].get("nodeName")]
     assert len(waiting) == 2
     await w.pending_with("Constraints", *waiting)
-    assert w.waiting_reason(waiting[0]).endswith("node(s) didn't match Pod's node affinity/selector.")
+    assert w.waiting_reason(waiting[0]).endswith(
+        "node(s) didn't match Pod's node affinity/selector.")
     pods = w.real_pod_names()
     w.apply(w.objects("Pod"))
     await w.pending_with("WaitingForGang", *pods, message="1/3 placeholders of the gang allocated")
@@ -491,7 +492,8 @@ async def soft_timeout(w: World) -> None:
     assert (status["state"], status["reserved"]) == ("Running", "0/3")
     workers = w.real_pod_names("soft-timeout-worker-")
     await w.pending_with("Constraints", *workers)
-    assert w.waiting_reason(workers[0]).endswith("node(s) didn't match Pod's node affinity/selector.")
+    assert w.waiting_reason(workers[0]).endswith(
+        "node(s) didn't match Pod's node affinity/selector.")
     # The driver exits; with workers still pending the application keeps Running.
     await w.finish("soft-timeout-driver")
     await wait_for(lambda: w.app("soft-timeout").get("running") == 0, what="driver done")
