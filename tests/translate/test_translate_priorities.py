@@ -70,3 +70,16 @@ def test_a_pod_without_spec_priority_gets_its_class_value() -> None:
     assert pod_from_k8s(obj).priority == 0
     explicit = {**obj, "spec": {**obj["spec"], "priority": 3}}
     assert pod_with_membership(explicit, priorities=CLASSES)[0].priority == 3
+
+
+def test_volcano_podgroups_take_their_class_and_coscheduling_ones_the_default() -> None:
+    from gangsched.translate.dialects import coscheduling, volcano
+
+    meta = {"namespace": "ns", "name": "pg", "uid": "u"}
+    found = volcano.podgroup_from_k8s(
+        {"metadata": meta, "spec": {"minMember": 2, "priorityClassName": "high"}},
+        priorities=CLASSES)
+    assert (found.priority, found.invalid) == (1000, None)
+    found = coscheduling.podgroup_from_k8s({"metadata": meta, "spec": {"minMember": 2}},
+                                           priorities=CLASSES)
+    assert (found.priority, found.invalid) == (10, None)

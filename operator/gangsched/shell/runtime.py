@@ -238,6 +238,7 @@ class Runtime:
             self.submit(AppObserved(app_from_k8s(app, priorities=priorities)))
         for group in self.groups.values():
             self.submit(PodGroupObserved(podgroup_from_k8s(group, priorities=priorities)))
+        self.foreign.retranslate(priorities)
 
     def on_queue(self, kind: str, obj: JSON) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
