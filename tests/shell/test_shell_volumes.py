@@ -226,3 +226,43 @@ async def test_a_pod_with_resource_claims_is_never_bound_blindly(cluster) -> Non
         assert bind_answers(api, "gpu-job") == []
     finally:
         await op.kill()
+
+
+RESOURCE_CLAIM_CRD = {
+    # Stands in for the built-in resource.k8s.io/v1beta1 API of a cluster with DRA on.
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "resourceclaims.resource.k8s.io",
+                 "annotations": {"api-approved.kubernetes.io": "unapproved, testing only"}},
+    "spec": {"group": "resource.k8s.io", "scope": "Namespaced",
+             "names": {"plural": "resourceclaims", "singular": "resourceclaim",
+                       "kind": "ResourceClaim", "listKind": "ResourceClaimList"},
+             "versions": [{"name": "v1beta1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object",
+                               "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+async def test_a_pod_is_bound_once_its_resource_claim_is_allocated_where_it_is(cluster) -> None:  # type: ignore[no-untyped-def]
+    api, kubeconfig = cluster
+    api.create(RESOURCE_CLAIM_CRD)
+    api.create({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+                "metadata": {"name": "gpu-claim", "namespace": "default"}, "spec": {}})
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        body = pod("gpu-job")
+        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
+        api.create(body)
+        scheduled = await wait_for(
+            lambda: condition(api.get("pods", "default", "gpu-job"), "PodScheduled"),
+            what="PodScheduled condition")
+        assert 'resourceclaim "gpu-claim" is not allocated' in scheduled["message"]
+        api.patch_status("resourceclaims", "default", "gpu-claim", {"allocation": {
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["node-c"]}]}]}}},
+            api_version="resource.k8s.io/v1beta1")
+        await wait_for(lambda: node_of(api, "gpu-job"), what="gpu-job bound")
+        assert node_of(api, "gpu-job") == "node-c"
+    finally:
+        await op.kill()
