@@ -4,7 +4,8 @@ List+watch (with :class:`~gangsched.shell.watch.Reflector`) of PersistentVolumes
 PersistentVolumeClaims, StorageClasses and CSINodes, translated by
 :mod:`gangsched.translate.volumes` into observations; and of ResourceClaims when the
 resource.k8s.io API is served (tried at ``v1``, then ``v1beta1``; a 404 on both means
-it is not, which the core is told: pods with resource claims then wait, saying so).
+it is not, which the core is told: pods with resource claims then wait, saying so; a 403,
+the operator's role not granting it, is taken the same way, with a warning).
 
 :func:`write_volumes` carries out a BindPod's volume writes before its Binding:
 
@@ -101,6 +102,10 @@ class StorageWatches:
                 except ApiError as err:
                     if err.code == 404:
                         continue
+                    if err.code == 403:  # not granted: as if not served, and say so
+                        log.warning("cannot list %s (%s): pods with resource claims will "
+                                    "wait as if DRA were not served", path, err)
+                        break
                     raise
                 self.claims = self._reflector(path, "ResourceClaim", True,
                                               translate.resource_claim)
