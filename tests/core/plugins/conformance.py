@@ -84,6 +84,16 @@ def chosen(c: Cluster, obj: Mapping[str, Any], scoring: Scoring = Scoring.SPREAD
     return c.place(p.request, p.constraints, scoring, pod=p)
 
 
+def place(c: Cluster, obj: Mapping[str, Any], scoring: Scoring = Scoring.SPREAD) -> str | None:
+    """Place the pod and charge it where it went, as a bind would."""
+    p = info(obj)
+    where = c.place(p.request, p.constraints, scoring, pod=p)
+    if where is not None:
+        c.charge(where, p.uid, p.request,
+                 PlacedPod(p.uid, p.namespace, p.labels, p.placement, where))
+    return where
+
+
 def why(c: Cluster, obj: Mapping[str, Any]) -> str:
     p = info(obj)
     return c.diagnose(p.request, p.constraints, pod=p).message()

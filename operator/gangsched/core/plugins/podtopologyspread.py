@@ -197,12 +197,16 @@ class PodTopologySpread:
         constraints = self.constraints_of(pod, WhenUnsatisfiable.SCHEDULE_ANYWAY)
         if not constraints:
             return fw.SKIP
-        keys = tuple(sorted({c.topology_key for c in constraints}))
+        # System defaults do not require a node to carry every key (kube-scheduler's
+        # requireAllTopologies): a node scores the constraints whose key it has.
+        all_keys = bool(pod.placement.spread) or self.args.defaulting is not Defaulting.SYSTEM
+        keys = tuple(sorted({c.topology_key for c in constraints})) if all_keys else ()
         scored = [n for n in nodes if all(k in n.node.labels for k in keys)]
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
         for c in constraints:
-            values = {n.node.labels[c.topology_key] for n in scored}
-            eligible = self._eligible_nodes(snapshot, pod, c, keys)
+            values = {n.node.labels[c.topology_key] for n in scored
+                      if c.topology_key in n.node.labels}
+            eligible = self._eligible_nodes(snapshot, pod, c, keys or (c.topology_key,))
             counts = self._count(snapshot, pod, c, {name: value for name, value in
                                                     eligible.items() if value in values})
             tables.append((c, counts, math.log(len(values) + 2)))
@@ -219,7 +223,9 @@ class PodTopologySpread:
             return -1  # ignored: scores 0 after normalization
         total = 0.0
         for c, counts, weight in tables:
-            total += counts.get(labels[c.topology_key], 0) * weight + c.max_skew - 1
+            value = labels.get(c.topology_key)
+            if value is not None:
+                total += counts.get(value, 0) * weight + c.max_skew - 1
         return round(total)
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:

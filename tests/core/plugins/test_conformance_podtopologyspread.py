@@ -1,0 +1,125 @@
+"""Conformance of PodTopologySpread with kube-scheduler v1.32: one row per documented rule.
+
+DoNotSchedule and ScheduleAnyway, maxSkew, minDomains, nodeAffinityPolicy,
+nodeTaintsPolicy, matchLabelKeys, the selector and namespaces counted, nodes without
+the topology key, and the cluster's default constraints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conformance import HOST, ZONE, chosen, cluster, feasible, node, place, pod, spread, why
+from gangsched.core.model import Scoring
+
+WEB = {"app": "web"}
+NODES = [node("a", zone="z1"), node("b", zone="z1"), node("c", zone="z2")]
+SKEW = "node(s) didn't match pod topology spread constraints"
+LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+
+
+def web(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
+    return pod(name, namespace=namespace, labels={**WEB, **labels})
+
+
+def incoming(*constraints: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    return pod(labels=kw.pop("labels", WEB), topologySpreadConstraints=list(constraints), **kw)
+
+
+ROWS = [
+    pytest.param(NODES, [(web("w1"), "a")], incoming(spread(HOST, match=WEB)), {"b", "c"}, None,
+                 id="hostname-skew-1"),
+    pytest.param(NODES, [(web("w1"), "a")], incoming(spread(HOST, 2, match=WEB)),
+                 {"a", "b", "c"}, None, id="max-skew-2-allows-one-more"),
+    pytest.param(NODES, [(web("w1"), "a"), (web("w2"), "b")], incoming(spread(ZONE, match=WEB)),
+                 {"c"}, None, id="zone-skew"),
+    pytest.param(NODES, [(web("w1"), "a"), (web("w2"), "c")],
+                 incoming(spread(ZONE, match=WEB)), {"a", "b", "c"}, None,
+                 id="zones-balanced-any-zone"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "a"), (web("w2"), "b")],
+                 incoming(spread(HOST, match=WEB)), {"a", "b"}, None, id="balanced-any-node"),
+    pytest.param([node("a", zone="z1"), node("b", zone="z2")], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB), labels={"other": "x"}), {"a", "b"}, None,
+                 id="incoming-not-matching-its-selector-adds-nothing"),
+    pytest.param(NODES, [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB, whenUnsatisfiable="ScheduleAnyway")),
+                 {"a", "b", "c"}, None, id="schedule-anyway-never-filters"),
+    pytest.param([node("a", zone="z1"), node("b", hostname=False)], [],
+                 incoming(spread(ZONE, match=WEB)), {"a"}, None,
+                 id="node-without-the-key-is-rejected"),
+    pytest.param([node("b", hostname=False)], [], incoming(spread(ZONE, match=WEB)), set(),
+                 f"0/1 nodes are available: 1 {LABEL}.", id="missing-label-reason"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "a"), (web("w2"), "a")],
+                 incoming(spread(HOST, match=WEB)), {"b"}, None, id="skew-reason-setup"),
+    pytest.param([node("a")], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB, minDomains=2)), set(),
+                 f"0/1 nodes are available: 1 {SKEW}.", id="min-domains-global-min-is-zero"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB, minDomains=2)), {"b"}, None,
+                 id="min-domains-met-is-the-plain-rule"),
+    pytest.param([node("a", labels={"pool": "x"}), node("b")], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB), nodeSelector={"pool": "x"}), {"a"}, None,
+                 id="node-affinity-policy-honor-ignores-excluded-domains"),
+    pytest.param([node("a", labels={"pool": "x"}), node("b")], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB, nodeAffinityPolicy="Ignore"),
+                          nodeSelector={"pool": "x"}), set(), SKEW,
+                 id="node-affinity-policy-ignore-counts-them"),
+    pytest.param([node("a"), node("b", taints=[("t", "", "NoSchedule")])], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB), tolerations=[{"operator": "Exists"}]),
+                 {"b"}, None, id="node-taints-policy-ignore-is-the-default"),
+    pytest.param([node("a"), node("b", taints=[("t", "", "NoSchedule")])], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB, nodeTaintsPolicy="Honor")), {"a"}, None,
+                 id="node-taints-policy-honor-leaves-out-tainted-domains"),
+    pytest.param([node("a"), node("b")], [(web("w1", version="1"), "a")],
+                 incoming(spread(HOST, match=WEB, matchLabelKeys=["version"]),
+                          labels={**WEB, "version": "2"}), {"a", "b"}, None,
+                 id="match-label-keys-other-versions-not-counted"),
+    pytest.param([node("a"), node("b")], [(web("w1", version="2"), "a")],
+                 incoming(spread(HOST, match=WEB, matchLabelKeys=["version"]),
+                          labels={**WEB, "version": "2"}), {"b"}, None,
+                 id="match-label-keys-same-version-counted"),
+    pytest.param([node("a"), node("b")], [(web("w1", "other"), "a")],
+                 incoming(spread(HOST, match=WEB)), {"a", "b"}, None,
+                 id="other-namespaces-not-counted"),
+    pytest.param([node("a"), node("b")], [(pod("x", labels={"app": "db"}), "a")],
+                 incoming(spread(HOST, match=WEB)), {"a", "b"}, None,
+                 id="pods-not-selected-not-counted"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "a")],
+                 incoming(spread(HOST, match=WEB), spread(ZONE, match=WEB)), set(), LABEL,
+                 id="every-constraint-key-required"),
+]
+
+
+@pytest.mark.parametrize(("nodes", "placed", "pod_", "expected", "reason"), ROWS)
+def test_filter(nodes: Any, placed: Any, pod_: dict[str, Any], expected: set[str],
+                reason: str | None) -> None:
+    c = cluster(nodes, placed)
+    assert feasible(c, pod_) == expected
+    placed_on = chosen(c, pod_)
+    assert (placed_on in expected) if expected else placed_on is None
+    if reason is not None:
+        assert reason in why(c, pod_)
+
+
+SCORES = [
+    pytest.param(NODES, [(web("w1"), "a"), (web("w2"), "b")],
+                 incoming(spread(ZONE, match=WEB, whenUnsatisfiable="ScheduleAnyway")), "c",
+                 id="schedule-anyway-prefers-the-emptier-domain"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "b"), (web("w2"), "b")], pod(labels=WEB),
+                 "a", id="system-default-constraints-spread-a-labelled-pod"),
+]
+
+
+@pytest.mark.parametrize(("nodes", "placed", "pod_", "expected"), SCORES)
+def test_score(nodes: Any, placed: Any, pod_: dict[str, Any], expected: str) -> None:
+    assert chosen(cluster(nodes, placed), pod_, Scoring.BINPACK) == expected
+
+
+def test_eight_pods_spread_two_per_node() -> None:
+    """The case of #9: 8 pods, maxSkew 1 on hostname, DoNotSchedule, over 4 nodes."""
+    c = cluster([node(n) for n in "abcd"])
+    for i in range(8):
+        obj = pod(f"s{i}", labels=WEB, topologySpreadConstraints=[spread(HOST, match=WEB)])
+        assert place(c, obj, Scoring.BINPACK) is not None
+    assert sorted(len(state.pods) for state in c.nodes.values()) == [2, 2, 2, 2]
