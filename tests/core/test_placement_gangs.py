@@ -49,7 +49,7 @@ def test_a_gated_pod_gets_only_the_schedulinggated_condition() -> None:
     w.add_pod(make_pod("gated", placement=GATED))
     decisions = w.settle(0) + w.settle(10)
     mine = [d for d in decisions if getattr(d, "name", None) == "gated"
-            or isinstance(d, RecordEvent) and d.target.name == "gated"]
+            or (isinstance(d, RecordEvent) and d.target.name == "gated")]
     assert mine == [PodPending(w.uid_of("gated"), "default", "gated", SCHEDULING_GATED,
                                SCHEDULING_GATED_MESSAGE)]
     assert w.node_of("gated") is None
