@@ -266,3 +266,21 @@ async def test_a_pod_is_bound_once_its_resource_claim_is_allocated_where_it_is(c
         assert node_of(api, "gpu-job") == "node-c"
     finally:
         await op.kill()
+
+
+async def test_resource_claims_the_role_may_not_read_count_as_not_served(cluster) -> None:  # type: ignore[no-untyped-def]
+    api, kubeconfig = cluster
+    api.create(RESOURCE_CLAIM_CRD)
+    api.faults.add(method="GET", path_regex=r"/resource\.k8s\.io/v1beta1/resourceclaims",
+                   status=403)
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()  # starts, all the same
+    try:
+        body = pod("gpu-job")
+        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu-claim"}]
+        api.create(body)
+        scheduled = await wait_for(
+            lambda: condition(api.get("pods", "default", "gpu-job"), "PodScheduled"),
+            what="PodScheduled condition")
+        assert "the resource.k8s.io API is not served" in scheduled["message"]
+    finally:
+        await op.kill()
