@@ -15,6 +15,12 @@ place), PodGroups (members assumed, then bound all together), and plain pods. Po
 are scaled down when needed so that the pods use at most 60% of the cluster, so every
 pod can be placed and every cell of the sweep measures the same thing.
 
+The reference run is made twice (``--mix``): plain, and with the *placement mix*: nodes
+labelled with hostname and one of 10 zones, every pod labelled with its gang, about a
+fifth of the gangs one pod per node (required pod anti-affinity on hostname) and a fifth
+spread over zones (DoNotSchedule, maxSkew 1), so that well over 30% of the pods carry
+anti-affinity or spread and the rest are scored by the default spread constraints.
+
 Measured: the scheduler cycles (through :class:`gangsched.sim.world.World`, so that every
 placeholder creation, bind and deletion makes the round trip as observations) from the
 first cycle until every real pod is bound. Observing the initial objects is timed apart.
@@ -53,8 +59,16 @@ from gangsched.core.model import (
     SortPolicy,
     TaskGroup,
 )
+from gangsched.core.placement import (
+    NO_PLACEMENT,
+    AffinityTerm,
+    Placement,
+    SpreadConstraint,
+    WhenUnsatisfiable,
+)
 from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
+from gangsched.core.selectors import LabelSelector
 from gangsched.sim.world import World
 
 NODE = Resources.from_k8s({"cpu": 32, "memory": "128Gi", "pods": 110})
@@ -75,11 +89,46 @@ class Workload:
     def gangs(self) -> str:
         return f"{len(self.apps)} apps, {len(self.groups)} PodGroups, {self.plain} plain pods"
 
+    @property
+    def constrained(self) -> str:
+        """The share of pods with anti-affinity or spread, in words."""
+        anti = sum(1 for p in self.pods if p.placement.anti_affinity)
+        spread = sum(1 for p in self.pods if p.placement.spread)
+        share = 100 * (anti + spread) / max(1, len(self.pods))
+        return (f"{anti} pods with required anti-affinity, {spread} with topology spread "
+                f"({share:.0f}%)")
 
-def build(nodes: int, pods: int, seed: int = 7) -> Workload:
-    """A deterministic workload of ``pods`` pending pods in gangs, on ``nodes`` nodes."""
+
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+ZONES = 10
+
+
+def _placement(rng: random.Random, name: str, size: int, mix: bool) -> Placement:
+    """With ``mix``: every pod labelled with its gang; about a fifth of the gangs one per
+    node (required anti-affinity on hostname), about a fifth spread over zones
+    (DoNotSchedule, maxSkew 1); the rest labelled only (kube-scheduler's default spread
+    constraints then score them)."""
+    if not mix:
+        return NO_PLACEMENT
+    labels = (("job", name),)
+    selector = LabelSelector.build(dict(labels))
+    draw = rng.random()
+    if draw < 0.2 and size > 1:
+        return Placement(labels=labels, anti_affinity=(AffinityTerm(HOST, selector),))
+    if draw < 0.4 and size > 1:
+        return Placement(labels=labels, spread=(SpreadConstraint(
+            1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),))
+    return Placement(labels=labels)
+
+
+def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workload:
+    """A deterministic workload of ``pods`` pending pods in gangs, on ``nodes`` nodes;
+    ``mix`` adds pod labels, anti-affinity and spread (see :func:`_placement`)."""
     rng = random.Random(seed)
-    node_list = [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b"})
+    node_list = [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b",
+                                              HOST: f"node-{i:05d}",
+                                              ZONE: f"zone-{i % ZONES}"})
                  for i in range(nodes)]
     shapes: list[tuple[str, int]] = []
     left = pods
@@ -102,27 +151,31 @@ def build(nodes: int, pods: int, seed: int = 7) -> Workload:
                                       "memory": f"{max(64, int(mem * scale * 1024))}Mi"})
         creation = float(index)
         name = f"{kind}-{index}"
+        placement = _placement(rng, name, size, mix)
         if kind == "pods":
             plain += size
             pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
-                             creation=creation, queue="default") for i in range(size)]
+                             creation=creation, queue="default", placement=placement)
+                         for i in range(size)]
         elif kind == "group":
             group_key = GroupKey(f"bench/{name}")
             groups.append(PodGroupSpec(group_key, uid=name, min_member=size, queue="batch",
                                        mode=GangMode.STRICT, creation=creation))
             pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
-                             creation=creation, pod_group=group_key) for i in range(size)]
+                             creation=creation, pod_group=group_key, placement=placement)
+                         for i in range(size)]
         else:
             key = AppKey(f"bench/{name}")
-            groups_ = (TaskGroup("driver", 1, request),
-                       TaskGroup("executor", size - 1, request)) if size > 1 else (
-                           TaskGroup("driver", 1, request),)
+            groups_ = (TaskGroup("driver", 1, request, placement=placement),
+                       TaskGroup("executor", size - 1, request, placement=placement)
+                       ) if size > 1 else (TaskGroup("driver", 1, request, placement=placement),)
             apps.append(AppSpec(key, uid=name, queue="batch", task_groups=groups_,
                                 policy=SchedulingPolicy(), creation=creation))
             for i in range(size):
                 group = "driver" if i == 0 else "executor"
                 pod_list.append(Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
-                                    creation=creation, app=key, task_group=group))
+                                    creation=creation, app=key, task_group=group,
+                                    placement=placement))
     return Workload(node_list, apps, groups, pod_list, plain)
 
 
@@ -151,15 +204,15 @@ class Result:
         return 1e6 * self.cycle_seconds / self.placed if self.placed else float("inf")
 
 
-def best(nodes: int, pods: int, repeat: int) -> Result:
+def best(nodes: int, pods: int, repeat: int, *, mix: bool = False) -> Result:
     """The fastest of ``repeat`` runs (the least disturbed by the rest of the machine)."""
-    return min((run(nodes, pods) for _ in range(max(1, repeat))),
+    return min((run(nodes, pods, mix=mix) for _ in range(max(1, repeat))),
                key=lambda r: r.cycle_seconds)
 
 
-def run(nodes: int, pods: int, *, max_cycles: int = 10_000) -> Result:
+def run(nodes: int, pods: int, *, max_cycles: int = 10_000, mix: bool = False) -> Result:
     """Observe the workload, then cycle until every real pod is bound (or nothing moves)."""
-    workload = build(nodes, pods)
+    workload = build(nodes, pods, mix=mix)
     gc.collect()
     started = time.process_time()
     wall = time.perf_counter()
@@ -195,11 +248,14 @@ def run(nodes: int, pods: int, *, max_cycles: int = 10_000) -> Result:
                   time.perf_counter() - wall)
 
 
-def _reference(nodes: int, pods: int, repeat: int) -> Result:
-    workload = build(nodes, pods)
-    print(f"Reference: {nodes} nodes (32 cpu, 128Gi, 110 pods), {pods} pending pods in gangs "
-          f"of 1 to 64: {workload.gangs}")
-    result = best(nodes, pods, repeat)
+def _reference(nodes: int, pods: int, repeat: int, *, mix: bool = False) -> Result:
+    workload = build(nodes, pods, mix=mix)
+    print(f"{'With the placement mix' if mix else 'Reference'}: {nodes} nodes (32 cpu, 128Gi, "
+          f"110 pods, {ZONES} zones), {pods} pending pods in gangs of 1 to 64: "
+          f"{workload.gangs}")
+    if mix:
+        print(f"  every pod labelled; {workload.constrained}")
+    result = best(nodes, pods, repeat, mix=mix)
     verdict = "meets" if result.placements_per_second >= TARGET else "MISSES"
     print(f"  observe nodes, apps, PodGroups and pods  {result.observe_seconds:8.2f} s cpu")
     print(f"  cycles until every pod is bound          {result.cycle_seconds:8.2f} s cpu "
@@ -243,13 +299,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs per measurement, the fastest is kept (default 2)")
     parser.add_argument("--profile", action="store_true",
                         help="profile the reference run and print the top functions")
+    parser.add_argument("--mix", choices=["both", "plain", "only"], default="both",
+                        help="the reference run without the placement mix (plain), with it "
+                             "(only), or both (default)")
     args = parser.parse_args(argv)
     print(f"gangsched core benchmark: Python {platform.python_version()} on "
           f"{platform.machine()}, one thread")
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-        _reference(args.nodes, args.pods, 1)
+        _reference(args.nodes, args.pods, 1, mix=args.mix != "plain")
         profiler.disable()
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
@@ -257,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     repeat = 1 if args.quick else args.repeat
     print(f"Times are CPU seconds; each is the fastest of {repeat} run(s).")
-    _reference(args.nodes, args.pods, repeat)
+    if args.mix != "only":
+        _reference(args.nodes, args.pods, repeat)
+    if args.mix != "plain":
+        _reference(args.nodes, args.pods, repeat, mix=True)
     if not args.no_sweep:
         if args.quick:
             _sweep([500, 2000], [2000, 5000], repeat)

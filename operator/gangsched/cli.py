@@ -97,6 +97,11 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                      help="create the placeholders of a gang held for capacity at once, "
                           "pending (PodScheduled=False, Unschedulable), so that a cluster "
                           "autoscaler scales up for it (default off)")
+    run.add_argument("--profile", metavar="FILE",
+                     help="scheduler profile: a KubeSchedulerConfiguration (YAML or JSON) "
+                          "with one profile, or its plugins/pluginConfig alone; enable, "
+                          "disable and weight the placement plugins (default: "
+                          "kube-scheduler's default profile)")
     run.set_defaults(func=cmd_run)
 
 

@@ -166,11 +166,10 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
 def node(name: str, cpu: str = "4", memory: str = "16Gi", pods: str = "110",
          labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
          ) -> dict[str, Any]:
+    """A Ready node, labelled ``kubernetes.io/hostname`` as the kubelet labels it."""
     return {
         "apiVersion": "v1", "kind": "Node",
-        # the kubelet always sets kubernetes.io/hostname (local volumes select on it)
-        "metadata": {"name": name,
-                     "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "spec": {"taints": taints or []},
         "status": {
             "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},

@@ -613,6 +613,44 @@ async def ganggroup_member_missing(w: World) -> None:
     await w.phase("gg-workers", "Running")
 
 
+async def anti_affinity_gang(w: World) -> None:
+    w.apply(w.objects("Application"))
+    await reserved(w, "mpi")
+    held = [p["spec"]["nodeName"] for p in w.placeholders("mpi")]
+    assert len(held) == len(set(held)) == 3  # one placeholder per node
+    pods = w.real_pod_names()
+    w.apply(w.objects("Pod"))
+    await swapped(w, "mpi", pods)
+    assert len({w.pod(name)["spec"]["nodeName"] for name in pods}) == 3
+    await completed(w, "mpi", pods)
+
+
+async def anti_affinity_gang_too_few_nodes(w: World) -> None:
+    """Two nodes for three one-per-node members: the third placeholder waits, saying why
+    in kube-scheduler's words."""
+    w.apply(w.objects("Application"))
+    await wait_for(lambda: len([p for p in w.placeholders("mpi")
+                                if p["spec"].get("nodeName")]) == 2, what="two placeholders")
+    waiting = [p["metadata"]["name"] for p in w.placeholders("mpi")
+               if not p["spec"].get("nodeName")]
+    await w.pending_with("Constraints", *waiting)
+    assert w.waiting_reason(waiting[0]).endswith(
+        "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
+
+
+async def spread_gang(w: World) -> None:
+    w.apply(w.objects("Application"))
+    await reserved(w, "trainers")
+    held = sorted(p["spec"]["nodeName"] for p in w.placeholders("trainers"))
+    assert held == ["node-0", "node-0", "node-1", "node-1"]
+    pods = w.real_pod_names()
+    w.apply(w.objects("Pod"))
+    await swapped(w, "trainers", pods)
+    placed = sorted(w.pod(name)["spec"]["nodeName"] for name in pods)
+    assert placed == ["node-0", "node-0", "node-1", "node-1"]
+    await completed(w, "trainers", pods)
+
+
 # --- the table ----------------------------------------------------------------------------
 
 Scenario = Callable[[World], Awaitable[None]]
@@ -620,6 +658,8 @@ ROOMY = (2, "2")
 """Two nodes of 2 CPUs: every example fits, so only the gang rules decide."""
 TIGHT = (1, "250m")
 """One node with room for two 100m members only."""
+THREE = (3, "2")
+"""Three nodes: one per member of a three-member gang."""
 
 
 async def local_volume_job(w: World) -> None:
@@ -677,6 +717,9 @@ CASES = [
     case("08-strict-podgroup", strict_podgroup_times_out, "timeout", TIGHT),
     case("09-ganggroup", ganggroup),
     case("09-ganggroup", ganggroup_member_missing, "member-missing"),
+    case("10-anti-affinity-gang", anti_affinity_gang, nodes=THREE),
+    case("10-anti-affinity-gang", anti_affinity_gang_too_few_nodes, "too-few-nodes"),
+    case("11-spread-gang", spread_gang),
     case("12-local-volume-job", local_volume_job),
     case("12-local-volume-job", local_volume_job_claim_missing, "claim-missing"),
 ]

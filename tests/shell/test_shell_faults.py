@@ -314,3 +314,23 @@ async def test_slow_pending_condition_never_lands_after_the_bind(cluster, op) ->
                    what="the slow writes answered")
     found = condition(api.get("pods", "default", "real"), "PodScheduled")
     assert found["status"] == "True", found
+
+
+async def test_a_gated_pod_gets_its_condition_and_nothing_else(cluster, op) -> None:  # type: ignore[no-untyped-def]
+    """As kube-scheduler: PodScheduled=False, reason SchedulingGated, no Event, no bind;
+    once its gates are removed it is scheduled."""
+    api, _ = cluster
+    gated = pod("gated", cpu="100m")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    api.create(gated)
+    api.create(pod("plain", cpu="100m"))
+    await wait_for(lambda: node_of(api, "plain"), what="the ungated pod bound")
+    found = await wait_for(lambda: condition(api.try_get("pods", "default", "gated"),
+                                             "PodScheduled"), what="condition")
+    assert (found["status"], found["reason"], found["message"]) == (
+        "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+    assert not [e for e in api.list("events", "default")
+                if (e.get("regarding") or {}).get("name") == "gated"]
+    assert bind_answers(api, "gated") == []
+    api.patch("pods", "default", "gated", {"spec": {"schedulingGates": None}})
+    await wait_for(lambda: node_of(api, "gated"), what="the pod bound once ungated")

@@ -20,12 +20,15 @@ from collections.abc import Callable
 from typing import Any
 
 import kopf
+import yaml
 
+from gangsched.core.framework.profile import ProfileConfig
 from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
 from gangsched.shell.metrics import MetricsServer
 from gangsched.shell.runtime import GROUP, VERSION, Runtime
 from gangsched.shell.settings import OperatorSettings
+from gangsched.translate.profile import profile_from_k8s
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +137,19 @@ async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def read_profile(path: str) -> ProfileConfig:
+    """The profile in the YAML or JSON file ``path`` (see ``gangsched.translate.profile``).
+
+    Raises OSError when the file cannot be read, ValueError (a YAML error, or a
+    TranslationError/ConstraintError naming the field) when its content is wrong."""
+    with open(path, encoding="utf-8") as stream:
+        try:
+            raw = yaml.safe_load(stream)
+        except yaml.YAMLError as error:
+            raise ValueError(f"not YAML or JSON: {error}") from None
+    return profile_from_k8s(raw)
+
+
 def run_operator(args: argparse.Namespace) -> int:
     """Entry point of ``gangsched run``."""
     try:
@@ -162,6 +178,13 @@ def run_operator(args: argparse.Namespace) -> int:
         value = getattr(args, flag, None)
         if value is not None:
             core[field_name] = value
+    profile_file = getattr(args, "profile", None)
+    if profile_file:
+        try:
+            core["profile"] = read_profile(profile_file)
+        except (OSError, ValueError) as error:
+            print(f"gangsched run: --profile {profile_file}: {error}", file=sys.stderr)
+            return 2
     if core:
         settings = dataclasses.replace(
             settings, core=dataclasses.replace(settings.core, **core))  # type: ignore[arg-type]

@@ -54,6 +54,8 @@ from gangsched.core.observations import (
     AppObserved,
     BindFailed,
     EvictionFailed,
+    NamespaceGone,
+    NamespaceObserved,
     NodeGone,
     NodeObserved,
     Observation,
@@ -149,6 +151,9 @@ class Runtime:
                                    timeout_seconds=watch_timeout)
         self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes",
                                     timeout_seconds=watch_timeout)
+        self.namespace_watch = Reflector(client, "/api/v1/namespaces", self.on_namespace,
+                                         name="namespaces", timeout_seconds=watch_timeout)
+        """Namespace labels, for pod affinity terms' ``namespaceSelector``."""
         self.foreign = ForeignGroups(client, self.submit, self.status,
                                      watch_timeout=watch_timeout)
         """coscheduling and Volcano PodGroups, while their CRDs are installed."""
@@ -202,6 +207,15 @@ class Runtime:
             self.submit(NodeGone(name))
         else:
             self.submit(NodeObserved(node_from_k8s(obj)))
+
+    def on_namespace(self, kind: str, obj: JSON) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        if kind == "DELETED":
+            self.submit(NamespaceGone(name))
+        else:
+            raw = meta.get("labels") or {}
+            self.submit(NamespaceObserved(name, {str(k): str(v) for k, v in raw.items()}))
 
     def on_app(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
@@ -379,7 +393,7 @@ class Runtime:
         await self.foreign.list()
         if not await self._until_done("list storage", self.storage.list, stop):
             return False
-        for reflector in (self.node_watch, self.pod_watch):
+        for reflector in (self.namespace_watch, self.node_watch, self.pod_watch):
             if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
                 return False
         self._drain()
@@ -435,6 +449,8 @@ class Runtime:
             tasks.append(asyncio.create_task(self.storage.run(stop), name="storage-watch"))
             tasks.append(asyncio.create_task(self.priority_watch.run(stop),
                                              name="priorityclass-watch"))
+            tasks.append(asyncio.create_task(self.namespace_watch.run(stop),
+                                             name="namespace-watch"))
             await self._cycles(stop)
         finally:
             if self.leading.is_set() and self.ready.is_set():

@@ -16,19 +16,23 @@ from collections.abc import Mapping
 
 import gangsched.core.scheduler  # noqa: F401  (registers the actions ``actions`` names)
 from gangsched.core import actions
-from gangsched.core.constraints import Taint
+from gangsched.core.constraints import ConstraintError, Taint
+from gangsched.core.framework.profile import ProfileConfig
 from gangsched.core.model import Node, QueueSpec, SchedulerConfig, Scoring, SortPolicy
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
 from gangsched.sim.schema import Reader
 from gangsched.sim.source import Document, Path, read
 from gangsched.sim.workload import Event, EventKind, Job, Settings, Workload
 from gangsched.translate import k8s_constraints
+from gangsched.translate.fields import TranslationError
+from gangsched.translate.profile import profile_from_k8s
 
 TOP = ("settings", "nodes", "queues", "applications", "podGroups", "pods", "events")
 SETTINGS = ("until", "gcAfterSeconds", "scheduler")
 SCHEDULER = ("sampleSize", "gangScoring", "podScoring", "defaultQueuePolicy", "actions",
              "overcommitFactor", "starvationThresholdSeconds", "reservationTimeoutSeconds",
-             "deadlockBackoffSeconds", "nominationTimeoutSeconds", "evictionBackoffSeconds")
+             "deadlockBackoffSeconds", "nominationTimeoutSeconds", "evictionBackoffSeconds",
+             "profile")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
         "taints")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
@@ -126,8 +130,21 @@ class _Builder:
                                                 config.nomination_timeout, positive=True),
                     eviction_backoff=r.number(sched, spath, "evictionBackoffSeconds",
                                               config.eviction_backoff, positive=True),
+                    profile=self.profile(sched, spath),
                 )
         return Settings(until, gc_after, config)
+
+    def profile(self, obj: Mapping[str, object], path: Path) -> ProfileConfig:
+        """``profile``: plugins and pluginConfig as in a KubeSchedulerConfiguration profile
+        (see ``gangsched.translate.profile``); errors name the field."""
+        raw = obj.get("profile")
+        if raw is None:
+            return ProfileConfig()
+        try:
+            return profile_from_k8s(raw)
+        except (ConstraintError, TranslationError) as error:
+            self.r.fail((*path, "profile"), str(error))
+            return ProfileConfig()
 
     def actions(self, obj: Mapping[str, object], path: Path,
                 default: tuple[str, ...]) -> tuple[str, ...]:

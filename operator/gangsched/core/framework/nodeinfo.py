@@ -16,6 +16,7 @@ def nonzero(request: Resources) -> tuple[int, int]:
     return (request.get(CPU) or DEFAULT_MILLI_CPU, request.get(MEMORY) or DEFAULT_MEMORY)
 
 
+
 class NodeState:
     """A node and what is placed on it. ``free`` is kept equal to allocatable - used.
 

@@ -124,8 +124,14 @@ class Framework:
 
     def score(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState]) -> list[int]:
         """The weighted sum of normalized scores per node, in the order of ``nodes``."""
+        scorers = state.scorers
+        if len(scorers) == 1:  # one scorer: its order is the answer, weights aside
+            plugin, weight = scorers[0]
+            scores = [plugin.score(state, pod, node) for node in nodes]
+            plugin.normalize(state, pod, scores)
+            return scores
         totals = [0] * len(nodes)
-        for plugin, weight in state.scorers:
+        for plugin, weight in scorers:
             scores = [plugin.score(state, pod, node) for node in nodes]
             plugin.normalize(state, pod, scores)
             for i, value in enumerate(scores):

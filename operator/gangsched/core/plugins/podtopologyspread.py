@@ -98,7 +98,7 @@ class PodTopologySpread:
 
     def __init__(self, args: SpreadArgs) -> None:
         self.args = args
-        self._eligible: dict[object, dict[str, str]] = {}
+        self._eligible: dict[object, tuple[dict[str, str], int]] = {}
         self._epoch = -1
 
     def constraints_of(self, pod: PodInfo, kind: WhenUnsatisfiable) -> list[SpreadConstraint]:
@@ -118,8 +118,9 @@ class PodTopologySpread:
                 for c in defaults if c.when_unsatisfiable is kind]
 
     def _eligible_nodes(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
-                        keys: tuple[str, ...]) -> dict[str, str]:
-        """Eligible node names with their value of ``c.topology_key`` (cached)."""
+                        keys: tuple[str, ...]) -> tuple[dict[str, str], int]:
+        """Eligible node names with their value of ``c.topology_key``, and the number of
+        domains (cached until a node changes)."""
         if snapshot.node_epoch != self._epoch:
             self._eligible.clear()
             self._epoch = snapshot.node_epoch
@@ -129,9 +130,9 @@ class PodTopologySpread:
         cache_key = (keys, c.topology_key,
                      (pc.node_selector, pc.affinity) if honor_affinity else None,
                      pc.tolerations if honor_taints else None)
-        found = self._eligible.get(cache_key)
-        if found is None:
-            found = {}
+        cached = self._eligible.get(cache_key)
+        if cached is None:
+            found: dict[str, str] = {}
             for state in snapshot.sorted_nodes():
                 node = state.node
                 labels = node.labels
@@ -145,12 +146,13 @@ class PodTopologySpread:
                                                                         node.taints):
                     continue
                 found[node.name] = labels[c.topology_key]
-            self._eligible[cache_key] = found
-        return found
+            cached = self._eligible[cache_key] = (found, len(set(found.values())))
+        return cached
 
     def _count(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
                eligible: dict[str, str]) -> dict[str, int]:
-        counts = dict.fromkeys(eligible.values(), 0)
+        """Matching pods per domain, for the domains that have any (O(matching pods))."""
+        counts: dict[str, int] = {}
         if c.selector is None:
             return counts
         for other in snapshot.pod_index.matching(c.selector):
@@ -158,7 +160,7 @@ class PodTopologySpread:
                 continue
             value = eligible.get(other.node)
             if value is not None:
-                counts[value] += 1
+                counts[value] = counts.get(value, 0) + 1
         return counts
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
@@ -168,10 +170,12 @@ class PodTopologySpread:
         keys = tuple(sorted({c.topology_key for c in constraints}))
         found = _Counts(constraints, keys, [], [], [])
         for c in constraints:
-            counts = self._count(snapshot, pod, c, self._eligible_nodes(snapshot, pod, c, keys))
+            eligible, domains = self._eligible_nodes(snapshot, pod, c, keys)
+            counts = self._count(snapshot, pod, c, eligible)
             found.counts.append(counts)
-            few = c.min_domains is not None and len(counts) < c.min_domains
-            found.minimum.append(0 if few or not counts else min(counts.values()))
+            few = c.min_domains is not None and domains < c.min_domains
+            empty = len(counts) < domains  # some domain has no matching pod
+            found.minimum.append(0 if few or empty or not counts else min(counts.values()))
             found.self_match.append(
                 1 if c.selector is not None and c.selector.matches(pod.labels) else 0)
         state.write(NAME, found)
@@ -206,9 +210,9 @@ class PodTopologySpread:
         for c in constraints:
             values = {n.node.labels[c.topology_key] for n in scored
                       if c.topology_key in n.node.labels}
-            eligible = self._eligible_nodes(snapshot, pod, c, keys or (c.topology_key,))
-            counts = self._count(snapshot, pod, c, {name: value for name, value in
-                                                    eligible.items() if value in values})
+            eligible, _ = self._eligible_nodes(snapshot, pod, c, keys or (c.topology_key,))
+            counts = {value: count for value, count in
+                      self._count(snapshot, pod, c, eligible).items() if value in values}
             tables.append((c, counts, math.log(len(values) + 2)))
         state.write(NAME + "/score", (keys, tables))
         return fw.SUCCESS
