@@ -191,3 +191,18 @@ def test_at_the_swap_a_real_pod_whose_volume_is_elsewhere_is_placed_on_the_volum
     assert w.node_of("worker-0") == "n2"  # where its volume is, not the placeholder's node
     assert [e.message for e in w.reasons("PlaceholderReplaced")] == [
         "did not fit on node n1 after its placeholder left; placed elsewhere"]
+
+
+def test_a_profile_without_volume_binding_leaves_claims_alone() -> None:
+    from gangsched.core.framework.profile import PluginSet, ProfileConfig
+    from gangsched.core.model import SchedulerConfig
+
+    config = SchedulerConfig(profile=ProfileConfig(PluginSet(disabled=("VolumeBinding",))))
+    s = Scheduler(config)
+    s.observe(NodeObserved(host("n1")))
+    for obj in (LOCAL, make_pv("pv", node="n1"), make_pvc("data")):
+        s.observe(VolumeObserved(obj))
+    s.observe(PodObserved(with_volumes(make_pod("p"), "data", "missing")))
+    bound = binds(s.cycle(now=1.0))
+    assert bound["p"].node == "n1" and bound["p"].volumes == ()
+    assert s.volumes.assumed_claim == {}

@@ -18,7 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.decisions import VolumeWrite
+from gangsched.core.model import Scoring
 from gangsched.core.volumes import binding
+
+VOLUME_BINDING = "VolumeBinding"
 
 if TYPE_CHECKING:
     from gangsched.core.runtime import PodState
@@ -26,11 +29,14 @@ if TYPE_CHECKING:
 
 
 def reserve(s: Scheduler, ps: PodState, node: str) -> None:
-    """Assume the pod's volume bindings on ``node`` (a no-op for a pod without claims, or
-    when they do not fit there, which Filter has ruled out)."""
+    """Assume the pod's volume bindings on ``node`` (a no-op for a pod without claims,
+    when they do not fit there, which Filter has ruled out, or when the profile disables
+    VolumeBinding)."""
     pod = ps.pod
     if not pod.volumes.claims:
         return
+    if s.cluster.framework(Scoring.BINPACK).plugin(VOLUME_BINDING) is None:
+        return  # the profile disables VolumeBinding: claims are left to others
     state = s.cluster.nodes.get(node)
     claims = binding.prefilter(s.volumes, pod.namespace, pod.volumes)
     if state is None or isinstance(claims, binding.Blocked):
