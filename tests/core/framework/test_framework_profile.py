@@ -1,0 +1,81 @@
+"""Resolving a profile against the default plugins, as kube-scheduler merges a custom
+profile into its default one; and the framework running what was resolved."""
+
+from __future__ import annotations
+
+import pytest
+from gangsched.core.constraints import ConstraintError
+from gangsched.core.framework.profile import PluginSet, ProfileConfig
+from gangsched.core.framework.runner import Framework
+from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+
+
+def build(config: ProfileConfig) -> Framework:
+    return Framework(REGISTRY, DEFAULT_PLUGINS, config)
+
+
+@pytest.mark.parametrize(
+    ("config", "point", "expected"),
+    [
+        pytest.param(ProfileConfig(), "filter",
+                     ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
+                      "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread",
+                      "InterPodAffinity"), id="default-filters-in-order"),
+        pytest.param(ProfileConfig(), "score",
+                     ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
+                      "InterPodAffinity", "NodeResourcesBalancedAllocation"),
+                     id="default-scores"),
+        pytest.param(ProfileConfig(PluginSet(disabled=("InterPodAffinity",))), "filter",
+                     ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
+                      "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"),
+                     id="multipoint-disable-removes-everywhere"),
+        pytest.param(ProfileConfig(points=(("score", PluginSet(disabled=("*",))),)), "score",
+                     (), id="star-disables-every-default-at-the-point"),
+        pytest.param(ProfileConfig(points=(("score", PluginSet(disabled=("*",))),)), "filter",
+                     ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
+                      "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread",
+                      "InterPodAffinity"), id="other-points-untouched"),
+        pytest.param(ProfileConfig(PluginSet(disabled=("*",)), (
+            ("filter", PluginSet((("NodeResourcesFit", 0),))),)), "filter",
+                     ("NodeResourcesFit",), id="point-enable-after-star"),
+    ],
+)
+def test_resolved_points(config: ProfileConfig, point: str, expected: tuple[str, ...]) -> None:
+    assert build(config).resolved.at[point] == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "weights"),
+    [
+        pytest.param(ProfileConfig(), {"TaintToleration": 3, "NodeAffinity": 2,
+                                       "PodTopologySpread": 2, "InterPodAffinity": 2,
+                                       "NodeResourcesFit": 1,
+                                       "NodeResourcesBalancedAllocation": 1},
+                     id="kube-scheduler-default-weights"),
+        pytest.param(ProfileConfig(points=(("score", PluginSet((("NodeAffinity", 9),))),)),
+                     {"NodeAffinity": 9}, id="score-weight-overrides"),
+        pytest.param(ProfileConfig(PluginSet((("InterPodAffinity", 7),))),
+                     {"InterPodAffinity": 7}, id="multipoint-weight-overrides"),
+    ],
+)
+def test_weights(config: ProfileConfig, weights: dict[str, int]) -> None:
+    got = dict((plugin.name, weight) for plugin, weight in build(config).scorers)
+    assert {name: got[name] for name in weights} == weights
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        pytest.param(ProfileConfig(PluginSet((("Nope", 0),))), 'unknown plugin "Nope"',
+                     id="unknown"),
+        pytest.param(ProfileConfig(points=(("bind", PluginSet()),)),
+                     'unknown extension point "bind"', id="unknown-point"),
+        pytest.param(ProfileConfig(points=(("preEnqueue", PluginSet(
+            (("NodeAffinity", 0),))),)), "does not implement preEnqueue", id="wrong-point"),
+        pytest.param(ProfileConfig(args=(("Nope", None),)), 'unknown plugin "Nope"',
+                     id="args-of-unknown"),
+    ],
+)
+def test_refused(config: ProfileConfig, message: str) -> None:
+    with pytest.raises(ConstraintError, match=message):
+        build(config)
