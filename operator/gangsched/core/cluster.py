@@ -120,7 +120,7 @@ class Cluster:
             self._freed()
             return
         old = state.node
-        state.node = node
+        state.set_node(node)
         if old.allocatable != node.allocatable:
             state.free = node.allocatable - state.used
             self._freed()

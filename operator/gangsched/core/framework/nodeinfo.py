@@ -24,10 +24,14 @@ class NodeState:
     other schedulers included).
     """
 
-    __slots__ = ("free", "node", "nonzero_cpu", "nonzero_memory", "pods", "ports", "used")
+    __slots__ = ("alloc_cpu", "alloc_memory", "free", "node", "nonzero_cpu", "nonzero_memory",
+                 "pods", "ports", "used")
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        self.alloc_cpu = node.allocatable.get(CPU)
+        self.alloc_memory = node.allocatable.get(MEMORY)
+        """Allocatable cpu and memory, read on every score (see :meth:`set_node`)."""
         self.used = Resources.ZERO
         self.free = node.allocatable
         self.pods: dict[str, Resources] = {}
@@ -37,6 +41,12 @@ class NodeState:
         self.nonzero_memory = 0
         """cpu and memory requested, a pod without a request counting as
         kube-scheduler's scoring defaults (see :func:`nonzero`)."""
+
+    def set_node(self, node: Node) -> None:
+        """Take a newer version of the node (usage is kept)."""
+        self.node = node
+        self.alloc_cpu = node.allocatable.get(CPU)
+        self.alloc_memory = node.allocatable.get(MEMORY)
 
     def add(self, uid: str, request: Resources) -> None:
         """Charge ``request`` for pod ``uid`` (once per uid)."""

@@ -122,18 +122,20 @@ class NodeResourcesFit:
         total = weights = 0
         most = self.most
         for name, weight in self.args.resources:
-            capacity = alloc.get(name)
-            if capacity <= 0:
-                continue
             if name == CPU:
+                capacity = node.alloc_cpu
                 requested = node.nonzero_cpu + cpu
             elif name == MEMORY:
+                capacity = node.alloc_memory
                 requested = node.nonzero_memory + memory
             else:
+                capacity = alloc.get(name)
                 want = pod.request.get(name)
                 if not want:
                     continue
                 requested = node.used.get(name) + want
+            if capacity <= 0:
+                continue
             if most:
                 value = min(requested, capacity) * fw.MAX_NODE_SCORE // capacity
             elif requested > capacity:
