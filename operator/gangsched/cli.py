@@ -93,6 +93,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--eviction-backoff", type=_positive, metavar="SECONDS",
                      help="preempt/reclaim: wait after a refused eviction; doubles up to 10x "
                           "(default 30)")
+    run.add_argument("--demand-placeholders", action="store_const", const=True,
+                     help="create the placeholders of a gang held for capacity at once, "
+                          "pending (PodScheduled=False, Unschedulable), so that a cluster "
+                          "autoscaler scales up for it (default off)")
     run.add_argument("--profile", metavar="FILE",
                      help="scheduler profile: a KubeSchedulerConfiguration (YAML or JSON) "
                           "with one profile, or its plugins/pluginConfig alone; enable, "

@@ -146,3 +146,18 @@ def test_run_hands_the_preemption_settings_to_the_shell(monkeypatch: pytest.Monk
     assert isinstance(args, argparse.Namespace)
     assert args.actions == ("enqueue", "allocate", "backfill", "preempt", "reclaim")
     assert (args.nomination_timeout, args.eviction_backoff) == (120.0, 10.0)
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    pytest.param(["run", "--demand-placeholders"], True, id="on"),
+    pytest.param(["run"], None, id="default-off"),
+])
+def test_run_hands_demand_placeholders_to_the_shell(monkeypatch: pytest.MonkeyPatch,
+                                                    argv: list[str],
+                                                    expected: bool | None) -> None:
+    calls: list[object] = []
+    _fake_shell(monkeypatch, calls)
+    assert cli.main(argv) == 0
+    (args,) = calls
+    assert isinstance(args, argparse.Namespace)
+    assert args.demand_placeholders is expected

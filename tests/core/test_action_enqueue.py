@@ -228,3 +228,31 @@ def test_enqueue_considers_held_gangs_in_queue_order() -> None:
     w.step(0)
     assert created(w, high.key) == 3 and created(w, low.key) == 0
     assert w.scheduler.apps[AppKey("default/low")].admitted is False
+
+
+# --- demand shown to cluster autoscalers ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("demand", "queue_max", "shown"), [
+    pytest.param(True, None, 2, id="held-for-capacity-shows-its-placeholders"),
+    pytest.param(False, None, 0, id="off-by-default"),
+    pytest.param(True, res(4), 0, id="held-for-quota-shows-nothing"),
+])
+def test_a_gang_held_for_capacity_shows_its_demand_as_pending_placeholders(
+    demand: bool, queue_max: Resources | None, shown: int
+) -> None:
+    w = world(4, queue_max=queue_max, config=SchedulerConfig(demand_placeholders=demand))
+    w.add_app(make_app("big", make_group("worker", 2, cpu=3), queue="q"))
+    w.settle(1)
+    assert created(w, "default/big") == shown
+    placeholders = [p for p in w.pods.values() if p.placeholder]
+    assert len(placeholders) == shown
+    assert all(p.node_name is None for p in placeholders)  # they hold nothing
+    for p in placeholders:
+        assert w.pending_reason(p.name) == "Capacity"
+    assert w.scheduler.apps[AppKey("default/big")].admitted is False
+    if shown:
+        w.add_node(make_node("n1", cpu=4))  # the autoscaler added a node
+        w.settle(2)
+        assert sorted(w.node_of(p.name) or "" for p in placeholders) == ["n0", "n1"]
+        assert created(w, "default/big") == shown  # the same placeholders, placed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
 from contention import Contention, Op, Setup, ops, setups, works
-from gangsched.core.decisions import DeletePod, DeleteReason, EvictPod, RecordEvent
+from gangsched.core.decisions import DeletePod, DeleteReason, EvictPod, NominatePod, RecordEvent
 from gangsched.core.evictions import HOLD
 from gangsched.core.model import AppKey, PodPhase, SchedulerConfig, SortPolicy
 from hypothesis import HealthCheck, given, settings
@@ -390,3 +390,28 @@ def test_preempt_and_reclaim_together_keep_every_invariant(
     run_ = Contention(setup, ("enqueue", "allocate", "backfill", "preempt", "reclaim"))
     run_.background(background)
     run_.run(operations)
+
+
+def _nominations(w: SimWorld) -> list[tuple[str, str | None]]:
+    return [(d.name, d.node) for d in w.decisions if isinstance(d, NominatePod)]
+
+
+def test_a_single_pod_preemptor_is_nominated_where_its_room_is_made() -> None:
+    w = world(nodes=2)
+    fill(w, "a", "b", "c", "d", "e", "f", "g", "h")
+    w.hold_deletes.add("h")  # the victim hangs: the plan stays under way
+    w.add_pod(make_pod("urgent", cpu=1, queue="q", priority=9, creation=20))
+    run(w, 1, cycles=3)
+    assert asked(w) == {"h"}
+    assert _nominations(w) == [("urgent", w.node_of("h"))]
+
+
+def test_a_nomination_that_comes_to_nothing_is_cleared() -> None:
+    config = SchedulerConfig(actions=("allocate", "preempt"), nomination_timeout=60)
+    w = world(config=config)
+    fill(w, "a", "b", "c", "d")
+    w.hold_deletes.add("d")
+    w.add_pod(make_pod("urgent", cpu=1, queue="q", priority=9, creation=20))
+    run(w, 1, cycles=3)
+    run(w, 70, cycles=1)
+    assert _nominations(w)[:2] == [("urgent", "n0"), ("urgent", None)]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Any
 
-from fakeapi import errors, meta, resources
+from fakeapi import errors, meta, resources, volumes
 
 if TYPE_CHECKING:
     from fakeapi.store import Key, Store
@@ -98,6 +98,7 @@ class Lifecycle:
     def after_create(self, rtype: resources.ResourceType, obj: Obj) -> None:
         if rtype.kind == "CustomResourceDefinition":
             self._establish(rtype, obj)
+        volumes.reconcile(self.store, rtype, obj)
         if obj["metadata"].get("ownerReferences"):
             self._work.append(("collect", (rtype.storage_key, meta.namespace_of(obj),
                                            meta.name_of(obj))))
@@ -106,6 +107,7 @@ class Lifecycle:
     def after_update(self, rtype: resources.ResourceType, new: Obj, old: Obj) -> None:
         if rtype.kind == "CustomResourceDefinition" and new.get("spec") != old.get("spec"):
             self._establish(rtype, new)
+        volumes.reconcile(self.store, rtype, new)
 
     # --- deletion -----------------------------------------------------------------------
 

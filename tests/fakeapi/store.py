@@ -38,6 +38,7 @@ from fakeapi import (
     schema,
     selectors,
     validation,
+    volumes,
     watch,
 )
 
@@ -242,6 +243,8 @@ class Store:
             causes += pod_causes
         elif rtype.group == "" and rtype.kind == "Namespace" and old is None:
             obj = lifecycle.namespace_defaults(obj)
+        else:
+            obj = volumes.admit(rtype, obj, old)
         rule = validation.KIND_RULES.get((rtype.group, rtype.kind))
         if rule is not None:
             causes += rule(obj, old)

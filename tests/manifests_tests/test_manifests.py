@@ -42,6 +42,11 @@ CLUSTER_GRANTS = {
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
     ("", "namespaces"): {"list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
+    ("", "persistentvolumes"): {"get", "list", "watch", "update"},
+    ("", "persistentvolumeclaims"): {"list", "watch", "patch"},
+    ("storage.k8s.io", "storageclasses"): {"list", "watch"},
+    ("storage.k8s.io", "csinodes"): {"list", "watch"},
+    ("resource.k8s.io", "resourceclaims"): {"list", "watch"},
 }
 LEASE_GRANTS = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 

@@ -244,3 +244,25 @@ async def test_reclaim_takes_back_a_queues_share_from_another(
         assert queue["allocated"]["cpu"] == "4"
     finally:
         await op.kill()
+
+
+async def test_a_pod_preempting_alone_is_nominated_on_the_node_where_room_is_made(
+    fake_api_factory: Any, tmp_path: pathlib.Path
+) -> None:
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        for i in range(4):
+            api.create(prioritised(f"low-{i}", "low"))
+            await wait_for(lambda i=i: bound(api, f"low-{i}"), what=f"low-{i} bound")
+        api.faults.add(method="POST", path_regex=r"/eviction$", delay=0.3)
+        with recorded(op) as calls:
+            api.create(prioritised("urgent", "high"))
+            await wait_for(lambda: bound(api, "urgent"), what="urgent bound")
+            await op.settle()
+        nominations = [c for c in calls if c[0] == "PATCH"
+                       and c[1].endswith("/pods/urgent/status")
+                       and "nominatedNodeName" in (c[2] or {}).get("status", {})]
+        assert [c[2]["status"]["nominatedNodeName"] for c in nominations] == ["node-0"]
+        assert api.get("pods", "default", "urgent")["status"]["nominatedNodeName"] == "node-0"
+    finally:
+        await op.kill()

@@ -662,6 +662,40 @@ THREE = (3, "2")
 """Three nodes: one per member of a three-member gang."""
 
 
+async def local_volume_job(w: World) -> None:
+    w.apply(w.objects("StorageClass", "PersistentVolume", "PersistentVolumeClaim"))
+    await w.settle()
+    claims = ["scratch-worker-0", "scratch-worker-1"]
+    assert all(w.api.get("persistentvolumeclaims", NS, c)["status"]["phase"] == "Pending"
+               for c in claims)  # WaitForFirstConsumer: nothing binds them before a pod
+    w.apply(w.objects("PodGroup", "Pod"))
+    pods = w.real_pod_names()
+    await wait_for(lambda: w.bound(*pods), what="both workers bound")
+    for index, pod in enumerate(pods):
+        assert w.pod(pod)["spec"]["nodeName"] == f"node-{index}"
+        claim = w.api.get("persistentvolumeclaims", NS, claims[index])
+        assert claim["status"]["phase"] == "Bound"
+        assert claim["spec"]["volumeName"] == f"local-disk-node-{index}"
+    assert w.binds() == 2
+    await w.phase("local-volume-job", "Running")
+
+
+async def local_volume_job_claim_missing(w: World) -> None:
+    w.apply(w.objects("StorageClass", "PersistentVolume"))
+    w.apply([w.doc("PersistentVolumeClaim", "scratch-worker-1")])
+    w.apply(w.objects("PodGroup", "Pod"))
+    missing = 'persistentvolumeclaim "scratch-worker-0" not found'
+    blocking = await wait_for(
+        lambda: missing in str(w.group("local-volume-job").get("blockingReason"))
+        and w.group("local-volume-job")["blockingReason"],
+        what="the PodGroup's blocking reason names the missing claim")
+    assert blocking["message"] == f"0/2 nodes are available: {missing}."
+    await w.pending_with("WaitingForGang", "local-volume-job-0", "local-volume-job-1")
+    assert w.unbound(*w.real_pod_names()) and w.binds() == 0
+    w.apply([w.doc("PersistentVolumeClaim", "scratch-worker-0")])
+    await wait_for(lambda: w.bound(*w.real_pod_names()), what="both bound once it exists")
+
+
 def case(folder: str, scenario: Scenario, variant: str = "",
          nodes: tuple[int, str] = ROOMY) -> Any:
     return pytest.param(folder, scenario, nodes, id=f"{folder}-{variant}" if variant else folder)
@@ -686,6 +720,8 @@ CASES = [
     case("10-anti-affinity-gang", anti_affinity_gang, nodes=THREE),
     case("10-anti-affinity-gang", anti_affinity_gang_too_few_nodes, "too-few-nodes"),
     case("11-spread-gang", spread_gang),
+    case("12-local-volume-job", local_volume_job),
+    case("12-local-volume-job", local_volume_job_claim_missing, "claim-missing"),
 ]
 
 

@@ -72,9 +72,10 @@ async def test_nodes_reserved_for_a_starving_gang_are_annotated_and_given_back(
                        .get("reserved") == "2/2", what="big reserved")
         await op.settle()
         await wait_for(lambda: annotations(api) == {}, what="annotations removed")
-        assert "reservedNodes" not in {k for k, v in
-                                       status_of(api, "applications", "default", "big").items()
-                                       if v is not None}
+        # the status writer flushes on its own interval: wait for it, do not race it
+        await wait_for(lambda: "reservedNodes" not in {
+            k for k, v in status_of(api, "applications", "default", "big").items()
+            if v is not None}, what="reservedNodes cleared from the status")
         await wait_for(lambda: events(api, reason="ReservationReleased", regarding="big"),
                        what="ReservationReleased")
     finally:

@@ -54,6 +54,7 @@ from gangsched.core.plugins import balancedallocation, noderesources
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.podindex import PlacedPod, PodIndex
 from gangsched.core.resources import PODS, Resources
+from gangsched.core.volumes.catalog import VolumeCatalog
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
            "PodInfo", "static_failure"]
@@ -81,6 +82,8 @@ class Cluster:
             self.framework(scoring)
         self.pod_index = PodIndex()
         """Every pod holding a node, for affinity and spread."""
+        self.volumes = VolumeCatalog()
+        """Volume objects and assumed bindings, for the volume plugins."""
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         """Labels of the namespaces observed (for namespaceSelector)."""
         self.pre_bound: dict[str, list[object]] = {}
@@ -222,9 +225,17 @@ class Cluster:
     def retry_epoch(self, pod: PodInfo) -> int:
         """Changes when what may let ``pod`` fit changes: capacity freed, and for a pod
         whose fit depends on its neighbours, any pod placed or gone."""
+        epoch = self.free_epoch
         if pod.placement.neighbour_bound:
-            return self.free_epoch + self.pod_index.epoch
-        return self.free_epoch
+            epoch += self.pod_index.epoch
+        if pod.volumes.any:
+            epoch += self.volumes.epoch
+        return epoch
+
+    def retry(self) -> None:
+        """Something other than capacity changed that may let waiting pods fit (a
+        StorageClass appeared, say): pods that fit nowhere are tried again."""
+        self._freed()
 
     def _freed(self, retry: bool = True) -> None:
         self._release_epoch += 1
@@ -453,10 +464,13 @@ class Cluster:
         info = pod or PodInfo(request, constraints, owner=owner)
         blocked = self._blocked(owner if pod is None else info.owner)
         neighbours = info.placement.neighbour_bound or self.pod_index.required_anti > 0
+        volumes = info.volumes.any
         key = (info.constraints, info.request, blocked is not None,
-               (info.placement, info.namespace) if neighbours else None)
+               (info.placement, info.namespace) if neighbours else None,
+               (info.volumes, info.namespace, info.uid) if volumes else None)
         epoch = (self._node_epoch, self._release_epoch,
-                 self.pod_index.epoch if neighbours else -1, len(self.namespace_labels))
+                 self.pod_index.epoch if neighbours else -1, len(self.namespace_labels),
+                 self.volumes.epoch if volumes else -1)
         cached = self._diagnoses.get(key)
         if cached is not None and cached[0] == epoch:
             return cached[1]

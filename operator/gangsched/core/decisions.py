@@ -43,12 +43,52 @@ class ObjectRef:
 
 
 @dataclass(frozen=True, slots=True)
+class BindVolume:
+    """Bind a static PersistentVolume to a claim: set the PV's ``spec.claimRef``, on the
+    version the core saw (``resource_version``: a conflict means someone else took it).
+    The PV controller completes the binding (the claim's ``spec.volumeName``)."""
+
+    volume: str
+    resource_version: str
+    namespace: str
+    claim: str
+    claim_uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotateClaim:
+    """Ask for a volume to be provisioned for the pod's node: set the claim's
+    ``volume.kubernetes.io/selected-node`` annotation to ``node``."""
+
+    namespace: str
+    claim: str
+    node: str
+
+
+VolumeWrite = BindVolume | AnnotateClaim
+
+
+@dataclass(frozen=True, slots=True)
 class BindPod:
+    """Bind a pod to a node. ``volumes`` are written first (kube-scheduler's PreBind), in
+    order; when one of them fails the pod is not bound (``VolumeBindFailed`` comes back)."""
+
     uid: PodUID
     namespace: str
     name: str
     node: str
     reason: str
+    volumes: tuple[VolumeWrite, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BindGang:
+    """Bind the members of a gang some of which have volume writes: every member's
+    writes first, and only when all of them succeeded, the Bindings. A failed write binds
+    no member (each comes back as ``VolumeBindFailed``): no gang is half-started because
+    of its volumes."""
+
+    binds: tuple[BindPod, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +237,18 @@ class EvictPod:
 
 
 @dataclass(frozen=True, slots=True)
+class NominatePod:
+    """Set the pod's ``status.nominatedNodeName`` to ``node`` (None: clear it): room is
+    being made for it there by preemption. Other schedulers and autoscalers count that
+    room as taken, as they do for kube-scheduler's nominations."""
+
+    uid: PodUID
+    namespace: str
+    name: str
+    node: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class AnnotateNode:
     """Set (or, with ``value`` None, remove) an annotation on a node, for people to see."""
 
@@ -207,8 +259,10 @@ class AnnotateNode:
 
 Decision = (
     BindPod
+    | BindGang
     | EvictPod
     | AnnotateNode
+    | NominatePod
     | CreatePlaceholder
     | DeletePod
     | PodPending

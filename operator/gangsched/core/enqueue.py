@@ -19,7 +19,11 @@ its ``minResources`` plus one pod slot per ``minMember`` (a GangGroup enters as 
 Held, an Application stays ``Accepted`` with no placeholders, and each task group's
 ``blockingReason`` says why (``QueueQuota`` or ``Capacity``, with the numbers); a PodGroup
 stays ``Pending`` with reason ``NotEnqueued`` and its ``blockingReason``, and no member is
-assumed. Passing, the
+assumed. Cluster autoscalers scale up for pods with ``PodScheduled=False`` reason
+``Unschedulable``: a held PodGroup's pending members are marked so, with the gang's
+reason; a held Application's placeholders are created anyway and left pending, so marked,
+when ``SchedulerConfig.demand_placeholders`` is on and it is held for capacity (more
+nodes cannot lift a quota). Passing, the
 Application is *admitted* (its placeholders are created in the same cycle) and the
 PodGroup becomes ``Inqueue``; either earmarks what it still needs in its queue until it
 holds it. A held gang blocks nothing: a later gang that fits passes (a starving gang is
@@ -244,12 +248,15 @@ def _admit_app(s: Scheduler, rt: AppRuntime, budget: Budget, favoured: frozenset
                 if p.release_reason is None and not p.pod.terminating}
     running = reservation.taken(reals)
     remaining = reservation.remaining_ask(spec, observed, running)
-    if not observed:  # a gang found with placeholders holds its place already
+    if not any(p.node is not None for p in observed.values()):
+        # (a gang found with allocated placeholders holds its place already)
         if not reservation.quota_allows(s, rt, remaining):
             return False
         blocking = None if spec.key in favoured else budget.blocking(remaining)
         if blocking is not None:
             reservation.hold(s, rt, blocking)
+            if s.config.demand_placeholders:
+                reservation.show_demand(s, rt, blocking, s.now)
             return False
     reservation.admit(s, rt, remaining)
     budget.take(remaining)

@@ -14,6 +14,11 @@ Victims are marked (``PodState.evicting``) and never chosen twice. Events: ``Pre
 or ``Reclaimed`` on each victim pod and its Application or PodGroup, ``Preempting`` on
 the preemptor, whose blocking reason becomes ``Preempting`` with the victims named.
 
+A single-pod preemptor whose room is on one node is nominated there
+(:class:`~gangsched.core.decisions.NominatePod`: its ``status.nominatedNodeName``, which
+other schedulers and autoscalers read); the nomination is cleared when the plan ends
+without the pod placed.
+
 Nominated room (kube-scheduler's ``nominatedNodeName``, per node): the simulation that
 chose the victims placed the preemptor's members on nodes; that room, per node, is the
 plan's *room*. Whatever of it is free is *held* for the preemptor at once, charged on
@@ -43,7 +48,14 @@ from typing import TYPE_CHECKING
 import gangsched.core.allocation as alloc_logic
 import gangsched.core.placeholders as ph
 import gangsched.core.podgroups as group_logic
-from gangsched.core.decisions import BlockingReason, DeleteReason, EventType, EvictPod, ObjectRef
+from gangsched.core.decisions import (
+    BlockingReason,
+    DeleteReason,
+    EventType,
+    EvictPod,
+    NominatePod,
+    ObjectRef,
+)
 from gangsched.core.model import AppKey, GroupKey, PodUID
 from gangsched.core.observations import EvictionFailed
 from gangsched.core.preemptors import Kind, Preemptor, build, pod_ref
@@ -182,6 +194,9 @@ def carry_out(s: Scheduler, pre: Preemptor, units: list[Unit], action: str, now:
     s.evictions.plans[pre.key] = plan
     s.evictions.version += 1
     s.event(pre.target, EventType.NORMAL, "Preempting", message)
+    if pre.pod is not None and len(plan.room) == 1:
+        pod = pre.pod.pod  # a single pod: nominated where its room is made, as kube does
+        s.out.append(NominatePod(pod.uid, pod.namespace, pod.name, next(iter(plan.room))))
     keep_reason(s, plan)
     return plan
 
@@ -451,6 +466,9 @@ def _end(s: Scheduler, plan: Plan, *, release_victims: bool = False) -> None:
         ps = s.pods.get(PodUID(rest))
         if ps is not None:
             ps.blocked_epoch = -1
+            if ps.pending:  # not placed on the room made for it: the nomination is void
+                pod = ps.pod
+                s.out.append(NominatePod(pod.uid, pod.namespace, pod.name, None))
 
 
 def _back_off(s: Scheduler, key: str, now: float) -> float:

@@ -25,6 +25,7 @@ from gangsched.core.constraints import ANY_NODE, ConstraintError, NodeAffinity, 
 from gangsched.core.framework.profile import DEFAULT_PROFILE, ProfileConfig
 from gangsched.core.placement import NO_PLACEMENT, Placement
 from gangsched.core.resources import Resources
+from gangsched.core.volumes.model import NO_VOLUMES, PodVolumes
 
 PodUID = NewType("PodUID", str)
 AppKey = NewType("AppKey", str)
@@ -128,6 +129,11 @@ class Pod:
     queue: str | None = None
     preemptible: bool = True
     invalid: str | None = None
+    volumes: PodVolumes = NO_VOLUMES
+    """Its claims, inline CSI volumes and resource claims (see :mod:`gangsched.core.volumes`)."""
+    nominated_node: str | None = None
+    """``status.nominatedNodeName``: for another scheduler's pending pod, the node where
+    room was made for it by preemption; that room is counted as taken."""
     placement: Placement = NO_PLACEMENT
     """Labels, pod (anti-)affinity, spread, preferred node affinity, host ports, gates."""
 
@@ -356,6 +362,13 @@ class SchedulerConfig:
     """The scheduling profile: which placement plugins run, with what weights and
     arguments (see :mod:`gangsched.core.framework.profile`). A profile that sets
     NodeResourcesFit's ``scoringStrategy`` overrides ``gang_scoring`` and ``pod_scoring``."""
+
+    demand_placeholders: bool = False
+    """Show a gang that ``enqueue`` holds for the cluster's capacity to cluster
+    autoscalers: its placeholders are created at once and stay pending (``PodScheduled``
+    False, reason ``Unschedulable``, which cluster-autoscaler and Karpenter scale up
+    for), holding nothing, until the gang is admitted and they are placed. Off: a held
+    gang has no placeholders, and only its real pending pods are seen."""
 
     eviction_backoff: float = 30.0
     """Seconds a gang waits before preempting again after an eviction was refused (a

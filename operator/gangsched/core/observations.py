@@ -20,6 +20,7 @@ from gangsched.core.model import (
     PodUID,
     QueueSpec,
 )
+from gangsched.core.volumes.catalog import VolumeObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,39 @@ class EvictionFailed:
     message: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class VolumeObserved:
+    """A PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode or ResourceClaim."""
+
+    obj: VolumeObject
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeGone:
+    """``kind`` is the API kind; ``key`` the name, or ``namespace/name`` for claims."""
+
+    kind: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaimsServed:
+    """Whether ResourceClaims (resource.k8s.io) are served and watched."""
+
+    served: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBindFailed:
+    """Writing a pod's volume bindings failed (a PV taken meanwhile: 409; a claim gone:
+    404...), or they were not completed in time: the pod was not bound."""
+
+    uid: PodUID
+    node: str
+    code: int
+    message: str = ""
+
+
 Observation = (
     PodObserved
     | PodGone
@@ -130,4 +164,8 @@ Observation = (
     | BindFailed
     | PlaceholderCreateFailed
     | EvictionFailed
+    | VolumeObserved
+    | VolumeGone
+    | ResourceClaimsServed
+    | VolumeBindFailed
 )

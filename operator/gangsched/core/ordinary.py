@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import gangsched.core.backfill as backfill_logic
 from gangsched.core.model import DEFAULT_QUEUE, Scoring, SortPolicy
 from gangsched.core.runtime import PodState
+from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -77,5 +78,6 @@ def place(s: Scheduler, ps: PodState, now: float, reason: str,
         diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, pod=ps.info)
         s.mark_pending(ps, diagnosis.reason, diagnosis.message(ps.request))
         return False
+    volume_placing.reserve(s, ps, node)
     s.bind(ps, node, reason)
     return True

@@ -29,6 +29,7 @@ import gangsched.core.enqueue as enqueue_logic
 from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
 from gangsched.core.runtime import GroupRuntime, PodState
+from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -247,12 +248,14 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
     if all(placed[g.spec.key] >= g.spec.min_member for g in gang) and not any(
         g.timed_out or g.spec.invalid for g in gang
     ):
+        with s.binding_together():  # members' volumes are all written before any binds
+            for g in gang:
+                for uid in sorted(g.assumed, key=lambda u: s.pods[u].pod.name):
+                    ps = s.pods[uid]
+                    if ps.node is not None:  # always: assumed members hold a node
+                        s.bind(ps, ps.node, "GangSatisfied")
         for g in gang:
             count = len(g.assumed)
-            for uid in sorted(g.assumed, key=lambda u: s.pods[u].pod.name):
-                ps = s.pods[uid]
-                if ps.node is not None:  # always: assumed members hold a node
-                    s.bind(ps, ps.node, "GangSatisfied")
             g.assumed.clear()
             g.satisfied = True
             g.blocking = BlockingReason()
@@ -358,6 +361,7 @@ def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) 
             g.blocking = BlockingReason(reason, diagnosis.message(ps.request),
                                         diagnosis.details())
             return
+        volume_placing.reserve(s, ps, node)
         s.charge(ps, node)
         s.refresh_pending(ps)
         g.assumed.add(ps.uid)

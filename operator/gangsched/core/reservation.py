@@ -3,7 +3,10 @@
 An Accepted gang is admitted by the ``enqueue`` action (:mod:`~gangsched.core.enqueue`)
 only when its whole remaining placeholder ask fits the headroom of every level of its
 queue (quota minus usage minus other admitted gangs' earmarks) and the cluster's free
-capacity. Until then it is *held*: no placeholders exist, and nothing else is blocked.
+capacity. Until then it is *held*: no placeholders exist (unless
+``SchedulerConfig.demand_placeholders`` shows a gang held for capacity to cluster
+autoscalers, :func:`show_demand`: then they exist but stay pending and hold nothing), and
+nothing else is blocked.
 Without ``enqueue`` among the actions a gang is admitted as soon as its ask fits the
 queue's headroom (the admission that predates the action; the cluster's capacity is not
 checked). A deadlock victim is not admitted again before its backoff ends.
@@ -12,7 +15,9 @@ Once admitted, every missing placeholder is asked for (again after
 ``placeholder_retry`` seconds if it still has not appeared), and every pending
 placeholder is placed like any pod, binpacked by default. The placeholder timer starts
 at the first allocation (or, after a restart that lost the persisted start, the first
-cycle that sees one allocated). The gang is *reserved* once every task group has
+cycle that sees one allocated). A gang found with allocated placeholders (after a
+restart) is admitted at once: they hold their place. The gang is *reserved* once every
+task group has
 ``minMember`` placeholders allocated; a real member already running (found after such a
 restart) stands for one, and its placeholder is not made again.
 """
@@ -94,29 +99,13 @@ def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -
         if rt.retry_after > now:
             return
         remaining = remaining_ask(spec, observed, running)
-        if observed:  # found with placeholders (after a restart): they hold their place
-            admit(s, rt, remaining)
+        if any(p.node is not None for p in observed.values()):
+            admit(s, rt, remaining)  # found holding placeholders (after a restart)
         elif "enqueue" in s.config.actions or not quota_allows(s, rt, remaining):
             return  # held: the enqueue action admits it when its minimum fits
         else:
             admit(s, rt, remaining)
-    names = {group.name: _names(rt, group.name, group.min_member) for group in spec.task_groups}
-    for group in spec.task_groups:
-        group_names = names[group.name]
-        missing = group.min_member - running.get(group.name, 0)
-        missing -= sum(1 for name in group_names if name in observed)
-        for index, name in enumerate(group_names):
-            if missing <= 0:
-                break
-            if name in observed:
-                continue
-            missing -= 1
-            asked = rt.create_asked.get(name)
-            if asked is not None and now - asked < s.config.placeholder_retry:
-                continue
-            rt.create_asked[name] = now
-            s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
-                                           group.min_resource))
+    names = _create_missing(s, rt, observed, running, now)
     expected_names = {name for group_names in names.values() for name in group_names}
     for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
         if ps.pod.name in expected_names and ps.release_reason is None:
@@ -142,6 +131,47 @@ def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -
             note = f" and {members_running} members already running" if members_running else ""
             s.event(ref(rt), EventType.NORMAL, "GangReserved",
                     f"all {allocated} placeholders allocated{note}; the gang's capacity is held")
+
+
+def _create_missing(s: Scheduler, rt: AppRuntime, observed: dict[str, PodState],
+                    running: dict[str, int], now: float) -> dict[str, list[str]]:
+    """Ask for the placeholders neither observed nor stood for by a running member (again
+    after ``placeholder_retry``). Returns the placeholder names by task group."""
+    spec = rt.spec
+    names = {group.name: _names(rt, group.name, group.min_member) for group in spec.task_groups}
+    for group in spec.task_groups:
+        group_names = names[group.name]
+        missing = group.min_member - running.get(group.name, 0)
+        missing -= sum(1 for name in group_names if name in observed)
+        for index, name in enumerate(group_names):
+            if missing <= 0:
+                break
+            if name in observed:
+                continue
+            missing -= 1
+            asked = rt.create_asked.get(name)
+            if asked is not None and now - asked < s.config.placeholder_retry:
+                continue
+            rt.create_asked[name] = now
+            s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
+                                           group.min_resource))
+    return names
+
+
+def show_demand(s: Scheduler, rt: AppRuntime, blocking: BlockingReason, now: float) -> None:
+    """A gang held for the cluster's capacity, with ``demand_placeholders`` on: create its
+    placeholders anyway and leave them pending, each saying why (``PodScheduled=False``,
+    reason ``Unschedulable``): what cluster-autoscaler and Karpenter scale up for. They
+    are placed only once enqueue admits the gang, and hold nothing until then."""
+    placeholders, reals = members(s, rt)
+    observed = {p.pod.name: p for p in placeholders
+                if p.release_reason is None and not p.pod.terminating}
+    _create_missing(s, rt, observed, taken(reals), now)
+    message = (f"application {rt.spec.key} is not admitted yet: {blocking.message}; this "
+               "placeholder shows the gang's demand to cluster autoscalers")
+    for ps in observed.values():
+        if ps.node is None:
+            s.mark_pending(ps, blocking.reason, message)
 
 
 def _names(rt: AppRuntime, group: str, count: int) -> list[str]:

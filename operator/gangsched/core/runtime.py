@@ -85,12 +85,13 @@ class PodState:
         ):
             self.constraints = Constraints.of_pod(pod)
             self.blocked_epoch = -1
-        if pod.placement != self.pod.placement:
+        if pod.placement != self.pod.placement or pod.volumes != self.pod.volumes:
             self.blocked_epoch = -1
         old = self.pod
         self.pod = pod
-        if ((pod is not old and (pod.requests, pod.placement, pod.app, pod.pod_group)
-                != (old.requests, old.placement, old.app, old.pod_group))
+        if ((pod is not old and (pod.requests, pod.placement, pod.app, pod.pod_group,
+                                 pod.volumes)
+                != (old.requests, old.placement, old.app, old.pod_group, old.volumes))
                 or self.info.constraints is not self.constraints):
             self.info = _info(pod, self.request, self.constraints)
 
@@ -113,7 +114,7 @@ class PodState:
 def _info(pod: Pod, request: Resources, constraints: Constraints) -> PodInfo:
     owner = pod.app or pod.pod_group
     return PodInfo(request, constraints, pod.placement, pod.namespace, pod.name, pod.uid,
-                   owner, pod.placement.label_map)
+                   owner, pod.placement.label_map, pod.volumes)
 
 
 @dataclass(slots=True)

@@ -30,7 +30,8 @@ every collection is iterated in a defined order and ties are broken by
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 
 import gangsched.core.allocation as alloc_logic
 import gangsched.core.apps as app_logic
@@ -50,6 +51,7 @@ from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
     SCHEDULING_GATED,
     SCHEDULING_GATED_MESSAGE,
+    BindGang,
     BindPod,
     Decision,
     EventType,
@@ -75,11 +77,17 @@ from gangsched.core.observations import (
     PodObserved,
     QueueGone,
     QueueObserved,
+    ResourceClaimsServed,
+    VolumeBindFailed,
+    VolumeGone,
+    VolumeObserved,
 )
 from gangsched.core.podindex import PlacedPod
 from gangsched.core.queues import QueueTree
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+from gangsched.core.volumes import placing as volume_placing
+from gangsched.core.volumes.catalog import VolumeCatalog
 
 
 class Scheduler:
@@ -109,6 +117,10 @@ class Scheduler:
         """The nodes held for a starving gang (the elect and reserve actions)."""
         self.evictions = eviction_logic.Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
+        self.volumes: VolumeCatalog = self.cluster.volumes
+        self._together: list[BindPod] | None = None
+        """Binds of one gang being gathered (see :meth:`binding_together`)."""
+        """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -150,6 +162,18 @@ class Scheduler:
             app_logic.placeholder_create_failed(self, obs)
         elif isinstance(obs, EvictionFailed):
             eviction_logic.eviction_failed(self, obs)
+        elif isinstance(obs, VolumeObserved):
+            self.volumes.upsert(obs.obj)
+            self.cluster.retry()
+        elif isinstance(obs, VolumeGone):
+            self.volumes.remove(obs.kind, obs.key)
+            self.cluster.retry()
+        elif isinstance(obs, ResourceClaimsServed):
+            self.volumes.resource_claims_served = obs.served
+            self.cluster.retry()
+        elif isinstance(obs, VolumeBindFailed):
+            self._bind_failed(BindFailed(obs.uid, obs.node, obs.code, obs.message),
+                              volumes=True)
 
     def _queues_changed(self) -> None:
         self.rebuild_queue_usage()
@@ -194,6 +218,12 @@ class Scheduler:
             self.uncharge(ps)
             ps.assumed = False
             group_logic.unassume(self, ps)
+        elif not pod.ours and ps.node != pod.nominated_node:
+            # Room that preemption made for another scheduler's pod is taken (as
+            # kube-scheduler counts nominated pods); it moves with the nomination.
+            self.uncharge(ps)
+            if pod.nominated_node is not None and not pod.terminating:
+                self.charge(ps, pod.nominated_node)
         self.refresh_pending(ps)
         self.touch_owner(ps)
 
@@ -203,6 +233,7 @@ class Scheduler:
             return
         self.pod_by_name.pop(ps.pod.ref, None)
         self.uncharge(ps)
+        self.volumes.forget_pod(uid)
         self.pending.pop(uid, None)
         self.parked.pop(uid, None)
         self.deleting.pop(uid, None)
@@ -240,7 +271,7 @@ class Scheduler:
                 if pod.node_name is None:
                     self.uncharge(ps)
 
-    def _bind_failed(self, obs: BindFailed) -> None:
+    def _bind_failed(self, obs: BindFailed, *, volumes: bool = False) -> None:
         """A bind the core asked for did not happen: release the assumption and requeue.
 
         409 means the pod is bound already (an earlier attempt did succeed): no backoff,
@@ -255,15 +286,16 @@ class Scheduler:
             return
         ps.assumed = False
         self.uncharge(ps)
-        text = f"binding to node {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
-        if obs.code == 409:
+        what = "binding its volumes for node" if volumes else "binding to node"
+        text = f"{what} {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
+        if obs.code == 409 and not volumes:
             self.event(ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
                        EventType.WARNING, "BindFailed", text)
         else:
             ps.failures += 1
             delay = self.config.bind_backoff_initial * 2 ** (ps.failures - 1)
             ps.backoff_until = self.now + min(delay, self.config.bind_backoff_max)
-            self.mark_pending(ps, "BindFailed", text)
+            self.mark_pending(ps, "VolumeBindFailed" if volumes else "BindFailed", text)
         self.refresh_pending(ps)
         self.touch_owner(ps)
 
@@ -289,6 +321,8 @@ class Scheduler:
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
                             PlacedPod(pod.uid, pod.namespace, ps.info.labels, pod.placement, node))
+        if ps.pod.volumes.any:
+            self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
         queue = self.queue_of(ps)
         if queue is not None:
             self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
@@ -300,6 +334,10 @@ class Scheduler:
         if ps.node is None:
             return
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
+        if ps.pod.volumes.any:
+            self.volumes.pod_left(ps.uid)
+            if ps.pod.node_name is None:
+                self.volumes.forget_pod(ps.uid)  # a placement undone: its volumes are free
         if ps.charged_queue is not None:
             self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
             ps.charged_queue = None
@@ -382,7 +420,26 @@ class Scheduler:
         pod = ps.pod
         for decision in self.cluster.pre_bound.pop(pod.uid, ()):
             self.out.append(decision)  # type: ignore[arg-type]  # PreBind's own decisions
-        self.out.append(BindPod(pod.uid, pod.namespace, pod.name, node, reason))
+        volumes = volume_placing.writes(self, ps) if pod.volumes.claims else ()
+        decision = BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes)
+        if self._together is not None:
+            self._together.append(decision)
+        else:
+            self.out.append(decision)
+
+    @contextlib.contextmanager
+    def binding_together(self) -> Iterator[None]:
+        """Binds asked for inside are one gang's: when any of them writes volumes they
+        become one :class:`BindGang` (all writes before any Binding), else plain binds."""
+        self._together = []
+        try:
+            yield
+        finally:
+            binds, self._together = self._together, None
+            if any(b.volumes for b in binds):
+                self.out.append(BindGang(tuple(binds)))
+            else:
+                self.out.extend(binds)
 
     def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         self.out.append(RecordEvent(target, kind, reason, message))

@@ -33,6 +33,7 @@ from gangsched.core.model import DEFAULT_QUEUE
 from gangsched.core.placeholders import release
 from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppState
+from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
     from gangsched.core.scheduler import Scheduler
@@ -140,6 +141,7 @@ def complete_swaps(s: Scheduler, now: float) -> None:
         quota = s.queues.fits(s.queue_of(ps) or DEFAULT_QUEUE, ps.request)
         if (quota.ok and node is not None
                 and s.cluster.fits(node, ps.request, ps.constraints, pod=ps.info)):
+            volume_placing.reserve(s, ps, node)  # its own claims, on the placeholder's node
             s.bind(ps, node, "PlaceholderReplaced")
             s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                     f"took the place of placeholder {placeholder} on node {node}")

@@ -29,6 +29,7 @@ from gangsched.shell.client import ApiError, KubeClient
 from gangsched.shell.executors import StatusTarget, StatusWriter
 from gangsched.shell.watch import Reflector
 from gangsched.translate.dialects import foreign, foreign_key, split_foreign_key
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class ForeignGroups:
         self.recheck = recheck
         self.objects: dict[str, JSON] = {}
         """The latest object per foreign key."""
+        self.priorities: PriorityClasses = NO_CLASSES
         self.installed: dict[str, bool | None] = {k.dialect: None for k in foreign.KINDS}
         """Per dialect: its CRD answered (True), answered 404 (False), or not asked yet."""
         self.reflectors = {
@@ -70,7 +72,15 @@ class ForeignGroups:
             self.submit(PodGroupGone(key))
             return
         self.objects[key] = obj
-        self.submit(PodGroupObserved(kind.translate(obj)))
+        self.submit(PodGroupObserved(kind.translate(obj, priorities=self.priorities)))
+
+    def retranslate(self, priorities: PriorityClasses) -> None:
+        """What PriorityClasses resolve to changed: read every foreign PodGroup again."""
+        self.priorities = priorities
+        for key, obj in self.objects.items():
+            kind = foreign.kind_of(key)
+            if kind is not None:
+                self.submit(PodGroupObserved(kind.translate(obj, priorities=priorities)))
 
     def _target(self, kind: foreign.ForeignKind, key: str) -> StatusTarget:
         _, namespace, name = split_foreign_key(key)

@@ -173,7 +173,8 @@ def run_operator(args: argparse.Namespace) -> int:
                              ("reservation_timeout", "reservation_timeout"),
                              ("deadlock_backoff", "deadlock_backoff"),
                              ("nomination_timeout", "nomination_timeout"),
-                             ("eviction_backoff", "eviction_backoff")):
+                             ("eviction_backoff", "eviction_backoff"),
+                             ("demand_placeholders", "demand_placeholders")):
         value = getattr(args, flag, None)
         if value is not None:
             core[field_name] = value

@@ -2,7 +2,8 @@
 
 Most pod events after the first only move the pod along: it is bound
 (``spec.nodeName``), it starts or ends (``status.phase``), it is being deleted
-(``metadata.deletionTimestamp``). When nothing else that the translation reads has
+(``metadata.deletionTimestamp``), preemption nominated a node for it
+(``status.nominatedNodeName``). When nothing else that the translation reads has
 changed (the rest of the spec, labels, annotations, creation time), the last
 translation is reused with those three fields replaced, instead of parsing requests,
 constraints and gang membership again. Anything else changed, or anything unusual in
@@ -18,6 +19,7 @@ from typing import Any
 from gangsched.core.model import Pod, PodPhase
 from gangsched.translate.dialects import Membership
 from gangsched.translate.pods import pod_with_membership
+from gangsched.translate.priorities import NO_CLASSES
 
 _PHASES = {phase.value: phase for phase in PodPhase}
 
@@ -44,6 +46,8 @@ class PodTranslations:
 
     def __init__(self, scheduler_names: frozenset[str]) -> None:
         self.scheduler_names = scheduler_names
+        self.priorities = NO_CLASSES
+        """For pods without ``spec.priority`` (see :mod:`gangsched.translate.priorities`)."""
         self._last: dict[str, _Last] = {}
         self.fast = 0
         self.full = 0
@@ -60,7 +64,8 @@ class PodTranslations:
                     last.spec, last.pod = spec, pod
                     self.fast += 1
                     return pod, last.membership
-        pod, membership = pod_with_membership(obj, scheduler_names=self.scheduler_names)
+        pod, membership = pod_with_membership(obj, scheduler_names=self.scheduler_names,
+                                              priorities=self.priorities)
         self.full += 1
         if isinstance(meta, Mapping) and isinstance(spec, Mapping) and pod.uid:
             self._last[pod.uid] = _Last(spec, meta.get("labels"), meta.get("annotations"),
@@ -80,12 +85,18 @@ class PodTranslations:
             phase = _PHASES.get(raw_phase, PodPhase.UNKNOWN)
         else:
             return None
+        if status.get("resourceClaimStatuses") is not None:
+            return None  # claims made from templates: read them again
+        nominated = status.get("nominatedNodeName")
+        if not (nominated is None or isinstance(nominated, str)):
+            return None
         if (meta.get("labels") != last.labels or meta.get("annotations") != last.annotations
                 or meta.get("creationTimestamp") != last.created
                 or not _same_spec(spec, last.spec)):
             return None
         return dataclasses.replace(last.pod, node_name=node or None, phase=phase,
-                                   terminating=meta.get("deletionTimestamp") is not None)
+                                   terminating=meta.get("deletionTimestamp") is not None,
+                                   nominated_node=nominated or None)
 
     def forget(self, uid: str) -> None:
         self._last.pop(uid, None)

@@ -34,12 +34,14 @@ from typing import Any
 
 from gangsched.core.decisions import (
     AnnotateNode,
+    BindGang,
     BindPod,
     CreatePlaceholder,
     Decision,
     DeletePod,
     DeleteReason,
     EvictPod,
+    NominatePod,
     PodPending,
     RecordEvent,
     SetAppStatus,
@@ -64,6 +66,7 @@ from gangsched.core.observations import (
     PodObserved,
     QueueGone,
     QueueObserved,
+    VolumeBindFailed,
 )
 from gangsched.core.scheduler import Scheduler
 from gangsched.shell import leader, logs
@@ -73,6 +76,7 @@ from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.metrics import Metrics
 from gangsched.shell.podcache import PodTranslations
 from gangsched.shell.settings import OperatorSettings
+from gangsched.shell.storage import PRIORITY_CLASSES, StorageWatches, write_volumes
 from gangsched.shell.watch import Reflector
 from gangsched.translate import render, times
 from gangsched.translate.apps import app_from_k8s
@@ -81,6 +85,7 @@ from gangsched.translate.dialects.foreign import retarget_event
 from gangsched.translate.nodes import node_from_k8s
 from gangsched.translate.podgroups import podgroup_from_k8s
 from gangsched.translate.pods import gang_definition
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 from gangsched.translate.queues import queue_from_k8s
 
 log = logging.getLogger(__name__)
@@ -152,6 +157,13 @@ class Runtime:
         self.foreign = ForeignGroups(client, self.submit, self.status,
                                      watch_timeout=watch_timeout)
         """coscheduling and Volcano PodGroups, while their CRDs are installed."""
+        self.storage = StorageWatches(client, self.submit, watch_timeout=watch_timeout)
+        """PersistentVolumes, claims, StorageClasses, CSINodes (and ResourceClaims)."""
+        self.priority_classes: dict[str, JSON] = {}
+        self.priorities: PriorityClasses = NO_CLASSES
+        """What ``priorityClassName`` resolves to, for Applications, PodGroups and pods."""
+        self.priority_watch = Reflector(client, PRIORITY_CLASSES, self.on_priority_class,
+                                        name="priorityclasses", timeout_seconds=watch_timeout)
         self.cycles = 0
         self.decisions = 0
         self.leading = asyncio.Event()
@@ -212,7 +224,7 @@ class Runtime:
             self._made_gang_gone(key, obj)
             self.submit(AppGone(AppKey(key)))
         else:
-            self.submit(AppObserved(app_from_k8s(obj)))
+            self.submit(AppObserved(app_from_k8s(obj, priorities=self.priorities)))
 
     def on_podgroup(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
@@ -221,7 +233,26 @@ class Runtime:
             self._made_gang_gone(key, obj)
             self.submit(PodGroupGone(GroupKey(key)))
         else:
-            self.submit(PodGroupObserved(podgroup_from_k8s(obj)))
+            self.submit(PodGroupObserved(podgroup_from_k8s(obj, priorities=self.priorities)))
+
+    def on_priority_class(self, kind: str, obj: JSON) -> None:
+        """Keep the PriorityClasses; when what they resolve to changes, Applications and
+        PodGroups are translated again (a class made after the gang that names it)."""
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        if kind == "DELETED":
+            self.priority_classes.pop(name, None)
+        else:
+            self.priority_classes[name] = obj
+        priorities = PriorityClasses.from_k8s(self.priority_classes.values())
+        if priorities == self.priorities:
+            return
+        self.priorities = priorities
+        self.pod_translations.priorities = priorities
+        for app in self.apps.values():
+            self.submit(AppObserved(app_from_k8s(app, priorities=priorities)))
+        for group in self.groups.values():
+            self.submit(PodGroupObserved(podgroup_from_k8s(group, priorities=priorities)))
+        self.foreign.retranslate(priorities)
 
     def on_queue(self, kind: str, obj: JSON) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
@@ -345,6 +376,8 @@ class Runtime:
         placeholders that exist. False if ``stop`` was set first.
         """
         self.inbox.clear()
+        if not await self._until_done("list priorityclasses", self.priority_watch.list, stop):
+            return False
         for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
                                 ("podgroups", self.on_podgroup)):
             path = resource_path(GROUP, VERSION, plural)
@@ -358,6 +391,8 @@ class Runtime:
             for obj in listed:
                 handler("ADDED", obj)
         await self.foreign.list()
+        if not await self._until_done("list storage", self.storage.list, stop):
+            return False
         for reflector in (self.namespace_watch, self.node_watch, self.pod_watch):
             if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
                 return False
@@ -411,6 +446,9 @@ class Runtime:
             tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
             tasks.append(asyncio.create_task(self.foreign.run(stop), name="foreign-watch"))
             tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
+            tasks.append(asyncio.create_task(self.storage.run(stop), name="storage-watch"))
+            tasks.append(asyncio.create_task(self.priority_watch.run(stop),
+                                             name="priorityclass-watch"))
             tasks.append(asyncio.create_task(self.namespace_watch.run(stop),
                                              name="namespace-watch"))
             await self._cycles(stop)
@@ -462,6 +500,8 @@ class Runtime:
     def _dispatch(self, d: Decision, now: float) -> None:
         if isinstance(d, BindPod):
             self.binds.submit(functools.partial(self._bind, d))
+        elif isinstance(d, BindGang):
+            self.binds.submit(functools.partial(self._bind_gang, d))
         elif isinstance(d, CreatePlaceholder):
             self._once(("create", f"{d.namespace}/{d.name}"),
                        functools.partial(self._create_placeholder, d))
@@ -473,6 +513,8 @@ class Runtime:
             self.annotations[(d.node, d.key)] = d.value
             self._once(("annotate", f"{d.node}/{d.key}"),
                        functools.partial(self._annotate, d.node, d.key))
+        elif isinstance(d, NominatePod):
+            self.reports.submit(functools.partial(self._nominate, d))
         elif isinstance(d, PodPending):
             self._pending(d, now)
         elif isinstance(d, SetAppStatus):
@@ -537,6 +579,16 @@ class Runtime:
             if not self.leading.is_set():
                 return  # leadership lost: the new leader decides about this pod
             fields = {"pod": f"{d.namespace}/{d.name}", "node": d.node, "reason": d.reason}
+            if d.volumes:
+                try:
+                    await write_volumes(self.client, d.volumes)
+                except ApiError as err:
+                    log.warning("binding the volumes of pod %s/%s for %s failed: %s",
+                                d.namespace, d.name, d.node, err,
+                                extra={**fields, "code": err.code})
+                    self.submit(VolumeBindFailed(d.uid, d.node, err.code,
+                                                 err.message or err.reason))
+                    return
             try:
                 await self.client.bind(d.namespace, d.name, d.uid, d.node)
             except ApiError as err:
@@ -548,6 +600,30 @@ class Runtime:
             self.metrics.bind_succeeded(d.reason)
             log.debug("bound pod %s/%s to %s (%s)", d.namespace, d.name, d.node, d.reason,
                       extra=fields)
+
+    async def _bind_gang(self, d: BindGang) -> None:
+        """Every member's volume writes, in order; then, only if all succeeded, the
+        Bindings (each on the bind pool). A failed write binds no member: each is
+        reported as ``VolumeBindFailed`` with that error."""
+        if not self.leading.is_set():
+            return
+        for member in d.binds:
+            if not member.volumes:
+                continue
+            try:
+                await write_volumes(self.client, member.volumes)
+            except ApiError as err:
+                log.warning("binding the volumes of gang member %s/%s failed: %s; binding "
+                            "no member", member.namespace, member.name, err,
+                            extra={"pod": f"{member.namespace}/{member.name}",
+                                   "code": err.code})
+                text = f"{member.namespace}/{member.name}: {err.message or err.reason}"
+                for other in d.binds:
+                    self.submit(VolumeBindFailed(other.uid, other.node, err.code, text))
+                return
+        for member in d.binds:
+            self.binds.submit(functools.partial(
+                self._bind, dataclasses.replace(member, volumes=())))
 
     async def _create_placeholder(self, d: CreatePlaceholder) -> None:
         app = self.apps.get(d.app)
@@ -619,6 +695,18 @@ class Runtime:
                 log.info("node %s: %s %s", node, key,
                          "removed" if value is None else f"set to {value}", extra=fields)
                 return
+
+    async def _nominate(self, d: NominatePod) -> None:
+        """Patch ``status.nominatedNodeName`` (null clears it). A pod that is gone (404)
+        needs nothing; other errors are logged: the nomination informs others, nothing
+        of ours depends on it."""
+        try:
+            await self.client.patch("", "v1", "pods", d.namespace, d.name,
+                                    {"status": {"nominatedNodeName": d.node}},
+                                    subresource="status")
+        except ApiError as err:
+            if err.code != 404:
+                log.info("pod %s/%s nomination not written: %s", d.namespace, d.name, err)
 
     def _pending(self, d: PodPending, now: float) -> None:
         """Write the PodScheduled=False condition (retried on transient errors until

@@ -26,6 +26,7 @@ from typing import Protocol
 
 from gangsched.core.decisions import (
     AnnotateNode,
+    BindGang,
     BindPod,
     CreatePlaceholder,
     Decision,
@@ -219,6 +220,8 @@ class World:
         for d in decisions:
             if isinstance(d, BindPod):
                 self._bind(d)
+            elif isinstance(d, BindGang):
+                self.apply(d.binds)  # no volumes in a simulation: the binds as such
             elif isinstance(d, CreatePlaceholder):
                 self._create_placeholder(d)
             elif isinstance(d, DeletePod):

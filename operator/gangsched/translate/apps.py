@@ -16,6 +16,7 @@ from typing import Any
 
 from gangsched.core import model
 from gangsched.translate import fields, gangspec, times
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
 
 def _persisted(status: Mapping[str, Any]) -> model.PersistedAppStatus | None:
@@ -47,13 +48,15 @@ def _names(value: object) -> tuple[str, ...]:
     return tuple(item for item in value if isinstance(item, str) and item)
 
 
-def app_from_k8s(obj: Mapping[str, Any]) -> model.AppSpec:
+def app_from_k8s(obj: Mapping[str, Any], *,
+                 priorities: PriorityClasses = NO_CLASSES) -> model.AppSpec:
     """Translate an Application object into the core's AppSpec.
 
     ``key`` is ``namespace/name``. Defaults for missing fields: queue ``default`` (also
     for an empty string), no task groups (an ordinary, non-gang application), policy Soft
     with 900 s placeholder and 30 s waiting timeouts, creation time 0.0. ``priority`` is
-    0: the shell resolves ``priorityClassName``. ``persisted`` is read from ``status``
+    ``spec.priorityClassName`` resolved in ``priorities`` (no class: the global default,
+    else 0; so is an unknown class until it is made). ``persisted`` is read from ``status``
     only when ``status.state`` is set. Problems (wrong types, a queue name that is not a
     DNS subdomain, and those of :func:`gangspec.read_task_groups` and
     :func:`gangspec.policy_from_k8s`) are joined into ``invalid``; the task groups that
@@ -79,13 +82,14 @@ def app_from_k8s(obj: Mapping[str, Any]) -> model.AppSpec:
     policy = gangspec.policy_from_k8s(
         spec.get("schedulingPolicy"), "spec.schedulingPolicy", problems
     )
+    priority, _unknown = priorities.resolve(spec.get("priorityClassName"))
     return model.AppSpec(
         key=model.AppKey(f"{namespace or ''}/{name or ''}"),
         uid=uid if isinstance(uid, str) else "",
         queue=queue,
         task_groups=tuple(group.model for group in groups),
         policy=policy,
-        priority=0,
+        priority=priority,
         creation=times.parse_time(meta.get("creationTimestamp")) or 0.0,
         invalid=problems.message(),
         persisted=_persisted(status) if isinstance(status, Mapping) else None,

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from gangsched.core import model, resources
 from gangsched.translate import fields, times
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
 DEFAULT_SCHEDULE_TIMEOUT = 600
 MAX_MIN_MEMBER = 10000
@@ -48,13 +49,16 @@ def _gang_group(raw: object, problems: fields.Problems) -> tuple[model.GroupKey,
     return tuple(keys)
 
 
-def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
+def podgroup_from_k8s(obj: Mapping[str, Any], *,
+                      priorities: PriorityClasses = NO_CLASSES) -> model.PodGroupSpec:
     """Translate a PodGroup object into the core's PodGroupSpec.
 
     ``key`` is ``namespace/name``. ``spec.minMember`` is required (1 to 10000; 1 is used
     while it is missing or wrong). Defaults: no minResources, ``scheduleTimeoutSeconds``
     600, mode Strict, no gangGroup, ``totalNumber`` None (minMember), queue ``default``,
-    creation 0.0. ``priority`` is 0: the shell resolves ``priorityClassName``. Invalid:
+    creation 0.0. ``priority``: ``spec.priorityClassName`` resolved in ``priorities`` (no
+    class: the global default, else 0; the core takes the highest of it and the
+    members'; an unknown class counts as none until it is made). Invalid:
     wrong types, bad or negative quantities, out-of-range integers, an unknown mode,
     gangGroup entries that are not unique ``namespace/name`` references, ``totalNumber``
     below ``minMember``, a queue name that is not a DNS subdomain. ``persisted_start`` and
@@ -114,6 +118,7 @@ def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
     problems.read(lambda: fields.dns_subdomain(queue, "spec.queue", what="queue name"), "")
     namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
     phase = status.get("phase")
+    priority, _unknown = priorities.resolve(spec.get("priorityClassName"))
     return model.PodGroupSpec(
         key=model.GroupKey(f"{namespace or ''}/{name or ''}"),
         uid=uid if isinstance(uid, str) else "",
@@ -124,7 +129,7 @@ def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
         gang_group=gang_group,
         total_number=total,
         queue=queue,
-        priority=0,
+        priority=priority,
         creation=times.parse_time(meta.get("creationTimestamp")) or 0.0,
         invalid=problems.message(),
         persisted_start=times.parse_time(status.get("scheduleStartTime")),

@@ -36,6 +36,8 @@ from gangsched.translate import (
     times,
 )
 from gangsched.translate.dialects import native, resolve
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
+from gangsched.translate.volumes import pod_volumes
 
 __all__ = [
     "TranslationError",
@@ -177,11 +179,14 @@ def pod_with_membership(
     obj: Mapping[str, Any],
     *,
     scheduler_names: frozenset[str] = frozenset({labels.DEFAULT_SCHEDULER_NAME}),
+    priorities: PriorityClasses = NO_CLASSES,
 ) -> tuple[model.Pod, dialects.Membership]:
     """Translate a ``v1/Pod`` object into the core's Pod, and say how its gang was found.
 
     ``ours`` is whether ``spec.schedulerName`` (``default-scheduler`` when absent) is one
-    of ``scheduler_names``. Missing fields take the Kubernetes defaults: priority 0, phase
+    of ``scheduler_names``. A missing ``spec.priority`` is ``priorityClassName`` resolved
+    in ``priorities`` as the Priority admission plugin would (an unknown class: 0).
+    Missing fields take the Kubernetes defaults: phase
     Pending (an unknown phase is Unknown), no node, creation time 0.0 when
     ``creationTimestamp`` is absent or unreadable. A ``deletionTimestamp`` makes the pod
     ``terminating``.
@@ -217,8 +222,12 @@ def pod_with_membership(
         lambda: fields.string_map(meta.get("annotations"), "metadata.annotations"), {}
     )
     requests = pod_requests(spec, problems)
+    default_priority = 0
+    if spec.get("priority") is None:
+        default_priority = priorities.resolve(spec.get("priorityClassName"))[0]
     priority = problems.read(
-        lambda: fields.integer(spec.get("priority"), "spec.priority", default=0), 0
+        lambda: fields.integer(spec.get("priority"), "spec.priority", default=default_priority),
+        default_priority,
     )
     node_name = problems.read(lambda: fields.string(spec.get("nodeName"), "spec.nodeName"), "")
     scheduler = problems.read(
@@ -257,6 +266,8 @@ def pod_with_membership(
     )
     for problem in membership.problems:
         problems.add(problem)
+    volumes = pod_volumes(name, spec, status, problems)
+    nominated = status.get("nominatedNodeName")
     member_index = problems.read(lambda: _member_index(annotations), -1)
     default: bool | None = True
     explicit = problems.read(lambda: _preemptible(annotations), default)
@@ -283,6 +294,8 @@ def pod_with_membership(
         queue=membership.queue,
         preemptible=preemptible,
         invalid=problems.message(),
+        volumes=volumes,
+        nominated_node=nominated if isinstance(nominated, str) and nominated else None,
         placement=pod_placement,
     )
     return pod, membership

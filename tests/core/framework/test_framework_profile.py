@@ -9,6 +9,11 @@ from gangsched.core.framework.profile import PluginSet, ProfileConfig
 from gangsched.core.framework.runner import Framework
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 
+DEFAULT_FILTERS = ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
+                   "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeVolumeLimits",
+                   "VolumeBinding", "VolumeZone", "DynamicResources", "PodTopologySpread",
+                   "InterPodAffinity")
+
 
 def build(config: ProfileConfig) -> Framework:
     return Framework(REGISTRY, DEFAULT_PLUGINS, config)
@@ -18,23 +23,18 @@ def build(config: ProfileConfig) -> Framework:
     ("config", "point", "expected"),
     [
         pytest.param(ProfileConfig(), "filter",
-                     ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
-                      "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread",
-                      "InterPodAffinity"), id="default-filters-in-order"),
+                     DEFAULT_FILTERS, id="default-filters-in-order"),
         pytest.param(ProfileConfig(), "score",
                      ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
                       "InterPodAffinity", "NodeResourcesBalancedAllocation"),
                      id="default-scores"),
         pytest.param(ProfileConfig(PluginSet(disabled=("InterPodAffinity",))), "filter",
-                     ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
-                      "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread"),
+                     DEFAULT_FILTERS[:-1],
                      id="multipoint-disable-removes-everywhere"),
         pytest.param(ProfileConfig(points=(("score", PluginSet(disabled=("*",))),)), "score",
                      (), id="star-disables-every-default-at-the-point"),
         pytest.param(ProfileConfig(points=(("score", PluginSet(disabled=("*",))),)), "filter",
-                     ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
-                      "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread",
-                      "InterPodAffinity"), id="other-points-untouched"),
+                     DEFAULT_FILTERS, id="other-points-untouched"),
         pytest.param(ProfileConfig(PluginSet(disabled=("*",)), (
             ("filter", PluginSet((("NodeResourcesFit", 0),))),)), "filter",
                      ("NodeResourcesFit",), id="point-enable-after-star"),
@@ -42,6 +42,15 @@ def build(config: ProfileConfig) -> Framework:
 )
 def test_resolved_points(config: ProfileConfig, point: str, expected: tuple[str, ...]) -> None:
     assert build(config).resolved.at[point] == expected
+
+
+def test_the_volume_plugins_run_at_their_points_by_default() -> None:
+    at = build(ProfileConfig()).resolved.at
+    assert [p for p in at["preFilter"] if p.startswith(("Volume", "NodeVolume", "Dynamic"))] \
+        == ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
+            "DynamicResources"]
+    assert at["reserve"] == ("VolumeBinding",)
+    assert at["preBind"] == ("VolumeBinding",)
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from gangsched.core.framework.podinfo import PodInfo
 
 if TYPE_CHECKING:
     from gangsched.core.podindex import PodIndex
+    from gangsched.core.volumes.catalog import VolumeCatalog
 
 MAX_NODE_SCORE = 100
 
@@ -120,6 +121,12 @@ class Snapshot(Protocol):
     @property
     def node_epoch(self) -> int:
         """Changes whenever a node is added, removed, relabelled, tainted or cordoned."""
+        ...
+
+    @property
+    def volumes(self) -> VolumeCatalog:
+        """PersistentVolumes, claims, classes, CSINodes, ResourceClaims, and the volume
+        bindings assumed for placed pods."""
         ...
 
 

@@ -6,7 +6,8 @@ results are cached per ``Constraints`` value, so pods with equal constraints sha
 
 :class:`PodInfo` adds the request, the pod's identity and its
 :class:`~gangsched.core.placement.Placement` (labels, pod affinity, spread, ports,
-gates), which the neighbour-dependent plugins read.
+gates), which the neighbour-dependent plugins read, and its volumes, which the volume
+plugins read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from gangsched.core.constraints import ANY_NODE, NodeAffinity, Toleration
 from gangsched.core.placement import NO_PLACEMENT, Placement
 from gangsched.core.resources import Resources
+from gangsched.core.volumes.model import NO_VOLUMES, PodVolumes
 
 if TYPE_CHECKING:
     from gangsched.core.model import Pod, TaskGroup
@@ -70,6 +72,8 @@ class PodInfo:
     uid: str = ""
     owner: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    volumes: PodVolumes = NO_VOLUMES
+    """Its claims, inline CSI volumes and resource claims (the volume plugins' input)."""
 
     @classmethod
     def of(

@@ -6,7 +6,9 @@ and ``DEFAULT_PLUGINS`` from whoever builds it. To add a plugin, see
 
 ``DEFAULT_PLUGINS`` is kube-scheduler v1.32's default ``multiPoint`` set, in its order
 and with its score weights, restricted to the plugins implemented here; ``NodeReady``
-is gangsched's own (see its module).
+is gangsched's own (see its module). DynamicResources is in the set, as in clusters that
+enable the DynamicResourceAllocation feature: a pod with resource claims is never bound
+blindly (see its module).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 from gangsched.core.framework.runner import Factory
 from gangsched.core.plugins import (
     balancedallocation,
+    dynamicresources,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -23,9 +26,13 @@ from gangsched.core.plugins import (
     nodeready,
     noderesources,
     nodeunschedulable,
+    nodevolumelimits,
     podtopologyspread,
     schedulinggates,
     tainttoleration,
+    volumebinding,
+    volumerestrictions,
+    volumezone,
 )
 
 REGISTRY: Mapping[str, Factory] = {
@@ -37,6 +44,11 @@ REGISTRY: Mapping[str, Factory] = {
     nodeaffinity.NAME: nodeaffinity.factory,
     nodeports.NAME: nodeports.factory,
     noderesources.NAME: noderesources.factory,
+    volumerestrictions.NAME: volumerestrictions.factory,
+    nodevolumelimits.NAME: nodevolumelimits.factory,
+    volumebinding.NAME: volumebinding.factory,
+    volumezone.NAME: volumezone.factory,
+    dynamicresources.NAME: dynamicresources.factory,
     podtopologyspread.NAME: podtopologyspread.factory,
     interpodaffinity.NAME: interpodaffinity.factory,
     balancedallocation.NAME: balancedallocation.factory,
@@ -51,6 +63,11 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (nodeaffinity.NAME, 2),
     (nodeports.NAME, 0),
     (noderesources.NAME, 1),
+    (volumerestrictions.NAME, 0),
+    (nodevolumelimits.NAME, 0),
+    (volumebinding.NAME, 0),
+    (volumezone.NAME, 0),
+    (dynamicresources.NAME, 0),
     (podtopologyspread.NAME, 2),
     (interpodaffinity.NAME, 2),
     (balancedallocation.NAME, 1),

@@ -31,6 +31,7 @@ from gangsched.translate.dialects import (
     koordinator,
     label_path,
 )
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
 GROUP = "scheduling.x-k8s.io"
 VERSION = "v1alpha1"
@@ -54,9 +55,12 @@ def read(meta: PodMeta) -> Claim | None:
     )
 
 
-def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
+def podgroup_from_k8s(obj: Mapping[str, Any], *,
+                      priorities: PriorityClasses = NO_CLASSES) -> model.PodGroupSpec:
     """A ``scheduling.x-k8s.io`` PodGroup as the core's PodGroupSpec, keyed
-    ``namespace/coscheduling:name``.
+    ``namespace/coscheduling:name``. It names no PriorityClass: its priority is the
+    global default's in ``priorities`` (else 0), the core takes the highest of it and
+    its members'.
 
     The spec is checked as a gangsched PodGroup's (``minMember`` from 1 to 10000,
     quantities, a positive timeout); problems, including those of the Koordinator
@@ -81,7 +85,7 @@ def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
     if isinstance(spec, Mapping):
         shaped["spec"] = {key: spec[key] for key in _SPEC_FIELDS if key in spec}
         shaped["spec"].setdefault("scheduleTimeoutSeconds", DEFAULT_SCHEDULE_TIMEOUT)
-    result = podgroups.podgroup_from_k8s(shaped)
+    result = podgroups.podgroup_from_k8s(shaped, priorities=priorities)
     total: int | None = extra.get("totalNumber")
     if total is not None and total < result.min_member:
         problems.add(

@@ -15,7 +15,7 @@ about them come back with those keys: :func:`kind_of` says which resource a key 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from gangsched.core import decisions, model
@@ -37,7 +37,8 @@ class ForeignKind:
     group: str
     version: str
     plural: str
-    translate: Callable[[Mapping[str, Any]], model.PodGroupSpec]
+    translate: Callable[..., model.PodGroupSpec]
+    """``translate(obj, priorities=...)``: the core's PodGroupSpec of one object."""
     status: Callable[[decisions.SetPodGroupStatus], dict[str, Any]] | None
 
     @property

@@ -25,6 +25,7 @@ from typing import Any
 from gangsched.core import model
 from gangsched.translate import podgroups
 from gangsched.translate.dialects import VOLCANO, Claim, PodMeta, first, foreign_key
+from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
 GROUP = "scheduling.volcano.sh"
 VERSION = "v1beta1"
@@ -38,7 +39,7 @@ SCHEDULER_NAME = "volcano"
 
 GROUP_KEYS = (("annotation", ANN_GROUP_NAME), ("annotation", ANN_VOLCANO_GROUP_NAME))
 QUEUE_KEYS = (("annotation", ANN_QUEUE), ("annotation", ANN_LEGACY_QUEUE))
-_SPEC_FIELDS = ("minMember", "minResources", "queue")
+_SPEC_FIELDS = ("minMember", "minResources", "queue", "priorityClassName")
 
 
 def read(meta: PodMeta) -> Claim | None:
@@ -60,18 +61,20 @@ def read(meta: PodMeta) -> Claim | None:
     )
 
 
-def podgroup_from_k8s(obj: Mapping[str, Any]) -> model.PodGroupSpec:
+def podgroup_from_k8s(obj: Mapping[str, Any], *,
+                      priorities: PriorityClasses = NO_CLASSES) -> model.PodGroupSpec:
     """A ``scheduling.volcano.sh`` PodGroup as the core's PodGroupSpec, keyed
     ``namespace/volcano:name``: ``minMember`` (required, 1 to 10000), ``minResources``,
-    ``queue`` (default ``default``), checked as a gangsched PodGroup's, with every
-    problem in ``invalid``. Nothing is read from ``status``."""
+    ``queue`` (default ``default``), ``priorityClassName`` (resolved in ``priorities``),
+    checked as a gangsched PodGroup's, with every problem in ``invalid``. Nothing is read
+    from ``status``."""
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     spec = obj.get("spec")
     shaped: dict[str, Any] = {"metadata": meta, "spec": spec}
     if isinstance(spec, Mapping):
         shaped["spec"] = {key: spec[key] for key in _SPEC_FIELDS if key in spec}
-    result = podgroups.podgroup_from_k8s(shaped)
+    result = podgroups.podgroup_from_k8s(shaped, priorities=priorities)
     namespace = str(meta.get("namespace") or "")
     return dataclasses.replace(
         result, key=foreign_key(VOLCANO, namespace, str(meta.get("name") or ""))

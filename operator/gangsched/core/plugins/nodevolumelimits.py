@@ -1,0 +1,39 @@
+"""NodeVolumeLimits (PreFilter, Filter): per-driver attach limits from CSINode objects.
+
+See :mod:`gangsched.core.volumes.limits`: the node's volumes of a CSI driver, with the
+pod's new ones, must stay within its CSINode's ``allocatable.count`` for that driver
+(``node(s) exceed max volume count``). Skips pods with neither claims nor inline CSI
+volumes.
+"""
+
+from __future__ import annotations
+
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.volumes import limits
+from gangsched.core.volumes.catalog import VolumeCatalog
+
+NAME = "NodeVolumeLimits"
+
+
+class NodeVolumeLimits:
+    name = NAME
+    static = False
+
+    def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
+        if not pod.volumes.claims and not pod.volumes.csi_inline:
+            return fw.SKIP
+        state.write(NAME, snapshot.volumes)
+        return fw.SUCCESS
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        catalog = state.read(NAME)
+        if not isinstance(catalog, VolumeCatalog):
+            return fw.SUCCESS
+        reason = limits.exceeded(catalog, pod.namespace, pod.volumes, node.node.name)
+        return fw.SUCCESS if reason is None else fw.unschedulable(reason)
+
+
+def factory(args: object | None) -> NodeVolumeLimits:
+    return NodeVolumeLimits()

@@ -1,0 +1,76 @@
+"""VolumeBinding (PreFilter, Filter, Reserve/Unreserve, PreBind), as kube-scheduler v1.32.
+
+The rules are in :mod:`gangsched.core.volumes.binding`: PreFilter refuses a pod whose
+claim is missing, being deleted, Immediate and unbound, or bound to a missing PV, in
+kube-scheduler's words (``persistentvolumeclaim "x" not found``); Filter wants every
+bound claim's PV to reach the node and every unbound WaitForFirstConsumer claim to have
+a static PV or a provisioner there. PreFilter skips a pod without claims.
+
+Reserve (assume the chosen bindings in the
+:class:`~gangsched.core.volumes.catalog.VolumeCatalog`), Unreserve (give them back) and
+PreBind (the writes, :class:`~gangsched.core.decisions.BindVolume` and
+:class:`~gangsched.core.decisions.AnnotateClaim`, before the pod's Binding) are carried
+out by the scheduler through :mod:`gangsched.core.volumes.placing` once it takes the node;
+a pod's BindPod carries the writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.volumes import binding
+from gangsched.core.volumes.catalog import VolumeCatalog
+
+NAME = "VolumeBinding"
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    catalog: VolumeCatalog
+    claims: binding.Claims
+    snapshot: fw.Snapshot
+
+
+class VolumeBinding:
+    name = NAME
+    static = False
+
+    def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
+        if not pod.volumes.claims:
+            return fw.SKIP
+        catalog = snapshot.volumes
+        found = binding.prefilter(catalog, pod.namespace, pod.volumes)
+        if isinstance(found, binding.Blocked):
+            return fw.unresolvable(found.message)
+        state.write(NAME, _State(catalog, found, snapshot))
+        return fw.SUCCESS
+
+    def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
+        found = state.read(NAME)
+        if not isinstance(found, _State):
+            return fw.SUCCESS
+        reason, _ = binding.match(found.catalog, found.claims, node.node)
+        return fw.SUCCESS if reason is None else fw.unschedulable(reason)
+
+    # Reserve, Unreserve and PreBind stand at their extension points (a profile may list
+    # or disable them as in kube-scheduler), but the work is done by the scheduler once it
+    # takes the node (:mod:`gangsched.core.volumes.placing`): the assumption is made for
+    # the pod actually charged, and the writes ride on its BindPod, so that a gang's writes
+    # all go before any of its Bindings (``BindGang``). Doing it here as well would assume
+    # twice and write twice.
+
+    def reserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:
+        return fw.SUCCESS
+
+    def unreserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> None:
+        return None
+
+    def pre_bind(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:
+        return fw.SUCCESS
+
+
+def factory(args: object | None) -> VolumeBinding:
+    return VolumeBinding()

@@ -1,0 +1,185 @@
+"""VolumeBinding, as kube-scheduler v1.32 runs it: PreFilter, Filter, Reserve, PreBind.
+
+PreFilter (:func:`prefilter`) sorts a pod's claims, or says why the pod can go nowhere
+now (the words are kube-scheduler's):
+
+* a missing claim: ``persistentvolumeclaim "x" not found`` (a generic ephemeral
+  volume's: ``waiting for ephemeral volume controller to create the
+  persistentvolumeclaim "x"``); a claim being deleted; an invalid one;
+* an unbound claim whose class is missing (``storageclass.storage.k8s.io "x" not
+  found``) or binds Immediately (or has no class): ``pod has unbound immediate
+  PersistentVolumeClaims``: the PV controller binds those, the pod waits;
+* a claim bound to a PV that does not exist.
+
+Filter (:func:`node_failure`) checks one node: every bound claim's PV node affinity
+must match it (``node(s) had volume node affinity conflict``), and every unbound
+WaitForFirstConsumer claim needs either a static PV that fits on it (the pre-bound one
+first, else the smallest Available one of its class with enough capacity and the access
+modes asked for, whose node affinity matches) or a class that provisions, whose claim is
+not already being provisioned for another node (``node(s) didn't find available
+persistent volumes to bind``). Two claims of one pod never get the same PV.
+
+Reserve assumes that plan in the catalog; PreBind is the writes (:func:`writes`):
+:class:`~gangsched.core.decisions.BindVolume` for static PVs and
+:class:`~gangsched.core.decisions.AnnotateClaim` for provisioning, carried by the pod's
+BindPod and done before its Binding.
+
+Simplified: claims with a ``selector``, volume modes and storage capacity tracking are
+not considered (a static PV is matched on class, capacity, access modes and node affinity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gangsched.core.constraints import matches_affinity
+from gangsched.core.decisions import AnnotateClaim, BindVolume, VolumeWrite
+from gangsched.core.model import Node
+from gangsched.core.volumes.catalog import HOSTNAME, Assumption, VolumeCatalog
+from gangsched.core.volumes.model import (
+    BindingMode,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodVolumes,
+    claim_key,
+)
+
+NODE_CONFLICT = "node(s) had volume node affinity conflict"
+BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """A pod's claims after PreFilter: bound ones with their PV, unbound delayed ones."""
+
+    bound: tuple[PersistentVolume, ...] = ()
+    delayed: tuple[PersistentVolumeClaim, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """The pod can go to no node now; ``message`` says why."""
+
+    message: str
+
+
+def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes) -> Claims | Blocked:
+    """Sort the pod's claims (see the module docstring). The first problem found wins."""
+    bound: list[PersistentVolume] = []
+    delayed: list[PersistentVolumeClaim] = []
+    for item in volumes.claims:
+        claim = catalog.claims.get(claim_key(namespace, item.name))
+        if claim is None:
+            if item.ephemeral:
+                return Blocked("waiting for ephemeral volume controller to create the "
+                               f'persistentvolumeclaim "{item.name}"')
+            return Blocked(f'persistentvolumeclaim "{item.name}" not found')
+        if claim.terminating:
+            return Blocked(f'persistentvolumeclaim "{item.name}" is being deleted')
+        if claim.invalid:
+            return Blocked(f'persistentvolumeclaim "{item.name}" is invalid: {claim.invalid}')
+        volume_name = catalog.volume_of(claim)
+        if volume_name:
+            volume = catalog.volumes.get(volume_name)
+            if volume is None:
+                return Blocked(f'persistentvolumeclaim "{item.name}" bound to non-existent '
+                               f'persistentvolume "{volume_name}"')
+            bound.append(volume)
+            continue
+        class_name = claim.storage_class or ""
+        if not class_name:
+            return Blocked(UNBOUND_IMMEDIATE)
+        storage_class = catalog.classes.get(class_name)
+        if storage_class is None:
+            return Blocked(f'storageclass.storage.k8s.io "{class_name}" not found')
+        if storage_class.binding_mode is not BindingMode.WAIT_FOR_FIRST_CONSUMER:
+            return Blocked(UNBOUND_IMMEDIATE)
+        delayed.append(claim)
+    return Claims(tuple(bound), tuple(delayed))
+
+
+def _fits(volume: PersistentVolume, claim: PersistentVolumeClaim, node: Node) -> bool:
+    return (not volume.terminating and volume.invalid is None
+            and volume.capacity >= claim.request
+            and claim.access_modes <= volume.access_modes
+            and matches_affinity(volume.node_affinity, node.labels, node.name))
+
+
+def match(catalog: VolumeCatalog, claims: Claims,
+          node: Node) -> tuple[str | None, tuple[Assumption, ...]]:
+    """Filter for one node: (None, the plan) when every claim can be served there, else
+    (the reason, ())."""
+    for volume in claims.bound:
+        if not matches_affinity(volume.node_affinity, node.labels, node.name):
+            return NODE_CONFLICT, ()
+    plan: list[Assumption] = []
+    taken: set[str] = set()
+    for claim in claims.delayed:
+        chosen = _static_volume(catalog, claim, node, taken)
+        if chosen is not None:
+            taken.add(chosen.name)
+            plan.append(Assumption(claim.key, chosen.name, node.name))
+            continue
+        storage_class = catalog.classes.get(claim.storage_class or "")
+        if (storage_class is None or not storage_class.provisions
+                or (claim.selected_node and claim.selected_node != node.name)):
+            return BIND_CONFLICT, ()
+        other = catalog.assumed_claim.get(claim.key)
+        if other is not None and other.node != node.name:
+            return BIND_CONFLICT, ()
+        plan.append(Assumption(claim.key, "", node.name))
+    return None, tuple(plan)
+
+
+def _static_volume(catalog: VolumeCatalog, claim: PersistentVolumeClaim, node: Node,
+                   taken: set[str]) -> PersistentVolume | None:
+    """The PV whose claimRef names ``claim`` (or assumed for it: then no other, it is the
+    claim's) if it fits ``node``; else the smallest free fitting one (ties by name).
+    Only the volumes that may reach the node are looked at (see
+    :meth:`VolumeCatalog.candidates`)."""
+    own = catalog.claim_refs.get(claim.key)
+    if own is None:
+        assumed = catalog.assumed_claim.get(claim.key)
+        own = assumed.volume if assumed is not None and assumed.volume else None
+    if own is not None:
+        volume = catalog.volumes.get(own)
+        ref = volume.claim_ref if volume is not None else None
+        if (volume is None or own in taken
+                or (ref is not None and ref.uid and ref.uid != claim.uid)):
+            return None
+        return volume if _fits(volume, claim, node) else None
+    best: PersistentVolume | None = None
+    hostname = node.labels.get(HOSTNAME, "")
+    if not catalog.may_have_free(claim.storage_class or "", hostname):
+        return None
+    for volume in catalog.candidates(claim.storage_class or "", hostname):
+        if volume.name in taken or catalog.claimed(volume) is not None:
+            continue
+        if volume.phase not in ("Available", "") or not _fits(volume, claim, node):
+            continue
+        if best is None or (volume.capacity, volume.name) < (best.capacity, best.name):
+            best = volume
+    return best
+
+
+def writes(catalog: VolumeCatalog, plan: tuple[Assumption, ...]) -> tuple[VolumeWrite, ...]:
+    """PreBind: the API writes that make ``plan`` real. A PV already bound to its claim
+    (pre-bound by a user) needs no write."""
+    found: list[VolumeWrite] = []
+    for item in plan:
+        claim = catalog.claims.get(item.claim)
+        if claim is None:
+            continue
+        if item.volume:
+            volume = catalog.volumes.get(item.volume)
+            if volume is None:
+                continue
+            ref = volume.claim_ref
+            if ref is not None and ref.key == claim.key and ref.uid == claim.uid:
+                continue
+            found.append(BindVolume(volume.name, volume.resource_version, claim.namespace,
+                                    claim.name, claim.uid))
+        elif claim.selected_node != item.node:
+            found.append(AnnotateClaim(claim.namespace, claim.name, item.node))
+    return tuple(found)

@@ -1,0 +1,153 @@
+"""Watches of what the volume plugins and priorities read, and the volume writes.
+
+List+watch (with :class:`~gangsched.shell.watch.Reflector`) of PersistentVolumes,
+PersistentVolumeClaims, StorageClasses and CSINodes, translated by
+:mod:`gangsched.translate.volumes` into observations; and of ResourceClaims when the
+resource.k8s.io API is served (tried at ``v1``, then ``v1beta1``; a 404 on both means
+it is not, which the core is told: pods with resource claims then wait, saying so; a 403,
+the operator's role not granting it, is taken the same way, with a warning).
+
+:func:`write_volumes` carries out a BindPod's volume writes before its Binding:
+
+* :class:`~gangsched.core.decisions.BindVolume`: the PV is read, must still be at the
+  resourceVersion the core chose it at and free (else 409: another claim took it), and
+  is updated with ``spec.claimRef`` (an update, so a concurrent change is a 409 too). The
+  PV controller then binds the claim to it.
+* :class:`~gangsched.core.decisions.AnnotateClaim`: the claim is merge-patched with the
+  ``volume.kubernetes.io/selected-node`` annotation (nothing else); the provisioner
+  then creates a volume reachable from that node.
+
+A failure raises :class:`~gangsched.shell.client.ApiError`; the caller does not bind the
+pod and reports ``VolumeBindFailed``. The Binding follows the writes at once: the kubelet
+waits for the claims to be bound before it mounts them (kube-scheduler instead waits in
+PreBind for the PV controller and the provisioner; see the README).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from gangsched.core.decisions import AnnotateClaim, BindVolume, VolumeWrite
+from gangsched.core.observations import (
+    Observation,
+    ResourceClaimsServed,
+    VolumeGone,
+    VolumeObserved,
+)
+from gangsched.core.volumes.catalog import VolumeObject
+from gangsched.core.volumes.model import SELECTED_NODE
+from gangsched.shell.client import ApiError, KubeClient
+from gangsched.shell.watch import Reflector
+from gangsched.translate import volumes as translate
+
+log = logging.getLogger(__name__)
+
+JSON = Mapping[str, Any]
+RESOURCE_GROUP = "resource.k8s.io"
+RESOURCE_VERSIONS = ("v1", "v1beta1")
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def _key(obj: JSON, namespaced: bool) -> str:
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    return f"{meta.get('namespace', '')}/{name}" if namespaced else name
+
+
+class StorageWatches:
+    """The reflectors for storage objects (and ResourceClaims), feeding ``submit``."""
+
+    def __init__(self, client: KubeClient, submit: Callable[[Observation], None], *,
+                 watch_timeout: int = 300) -> None:
+        self.client = client
+        self.submit = submit
+        self.watch_timeout = watch_timeout
+        kinds: tuple[tuple[str, str, bool, Callable[[JSON], VolumeObject]], ...] = (
+            ("/api/v1/persistentvolumes", "PersistentVolume", False,
+             translate.persistent_volume),
+            ("/api/v1/persistentvolumeclaims", "PersistentVolumeClaim", True,
+             translate.persistent_volume_claim),
+            ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", False,
+             translate.storage_class),
+            ("/apis/storage.k8s.io/v1/csinodes", "CSINode", False, translate.csi_node),
+        )
+        self.reflectors = [self._reflector(path, kind, namespaced, reader)
+                           for path, kind, namespaced, reader in kinds]
+        self.claims: Reflector | None = None
+
+    def _reflector(self, path: str, kind: str, namespaced: bool,
+                   reader: Callable[[JSON], VolumeObject]) -> Reflector:
+        def on_event(event: str, obj: JSON) -> None:
+            if event == "DELETED":
+                self.submit(VolumeGone(kind, _key(obj, namespaced)))
+            else:
+                self.submit(VolumeObserved(reader(obj)))
+
+        return Reflector(self.client, path, on_event, name=path.rsplit("/", 1)[-1],
+                         timeout_seconds=self.watch_timeout)
+
+    async def list(self) -> None:
+        """List every kind once (raises ApiError on failure: the caller retries); find
+        out whether ResourceClaims are served."""
+        for reflector in self.reflectors:
+            await reflector.list()
+        if self.claims is None:
+            for version in RESOURCE_VERSIONS:
+                path = f"/apis/{RESOURCE_GROUP}/{version}/resourceclaims"
+                try:
+                    await self.client.list(path)
+                except ApiError as err:
+                    if err.code == 404:
+                        continue
+                    if err.code == 403:  # not granted: as if not served, and say so
+                        log.warning("cannot list %s (%s): pods with resource claims will "
+                                    "wait as if DRA were not served", path, err)
+                        break
+                    raise
+                self.claims = self._reflector(path, "ResourceClaim", True,
+                                              translate.resource_claim)
+                break
+        if self.claims is not None:
+            await self.claims.list()
+        self.submit(ResourceClaimsServed(self.claims is not None))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Watch every kind until ``stop``."""
+        watched = [*self.reflectors, *([self.claims] if self.claims is not None else [])]
+        await asyncio.gather(*(r.run(stop) for r in watched))
+
+
+async def write_volumes(client: KubeClient, writes: tuple[VolumeWrite, ...]) -> None:
+    """Carry out a pod's volume writes, in order (see the module docstring)."""
+    for write in writes:
+        if isinstance(write, BindVolume):
+            await _bind_volume(client, write)
+        elif isinstance(write, AnnotateClaim):
+            await client.patch("", "v1", "persistentvolumeclaims", write.namespace,
+                               write.claim,
+                               {"metadata": {"annotations": {SELECTED_NODE: write.node}}})
+
+
+async def _bind_volume(client: KubeClient, write: BindVolume) -> None:
+    volume = dict(await client.get("", "v1", "persistentvolumes", None, write.volume))
+    meta = volume.get("metadata") or {}
+    spec = dict(volume.get("spec") or {})
+    ref = spec.get("claimRef")
+    if isinstance(ref, Mapping) and ref.get("name"):
+        if (ref.get("namespace"), ref.get("name")) == (write.namespace, write.claim):
+            return  # bound to this claim already (an earlier attempt did it)
+        raise ApiError(409, "Conflict", f"persistentvolume {write.volume} is bound to "
+                                        f"{ref.get('namespace')}/{ref.get('name')} now")
+    if write.resource_version and meta.get("resourceVersion") != write.resource_version:
+        raise ApiError(409, "Conflict", f"persistentvolume {write.volume} changed since it "
+                                        "was chosen")
+    spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                        "namespace": write.namespace, "name": write.claim,
+                        "uid": write.claim_uid}
+    volume["spec"] = spec
+    await client.replace("", "v1", "persistentvolumes", None, write.volume, volume)
+    log.info("bound persistentvolume %s to claim %s/%s", write.volume, write.namespace,
+             write.claim)
