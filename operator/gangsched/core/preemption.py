@@ -18,10 +18,15 @@ preemptor is known to fit are they asked to go (:mod:`~gangsched.core.evictions`
 the room they free is held for the preemptor. A preemptor with a plan under way, in
 backoff after a refused eviction, or whose last search found nothing and nothing has
 changed since, is skipped. Priority comes from pods (``priorityClassName``).
+
+Cost: when no waiting work outranks running work (:mod:`~gangsched.core.pressure`),
+there is no candidate victim for anyone and the action stops at once, whatever the size
+of the backlog.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from gangsched.core import actions, evictions, victims
@@ -35,6 +40,8 @@ if TYPE_CHECKING:
 @actions.action("preempt")
 def preempt(s: Scheduler, now: float) -> None:
     evictions.keep_reasons(s, evictions.PREEMPT)
+    if not may_matter(s):
+        return
     found = find(s, now)
     if not found:
         return
@@ -53,6 +60,19 @@ def preempt(s: Scheduler, now: float) -> None:
             state = evictions.signature(s, now)
         elif chosen is None:
             evictions.fruitless(s, evictions.PREEMPT, pre, now, state)
+
+
+def may_matter(s: Scheduler) -> bool:
+    """Might some waiting work outrank some running work (the only work it may take)?
+    False means every search would find no candidate victim at all."""
+    return s.pressure.outranked(_spec_priorities(s))
+
+
+def _spec_priorities(s: Scheduler) -> Iterator[int]:
+    for rt in s.apps.values():
+        yield rt.spec.priority
+    for grt in s.groups.values():
+        yield grt.spec.priority
 
 
 def between_gangs(s: Scheduler, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:

@@ -50,6 +50,7 @@ def reclaim(s: Scheduler, now: float) -> None:
     promised, leaving = _in_flight(s, now)
     found.sort(key=lambda p: (_starvation(s, p, deserved), -p.priority, p.creation, p.key))
     pool: Pool | None = None
+    free: Resources | None = None
     for pre in found:
         queue = pre.queue
         used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
@@ -57,21 +58,50 @@ def reclaim(s: Scheduler, now: float) -> None:
         if (pre.key in s.evictions.plans or not shares.within(used, share, pre.total)
                 or not s.queues.fits(queue, pre.total, own_earmark=pre.earmark).ok):
             continue
-        pool = pool or victims.pool(s, now)
-        short = _short_of(s, pre.total)
-        candidates = [u for u in pool.units
-                      if u.queue != queue and _over(s, u.queue, deserved, leaving, short)]
-        allowed = _allowed(s, pool, deserved, leaving, short)
-        chosen = victims.select(s, pre, candidates, now, allowed=allowed, quota_relief=False)
+        free = _free(s) if free is None else free
+        short = _short_of(free, pre.total)
+        over = [q for q in sorted(s.queues.used)  # a queue over its share uses something
+                if q != queue and _over(s, q, deserved, leaving, short)]
+        chosen: list[Unit] | None
+        if not over:  # no candidate: select only asks whether it fits as it is
+            chosen = victims.select(s, pre, [], now, quota_relief=False)
+        elif _hopeless(s, pre.total, free, over, deserved, leaving, short):
+            chosen = None
+        else:
+            pool = pool or victims.pool(s, now)
+            wanted = set(over)
+            candidates = [u for u in pool.units if u.queue in wanted]
+            allowed = _allowed(s, pool, deserved, leaving, short)
+            chosen = victims.select(s, pre, candidates, now, allowed=allowed,
+                                    quota_relief=False)
         if chosen:
             why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
             evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
             state = evictions.signature(s, now)
+            free = None  # the room held for it is charged on its nodes
             promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
             for unit in chosen:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
         elif chosen is None:
             evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
+
+
+def _hopeless(s: Scheduler, need: Resources, free: Resources, over: list[str],
+              deserved: dict[str, Resources], leaving: dict[str, Resources],
+              short: frozenset[str]) -> bool:
+    """Can no set of victims be enough? A victim queue gives at most its usage above its
+    deserved share of each short resource (:func:`_allowed`), and the preemptor's members
+    fit only in free room plus what victims free: when even all of that is less than
+    ``need`` of some short resource, every search fails (and ``need`` does not fit the
+    free room as it is either)."""
+    for name in short:
+        room = free.get(name)
+        for queue in over:
+            above = (s.queues.usage(queue) - leaving.get(queue, Resources.ZERO)).get(name)
+            room += max(0, above - deserved.get(queue, Resources.ZERO).get(name))
+        if need.get(name) > room:
+            return True
+    return False
 
 
 def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:
@@ -92,13 +122,18 @@ def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str
     return promised, leaving
 
 
-def _short_of(s: Scheduler, need: Resources) -> frozenset[str]:
-    """The resources ``need`` asks for that the cluster has less free of in total; all it
-    asks for (the pods slot aside) when the shortage is only fragmentation."""
+def _free(s: Scheduler) -> Resources:
+    """The free room of ready, schedulable nodes (overcommitted ones count as 0)."""
     free = Resources.ZERO
     for state in s.cluster.nodes.values():
         if state.node.ready and not state.node.unschedulable:
             free = free + state.free.clamp_non_negative()
+    return free
+
+
+def _short_of(free: Resources, need: Resources) -> frozenset[str]:
+    """The resources ``need`` asks for that the cluster has less ``free`` of in total; all
+    it asks for (the pods slot aside) when the shortage is only fragmentation."""
     asked = frozenset(n for n, a in need.items() if a > 0 and n != PODS)
     short = frozenset(n for n in asked if free.get(n) < need.get(n))
     return short or asked

@@ -40,7 +40,7 @@ import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
-from gangsched.core import actions, shares
+from gangsched.core import actions, pressure, shares
 from gangsched.core import backfill as backfill  # registers the backfill action
 from gangsched.core import elect as elect  # registers the elect and reserve actions
 from gangsched.core import enqueue as enqueue  # registers the enqueue action
@@ -104,6 +104,8 @@ class Scheduler:
         """The nodes held for a starving gang (the elect and reserve actions)."""
         self.evictions = eviction_logic.Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
+        self.pressure = pressure.Pressure()
+        """Priorities of running and waiting pods: can preemption matter at all?"""
 
     # --- observations --------------------------------------------------------------------
 
@@ -187,6 +189,7 @@ class Scheduler:
             group_logic.unassume(self, ps)
         self.refresh_pending(ps)
         self.touch_owner(ps)
+        self.pressure.track(ps)
 
     def _pod_gone(self, uid: PodUID) -> None:
         ps = self.pods.pop(uid, None)
@@ -201,6 +204,7 @@ class Scheduler:
         self._leave(ps)
         app_logic.pod_gone(self, ps)
         group_logic.pod_gone(self, ps)
+        self.pressure.forget(uid)  # last: releasing its node above counted it again
 
     def _join(self, ps: PodState) -> None:
         pod = ps.pod
@@ -274,6 +278,7 @@ class Scheduler:
 
     def charge(self, ps: PodState, node: str) -> None:
         ps.node = node
+        self.pressure.track(ps)
         self.cluster.charge(node, ps.uid, ps.request)
         queue = self.queue_of(ps)
         if queue is not None:
@@ -290,6 +295,7 @@ class Scheduler:
             self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
             ps.charged_queue = None
         ps.node = None
+        self.pressure.track(ps)
         self.queues_dirty = True
 
     def recharge(self, uids: Iterable[PodUID]) -> None:
