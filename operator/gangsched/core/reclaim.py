@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core import actions, evictions, shares, victims
+from gangsched.core.cluster import Constraints
 from gangsched.core.model import DEFAULT_QUEUE, QueueSpec
 from gangsched.core.preemptors import Preemptor, build, find
 from gangsched.core.resources import PODS, Resources, format_amount
@@ -51,6 +52,7 @@ def reclaim(s: Scheduler, now: float) -> None:
     found.sort(key=lambda p: (_starvation(s, p, deserved), -p.priority, p.creation, p.key))
     pool: Pool | None = None
     free: Resources | None = None
+    room: dict[tuple[Resources, Constraints], int] | None = None
     for pre in found:
         queue = pre.queue
         used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
@@ -63,10 +65,14 @@ def reclaim(s: Scheduler, now: float) -> None:
         over = [q for q in sorted(s.queues.used)  # a queue over its share uses something
                 if q != queue and _over(s, q, deserved, leaving, short)]
         chosen: list[Unit] | None
-        if not over:  # no candidate: select only asks whether it fits as it is
-            chosen = victims.select(s, pre, [], now, quota_relief=False)
-        elif _hopeless(s, pre.total, free, over, deserved, leaving, short):
+        if _hopeless(s, pre.total, free, over, deserved, leaving, short):
             chosen = None
+        elif not over:  # no candidate: select only asks whether it fits as it is
+            room = {} if room is None else room
+            if _too_many(s, room, pre):
+                chosen = None  # it does not fit as things are
+            else:
+                chosen = victims.select(s, pre, [], now, quota_relief=False)
         else:
             pool = pool or victims.pool(s, now)
             wanted = set(over)
@@ -78,7 +84,7 @@ def reclaim(s: Scheduler, now: float) -> None:
             why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
             evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
             state = evictions.signature(s, now)
-            free = None  # the room held for it is charged on its nodes
+            free = room = None  # the room held for it is charged on its nodes
             promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
             for unit in chosen:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
@@ -120,6 +126,37 @@ def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str
                 queue = ps.charged_queue
                 leaving[queue] = leaving.get(queue, Resources.ZERO) + ps.request
     return promised, leaving
+
+
+def _too_many(s: Scheduler, known: dict[tuple[Resources, Constraints], int],
+              pre: Preemptor) -> bool:
+    """Does ``pre`` have more members of one shape (request and constraints) than the
+    nodes passing those constraints can take as they are? Then it does not fit without
+    victims. Each shape's count is computed once per call: O(nodes) per shape."""
+    wanted: dict[tuple[Resources, Constraints], int] = {}
+    for item in pre.items:
+        shape = (item.request, item.constraints)
+        wanted[shape] = wanted.get(shape, 0) + 1
+    for shape, count in wanted.items():
+        room = known.get(shape)
+        if room is None:
+            room = known[shape] = _copies(s, *shape)
+        if count > room:
+            return True
+    return False
+
+
+def _copies(s: Scheduler, request: Resources, constraints: Constraints) -> int:
+    """How many pods of ``request`` the nodes passing ``constraints`` have free room for."""
+    asked = [(name, amount) for name, amount in request.items() if amount > 0]
+    nodes = s.cluster.candidates(constraints)
+    if not asked:
+        return len(nodes) * len(nodes) + 1  # asks for nothing: never short
+    total = 0
+    for state in nodes:
+        free = state.free
+        total += max(0, min(free.get(name) // amount for name, amount in asked))
+    return total
 
 
 def _free(s: Scheduler) -> Resources:

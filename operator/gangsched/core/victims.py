@@ -327,7 +327,6 @@ def select(
     wins: the lowest highest victim priority, then the fewest running pods, then the
     fewest placeholders, then the youngest oldest victim (ties: the first order)."""
     scoring = scoring_for(s, pre)
-    nodes = relevant_nodes(s, pre)
     total = pre.total
 
     def fits(chosen: list[Unit]) -> bool:
@@ -344,6 +343,7 @@ def select(
 
     if fits([]):
         return []
+    nodes = relevant_nodes(s, pre)
     usable = []
     for unit in candidates:
         own = unit.gang is not None and unit.gang in pre.gangs
@@ -351,6 +351,8 @@ def select(
             quota_relief and unit.queue == pre.queue)
         if unit.available(now) and own == own_gang and helps:
             usable.append(unit)
+    if not usable:
+        return None
     room = Resources.ZERO  # free room on the relevant nodes: a cheap test before fits()
     for state in s.cluster.sorted_nodes():
         if state.node.name in nodes:
