@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gangsched.core import actions, evictions, shares, victims
+from gangsched.core import evictions, shares, victims
 from gangsched.core.cluster import Constraints
 from gangsched.core.model import DEFAULT_QUEUE, QueueSpec
 from gangsched.core.preemptors import Preemptor, build, find
@@ -34,11 +34,10 @@ from gangsched.core.resources import PODS, Resources, format_amount
 from gangsched.core.victims import Allowed, Pool, Unit
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
-@actions.action("reclaim")
-def reclaim(s: Scheduler, now: float) -> None:
+def reclaim(s: Session, now: float) -> None:
     evictions.keep_reasons(s, evictions.RECLAIM)
     found = find(s, now)
     if not found:
@@ -92,7 +91,7 @@ def reclaim(s: Scheduler, now: float) -> None:
             evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
 
 
-def _hopeless(s: Scheduler, need: Resources, free: Resources, over: list[str],
+def _hopeless(s: Session, need: Resources, free: Resources, over: list[str],
               deserved: dict[str, Resources], leaving: dict[str, Resources],
               short: frozenset[str]) -> bool:
     """Can no set of victims be enough? A victim queue gives at most its usage above its
@@ -110,7 +109,7 @@ def _hopeless(s: Scheduler, need: Resources, free: Resources, over: list[str],
     return False
 
 
-def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:
+def _in_flight(s: Session, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:
     """Room promised to each queue by open plans, and usage leaving each queue (victims
     asked to go, not gone yet)."""
     promised: dict[str, Resources] = {}
@@ -128,7 +127,7 @@ def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str
     return promised, leaving
 
 
-def _too_many(s: Scheduler, known: dict[tuple[Resources, Constraints], int],
+def _too_many(s: Session, known: dict[tuple[Resources, Constraints], int],
               pre: Preemptor) -> bool:
     """Does ``pre`` have more members of one shape (request and constraints) than the
     nodes passing those constraints can take as they are? Then it does not fit without
@@ -146,7 +145,7 @@ def _too_many(s: Scheduler, known: dict[tuple[Resources, Constraints], int],
     return False
 
 
-def _copies(s: Scheduler, request: Resources, constraints: Constraints) -> int:
+def _copies(s: Session, request: Resources, constraints: Constraints) -> int:
     """How many pods of ``request`` the nodes passing ``constraints`` have free room for."""
     asked = [(name, amount) for name, amount in request.items() if amount > 0]
     nodes = s.cluster.candidates(constraints)
@@ -159,7 +158,7 @@ def _copies(s: Scheduler, request: Resources, constraints: Constraints) -> int:
     return total
 
 
-def _free(s: Scheduler) -> Resources:
+def _free(s: Session) -> Resources:
     """The free room of ready, schedulable nodes (overcommitted ones count as 0)."""
     free = Resources.ZERO
     for state in s.cluster.nodes.values():
@@ -176,11 +175,11 @@ def _short_of(free: Resources, need: Resources) -> frozenset[str]:
     return short or asked
 
 
-def _spec(s: Scheduler, queue: str) -> QueueSpec:
+def _spec(s: Session, queue: str) -> QueueSpec:
     return s.queues.spec(queue) or QueueSpec(queue or DEFAULT_QUEUE)
 
 
-def _over(s: Scheduler, queue: str, deserved: dict[str, Resources],
+def _over(s: Session, queue: str, deserved: dict[str, Resources],
           leaving: dict[str, Resources], short: frozenset[str]) -> bool:
     """Is ``queue`` reclaimable and above its deserved share of some short resource?"""
     if not _spec(s, queue).reclaimable:
@@ -190,7 +189,7 @@ def _over(s: Scheduler, queue: str, deserved: dict[str, Resources],
     return any(used.get(n) > share.get(n) for n in short)
 
 
-def _allowed(s: Scheduler, pool: Pool, deserved: dict[str, Resources],
+def _allowed(s: Session, pool: Pool, deserved: dict[str, Resources],
              leaving: dict[str, Resources], short: frozenset[str]) -> Allowed:
     """Budgets, and no victim queue below its deserved share of a short resource."""
     budget = victims.within_budget(pool)
@@ -215,7 +214,7 @@ def _size(unit: Unit) -> Resources:
     return total
 
 
-def _starvation(s: Scheduler, pre: Preemptor, deserved: dict[str, Resources]) -> float:
+def _starvation(s: Session, pre: Preemptor, deserved: dict[str, Resources]) -> float:
     """The queue's usage over its deserved share, at worst among what ``pre`` asks for."""
     used = s.queues.usage(pre.queue)
     share = deserved.get(pre.queue, Resources.ZERO)

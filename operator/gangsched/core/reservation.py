@@ -29,7 +29,7 @@ from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, PodState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 def ref(rt: AppRuntime) -> ObjectRef:
@@ -54,7 +54,7 @@ def expected_placeholders(rt: AppRuntime) -> list[tuple[str, str, int]]:
     ]
 
 
-def members(s: Scheduler, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]:
+def members(s: Session, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]:
     """(placeholders, real pods) of the app, in a defined order."""
     placeholders: list[PodState] = []
     reals: list[PodState] = []
@@ -79,7 +79,7 @@ def taken(reals: list[PodState]) -> dict[str, int]:
     return found
 
 
-def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
     """Admit, create the missing placeholders, allocate the pending ones, and say whether
     the gang is reserved: every task group has ``minMember`` allocated placeholders or
     real pods."""
@@ -154,7 +154,7 @@ def _names(rt: AppRuntime, group: str, count: int) -> list[str]:
     return cached[1]
 
 
-def place_pending(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+def place_pending(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
     """Allocate the app's pending, unreleased placeholders again (after a failed bind)."""
     expected_names = {name for name, _, _ in expected_placeholders(rt)}
     for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
@@ -179,7 +179,7 @@ def remaining_ask(spec: AppSpec, observed: dict[str, PodState],
     return remaining
 
 
-def hold(s: Scheduler, rt: AppRuntime, blocking: BlockingReason) -> None:
+def hold(s: Session, rt: AppRuntime, blocking: BlockingReason) -> None:
     """Keep the gang from admission, saying why on every task group."""
     for group in rt.spec.task_groups:
         if rt.blocking.get(group.name) != blocking:
@@ -187,7 +187,7 @@ def hold(s: Scheduler, rt: AppRuntime, blocking: BlockingReason) -> None:
             rt.dirty = True
 
 
-def quota_allows(s: Scheduler, rt: AppRuntime, remaining: Resources) -> bool:
+def quota_allows(s: Session, rt: AppRuntime, remaining: Resources) -> bool:
     """Does ``remaining`` fit the headroom of every level of the gang's queue? If not, the
     gang is held with a ``QueueQuota`` blocking reason."""
     check = s.queues.fits(rt.spec.queue, remaining)
@@ -202,7 +202,7 @@ def quota_allows(s: Scheduler, rt: AppRuntime, remaining: Resources) -> bool:
     return False
 
 
-def admit(s: Scheduler, rt: AppRuntime, remaining: Resources) -> None:
+def admit(s: Session, rt: AppRuntime, remaining: Resources) -> None:
     """Admit the gang: its placeholders may be created, and what it still needs is
     earmarked in its queue until allocated."""
     spec = rt.spec
@@ -217,7 +217,7 @@ def admit(s: Scheduler, rt: AppRuntime, remaining: Resources) -> None:
     s.queues_dirty = True
 
 
-def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
+def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float) -> None:
     spec = rt.spec
     group = ps.pod.task_group or ""
     if ps.backoff_until > now or ps.blocked_epoch == s.cluster.free_epoch:

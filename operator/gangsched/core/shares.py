@@ -26,7 +26,7 @@ from gangsched.core.resources import PODS, Resources
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,7 @@ def fill(amount: int, claims: list[Claim]) -> dict[str, int]:
     return given
 
 
-def demand(s: Scheduler, now: float) -> dict[str, Resources]:
+def demand(s: Session, now: float) -> dict[str, Resources]:
     """What each queue asks for, counted at every level of its path: its usage, its
     pending pods, and what not-reserved gangs still need (placeholders not made yet)."""
     found: dict[str, Resources] = {}
@@ -95,7 +95,7 @@ def demand(s: Scheduler, now: float) -> dict[str, Resources]:
     return found
 
 
-def deserved(s: Scheduler, now: float) -> dict[str, Resources]:
+def deserved(s: Session, now: float) -> dict[str, Resources]:
     """Every queue's deserved share (see the module docstring)."""
     asks = demand(s, now)
     children: dict[str | None, list[QueueSpec]] = {}

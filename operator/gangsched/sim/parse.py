@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import gangsched.core.scheduler  # noqa: F401  (registers the actions ``actions`` names)
-from gangsched.core import actions
+from gangsched.core import registry
 from gangsched.core.constraints import Taint
 from gangsched.core.model import Node, QueueSpec, SchedulerConfig, Scoring, SortPolicy
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
@@ -143,7 +142,7 @@ class _Builder:
                         "[enqueue, allocate, backfill]")
             return default
         try:
-            return actions.validate(raw)
+            return registry.validate(raw)
         except ValueError as error:
             self.r.fail((*path, "actions"), str(error))
             return default
