@@ -325,7 +325,8 @@ class SchedulerConfig:
 
     actions: tuple[str, ...] = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
     """The scheduling session's actions, in order (see :mod:`gangsched.core.actions`, and
-    :mod:`gangsched.core.registry` for the names). Known: enqueue, allocate, backfill, preempt, reclaim, elect, reserve. ``allocate`` is
+    :mod:`gangsched.core.registry` for the names). Known: enqueue, allocate, backfill,
+    preempt, reclaim, elect, reserve. ``allocate`` is
     the gang-aware placement; leaving an action out turns it off."""
 
     overcommit_factor: float = 1.0
