@@ -8,7 +8,9 @@ simulated). The decisions of every cycle must be the same, in the same order.
 Shortcuts covered: ``preempt`` skipped when no waiting work outranks running work
 (``preemption.may_matter``); ``reclaim`` giving up on a preemptor that even every
 candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
-are (``reclaim._too_many``).
+are (``reclaim._too_many``), repeating a search of the same shape that found nothing
+(``reclaim._searched``), or searching where no candidate may go even alone
+(``reclaim._none_may_go``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ REFERENCE: dict[tuple[object, str], object] = {
     (preemption, "may_matter"): lambda s: True,
     (reclaim, "_hopeless"): lambda *args: False,
     (reclaim, "_too_many"): lambda *args: False,
+    (reclaim, "_searched"): lambda *args: False,
+    (reclaim, "_none_may_go"): lambda *args: False,
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""
 

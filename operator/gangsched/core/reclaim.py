@@ -52,6 +52,10 @@ def reclaim(s: Session, now: float) -> None:
     pool: Pool | None = None
     free: Resources | None = None
     room: dict[tuple[Resources, Constraints], int] | None = None
+    sizes: dict[int, Resources] = {}
+    searched: set[tuple[object, ...]] = set()
+    """Searches that found nothing since the last plan: a preemptor of the same shape
+    (members, queue, earmark, nodes, own gangs among the candidates) finds nothing too."""
     for pre in found:
         queue = pre.queue
         used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
@@ -76,19 +80,44 @@ def reclaim(s: Session, now: float) -> None:
             pool = pool or victims.pool(s, now)
             wanted = set(over)
             candidates = [u for u in pool.units if u.queue in wanted]
-            allowed = _allowed(s, pool, deserved, leaving, short)
-            chosen = victims.select(s, pre, candidates, now, allowed=allowed,
-                                    quota_relief=False)
+            allowed = _allowed(s, pool, deserved, leaving, short, sizes)
+            gangs = frozenset(u.gang for u in candidates if u.gang in pre.gangs)
+            seen = (victims.scoring_for(s, pre), tuple(pre.items), queue, pre.earmark,
+                    victims.closed_nodes(s, pre.owners), gangs, short)
+            if _searched(searched, seen):
+                chosen = None  # the same search, in the same state, found nothing
+            elif _none_may_go(candidates, allowed):
+                # No candidate may go even alone, and more chosen only allow less: the
+                # search can only tell whether it fits as it is.
+                room = {} if room is None else room
+                chosen = (None if _too_many(s, room, pre)
+                          else victims.select(s, pre, [], now, quota_relief=False))
+            else:
+                chosen = victims.select(s, pre, candidates, now, allowed=allowed,
+                                        quota_relief=False)
+            if chosen is None:
+                searched.add(seen)
         if chosen:
             why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
             evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
             state = evictions.signature(s, now)
             free = room = None  # the room held for it is charged on its nodes
+            searched.clear()
             promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
             for unit in chosen:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
         elif chosen is None:
             evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
+
+
+def _searched(searched: set[tuple[object, ...]], seen: tuple[object, ...]) -> bool:
+    """Did a search of this shape find nothing since the last plan?"""
+    return seen in searched
+
+
+def _none_may_go(candidates: list[Unit], allowed: Allowed) -> bool:
+    """Is every candidate refused even alone (so that none can ever be chosen)?"""
+    return not any(allowed(u, []) for u in candidates)
 
 
 def _hopeless(s: Session, need: Resources, free: Resources, over: list[str],
@@ -190,20 +219,31 @@ def _over(s: Session, queue: str, deserved: dict[str, Resources],
 
 
 def _allowed(s: Session, pool: Pool, deserved: dict[str, Resources],
-             leaving: dict[str, Resources], short: frozenset[str]) -> Allowed:
-    """Budgets, and no victim queue below its deserved share of a short resource."""
+             leaving: dict[str, Resources], short: frozenset[str],
+             sizes: dict[int, Resources]) -> Allowed:
+    """Budgets, and no victim queue below its deserved share of a short resource.
+
+    The more units are chosen, the fewer may join: a unit refused alone is refused with
+    any others. ``sizes`` caches each unit's size for the call (units do not change)."""
     budget = victims.within_budget(pool)
+
+    def size(unit: Unit) -> Resources:
+        found = sizes.get(id(unit))
+        if found is None:
+            found = sizes[id(unit)] = _size(unit)
+        return found
 
     def allowed(unit: Unit, chosen: list[Unit]) -> bool:
         if not budget(unit, chosen):
             return False
-        going = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
+        mine = size(unit)
+        going = leaving.get(unit.queue, Resources.ZERO) + mine
         for other in chosen:
             if other.queue == unit.queue:
-                going = going + _size(other)
+                going = going + size(other)
         left = s.queues.usage(unit.queue) - going
         share = deserved.get(unit.queue, Resources.ZERO)
-        return all(left.get(n) >= share.get(n) for n in short if _size(unit).get(n) > 0)
+        return all(left.get(n) >= share.get(n) for n in short if mine.get(n) > 0)
     return allowed
 
 
