@@ -92,12 +92,17 @@ class Preemptor:
     def name(self) -> str:
         return f"{self.target.namespace}/{self.target.name}"
 
+    _total: Resources | None = field(default=None, repr=False, compare=False)
+
     @property
     def total(self) -> Resources:
-        found = Resources.ZERO
-        for item in self.items:
-            found = found + item.request
-        return found
+        """What its items ask for together (computed once: items are not changed)."""
+        if self._total is None:
+            found = Resources.ZERO
+            for item in self.items:
+                found = found + item.request
+            self._total = found
+        return self._total
 
     def describe(self) -> str:
         """``application default/train (priority 10)``, for messages."""

@@ -53,6 +53,8 @@ def reclaim(s: Session, now: float) -> None:
     free: Resources | None = None
     room: dict[tuple[Resources, Constraints], int] | None = None
     sizes: dict[int, Resources] = {}
+    by_queues: dict[tuple[str, ...], list[Unit]] = {}
+    gangs_of: dict[tuple[str, ...], frozenset[str]] = {}
     searched: set[tuple[object, ...]] = set()
     """Searches that found nothing since the last plan: a preemptor of the same shape
     (members, queue, earmark, nodes, own gangs among the candidates) finds nothing too."""
@@ -78,10 +80,16 @@ def reclaim(s: Session, now: float) -> None:
                 chosen = victims.select(s, pre, [], now, quota_relief=False)
         else:
             pool = pool or victims.pool(s, now)
-            wanted = set(over)
-            candidates = [u for u in pool.units if u.queue in wanted]
+            candidates = by_queues.get(tuple(over))
+            if candidates is None:
+                wanted = set(over)
+                candidates = by_queues[tuple(over)] = [u for u in pool.units
+                                                       if u.queue in wanted]
             allowed = _allowed(s, pool, deserved, leaving, short, sizes)
-            gangs = frozenset(u.gang for u in candidates if u.gang in pre.gangs)
+            held = gangs_of.get(tuple(over))
+            if held is None:
+                held = gangs_of[tuple(over)] = frozenset(u.gang for u in candidates if u.gang)
+            gangs = pre.gangs & held
             seen = (victims.scoring_for(s, pre), tuple(pre.items), queue, pre.earmark,
                     victims.closed_nodes(s, pre.owners), gangs, short)
             if _searched(searched, seen):
