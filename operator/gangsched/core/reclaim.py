@@ -191,7 +191,15 @@ def _copies(s: Session, request: Resources, constraints: Constraints) -> int:
     total = 0
     for state in nodes:
         free = state.free
-        total += max(0, min(free.get(name) // amount for name, amount in asked))
+        fewest = -1
+        for name, amount in asked:
+            copies = free.get(name) // amount
+            if fewest < 0 or copies < fewest:
+                fewest = copies
+            if fewest <= 0:
+                break  # no room for one here (the usual case in a full cluster)
+        if fewest > 0:
+            total += fewest
     return total
 
 
