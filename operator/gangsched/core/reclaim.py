@@ -205,11 +205,13 @@ def _copies(s: Session, request: Resources, constraints: Constraints) -> int:
 
 def _free(s: Session) -> Resources:
     """The free room of ready, schedulable nodes (overcommitted ones count as 0)."""
-    free = Resources.ZERO
+    sums: dict[str, int] = {}
     for state in s.cluster.nodes.values():
         if state.node.ready and not state.node.unschedulable:
-            free = free + state.free.clamp_non_negative()
-    return free
+            for name, amount in state.free.items():
+                if amount > 0:
+                    sums[name] = sums.get(name, 0) + amount
+    return Resources(sums)
 
 
 def _short_of(free: Resources, need: Resources) -> frozenset[str]:
