@@ -5,6 +5,7 @@
     python3 bench/core.py --nodes 2000 --pods 8000 --no-sweep
     python3 bench/core.py --profile            # where the reference run spends its time
     python3 bench/core.py --repeat 3           # keep the fastest of 3 runs per cell
+    python3 bench/core.py --backlog            # only the backlog sweep
 
 Not a test: it prints a table. Everything runs in this one thread ("one core").
 
@@ -28,6 +29,13 @@ first cycle until every real pod is bound. Observing the initial objects is time
 bind the core asked for (placeholders and real pods). Times are CPU seconds of this
 process (``time.process_time``), so that other work on the machine does not count; the
 wall-clock total is shown too.
+
+Backlog sweep (``--backlog``): the cost of a cycle must follow what changed, not the
+depth of the queue. ``--backlog-nodes`` nodes and pending gangs (the same mix, unscaled)
+asking 1, 2, 5 and 10 times the cluster's cpu, under the default actions (enqueue,
+allocate, backfill, preempt, reclaim); pods finish :data:`LIFETIME` seconds after they
+are bound, so the queue keeps moving. It prints the CPU cost per cycle and per placement
+and the ratio to the 1x point; the target is at most 2x at 10x.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from gangsched.core.model import (
     Node,
     Pod,
     PodGroupSpec,
+    PodPhase,
     PodUID,
     QueueSpec,
     SchedulerConfig,
@@ -289,6 +298,128 @@ def _sweep(node_counts: list[int], pod_counts: list[int], repeat: int) -> None:
         print(f"  {p:>6} pods: cost x{ratio:.2f} ({shape})")
 
 
+# --- backlog sweep --------------------------------------------------------------------
+
+BACKLOGS = (1, 2, 5, 10)
+"""Pending work, in multiples of the cluster's cpu, for the backlog sweep."""
+LIFETIME = 30.0
+"""Seconds (one cycle each) a real pod of the backlog sweep runs before it finishes."""
+
+
+def backlog(nodes: int, factor: int, seed: int = 11) -> Workload:
+    """``nodes`` nodes and pending gangs asking ``factor`` times the cluster's cpu: the
+    same mix of Applications, Strict PodGroups and plain pods as :func:`build`, unscaled,
+    all created at once (a deep queue)."""
+    rng = random.Random(seed)
+    node_list = [Node(f"node-{i:05d}", NODE, {}) for i in range(nodes)]
+    wanted = factor * nodes * NODE.get("cpu")
+    apps: list[AppSpec] = []
+    groups: list[PodGroupSpec] = []
+    pod_list: list[Pod] = []
+    plain = asked = index = 0
+    while asked < wanted:
+        size = rng.choice(GANG_SIZES)
+        draw = rng.random()
+        kind = "pods" if size == 1 or draw < 0.3 else "group" if draw < 0.6 else "app"
+        cpu, mem = rng.choice((1, 2, 4)), rng.choice((2, 4, 8))
+        request = Resources.from_k8s({"cpu": cpu, "memory": f"{mem}Gi"})
+        asked += size * request.get("cpu")
+        creation, name = float(index), f"{kind}-{index}"
+        index += 1
+        if kind == "pods":
+            plain += size
+            pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
+                             creation=creation, queue="default") for i in range(size)]
+        elif kind == "group":
+            key = GroupKey(f"bench/{name}")
+            groups.append(PodGroupSpec(key, uid=name, min_member=size, queue="batch",
+                                       mode=GangMode.STRICT, creation=creation))
+            pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
+                             creation=creation, pod_group=key) for i in range(size)]
+        else:
+            app = AppKey(f"bench/{name}")
+            apps.append(AppSpec(app, uid=name, queue="batch", task_groups=(
+                TaskGroup("driver", 1, request), TaskGroup("executor", size - 1, request)),
+                policy=SchedulingPolicy(), creation=creation))
+            pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
+                             creation=creation, app=app,
+                             task_group="driver" if i == 0 else "executor")
+                         for i in range(size)]
+    return Workload(node_list, apps, groups, pod_list, plain)
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogResult:
+    factor: int
+    pods: int
+    cycles: int
+    placed: int
+    cycle_seconds: float
+
+    @property
+    def ms_per_cycle(self) -> float:
+        return 1e3 * self.cycle_seconds / self.cycles
+
+    @property
+    def micros_per_placement(self) -> float:
+        return 1e6 * self.cycle_seconds / self.placed if self.placed else float("inf")
+
+
+def run_backlog(nodes: int, factor: int, cycles: int) -> BacklogResult:
+    """Observe the backlog, then run ``cycles`` cycles one second apart with the default
+    actions; each real pod finishes (and is deleted) :data:`LIFETIME` seconds after its
+    bind, so the backlog keeps flowing. Only the cycles are timed."""
+    workload = backlog(nodes, factor)
+    world = World(Scheduler(SchedulerConfig()), keep_decisions=False)
+    world.add_queue(QueueSpec("batch", sort_policy=SortPolicy.FIFO))
+    for node in workload.nodes:
+        world.add_node(node)
+    for spec in workload.apps:
+        world.add_app(spec)
+    for group in workload.groups:
+        world.add_group(group)
+    for pod in workload.pods:
+        world.add_pod(pod)
+    real = {pod.uid for pod in workload.pods}
+    ends: dict[float, list[PodUID]] = {}
+    placed = 0
+    spent = 0.0
+    gc.collect()
+    for tick in range(1, cycles + 1):
+        now = float(tick)
+        for uid in ends.pop(now, []):
+            if uid in world.pods:
+                world.set_phase(uid, PodPhase.SUCCEEDED)
+                world.delete_pod(uid)
+        started = time.process_time()
+        decisions = world.step(now)
+        spent += time.process_time() - started
+        for decision in decisions:
+            if isinstance(decision, BindPod) and decision.uid in real:
+                placed += 1
+                ends.setdefault(now + LIFETIME, []).append(decision.uid)
+    return BacklogResult(factor, len(workload.pods), cycles, placed, spent)
+
+
+def _backlog_sweep(nodes: int, cycles: int) -> list[BacklogResult]:
+    print(f"\nBacklog sweep: {nodes} nodes, pending gangs at "
+          f"{', '.join(f'{f}x' for f in BACKLOGS)} the cluster's cpu, default actions, "
+          f"{cycles} cycles 1 s apart, pods run {LIFETIME:g} s")
+    print(f"{'backlog':>8} {'pods':>8} {'placed':>8} {'ms/cycle':>10} {'µs/placement':>13}"
+          f" {'x of 1x':>8}")
+    results = [run_backlog(nodes, factor, cycles) for factor in BACKLOGS]
+    base = results[0]
+    for r in results:
+        ratio = r.micros_per_placement / base.micros_per_placement
+        print(f"{r.factor:>7}x {r.pods:>8} {r.placed:>8} {r.ms_per_cycle:>10.1f} "
+              f"{r.micros_per_placement:>13.1f} {ratio:>8.2f}")
+    worst = results[-1].micros_per_placement / base.micros_per_placement
+    verdict = "meets" if worst <= 2.0 else "MISSES"
+    print(f"  cost per placement at {BACKLOGS[-1]}x: x{worst:.2f} of 1x ({verdict} the "
+          "target of at most x2)")
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000, help="reference nodes (5000)")
@@ -297,6 +428,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sweep", action="store_true", help="only the reference run")
     parser.add_argument("--repeat", type=int, default=2,
                         help="runs per measurement, the fastest is kept (default 2)")
+    parser.add_argument("--backlog", action="store_true",
+                        help="only the backlog sweep (see --backlog-nodes)")
+    parser.add_argument("--no-backlog", action="store_true", help="no backlog sweep")
+    parser.add_argument("--backlog-nodes", type=int, default=200,
+                        help="nodes of the backlog sweep (200)")
+    parser.add_argument("--backlog-cycles", type=int, default=120,
+                        help="cycles per backlog run (120)")
     parser.add_argument("--profile", action="store_true",
                         help="profile the reference run and print the top functions")
     parser.add_argument("--mix", choices=["both", "plain", "only"], default="both",
@@ -314,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
         print(text.getvalue())
         return 0
+    if args.backlog:
+        _backlog_sweep(args.backlog_nodes, args.backlog_cycles)
+        return 0
     repeat = 1 if args.quick else args.repeat
     print(f"Times are CPU seconds; each is the fastest of {repeat} run(s).")
     if args.mix != "only":
@@ -325,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
             _sweep([500, 2000], [2000, 5000], repeat)
         else:
             _sweep([500, 1000, 2000, 5000], [2000, 5000, 20_000], repeat)
+    if not args.no_backlog:
+        _backlog_sweep(args.backlog_nodes // (4 if args.quick else 1), args.backlog_cycles)
     return 0
 
 

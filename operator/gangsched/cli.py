@@ -223,11 +223,10 @@ def _shell(module: str, name: str, command: str) -> Callable[..., int] | None:
 
 def _actions(text: str) -> tuple[str, ...]:
     """``--actions``: comma-separated action names, each known and none twice."""
-    from gangsched.core import actions
-    from gangsched.core import scheduler as _scheduler  # noqa: F401  (registers them)
+    from gangsched.core import registry
 
     try:
-        return actions.validate(part.strip() for part in text.split(",") if part.strip())
+        return registry.validate(part.strip() for part in text.split(",") if part.strip())
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

@@ -13,49 +13,22 @@ series of actions run in the order ``SchedulerConfig.actions`` gives:
 * ``elect`` and ``reserve``: pick a starving gang and hold nodes for it (the two go
   together; elect usually before allocate, reserve after it, as in Volcano).
 
+Each action is a plain function of the session (:class:`~gangsched.core.session.Session`)
+and the cycle's time. The functions are listed by name in :mod:`~gangsched.core.registry`,
+outside the scheduler: the scheduler looks actions up there and never imports them, and
+no action module registers itself on import.
+
 Deadlock breaking between partially reserved gangs runs after the actions, in every cycle
 whose actions include ``allocate`` (:mod:`~gangsched.core.deadlock`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
-Action = Callable[["Scheduler", float], None]
-
-REGISTRY: dict[str, Action] = {}
-"""Action name -> function. Modules register themselves with :func:`action`."""
-
-
-def action(name: str) -> Callable[[Action], Action]:
-    def register(fn: Action) -> Action:
-        REGISTRY[name] = fn
-        return fn
-    return register
-
-
-def validate(names: Iterable[str]) -> tuple[str, ...]:
-    """The actions as given, or ValueError naming the unknown one and the accepted ones."""
-    result = tuple(names)
-    for name in result:
-        if name not in REGISTRY:
-            accepted = ", ".join(sorted(REGISTRY))
-            raise ValueError(f"unknown scheduler action {name!r} (accepted: {accepted})")
-    if len(set(result)) != len(result):
-        raise ValueError(f"scheduler actions repeat: {', '.join(result)}")
-    if ("elect" in result) != ("reserve" in result):
-        raise ValueError("scheduler actions elect and reserve go together: elect picks the "
-                         "starving gang, reserve holds nodes for it")
-    return result
-
-
-def run(s: Scheduler, now: float) -> None:
-    """Run the configured actions in order; unknown names were refused at start-up."""
-    for name in s.config.actions:
-        fn = REGISTRY.get(name)
-        if fn is not None:
-            fn(s, now)
+Action = Callable[["Session", float], None]
+"""An action: it reads and changes the session; its decisions go to ``Session.out``."""

@@ -28,7 +28,7 @@ from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 @dataclass(slots=True)
@@ -37,7 +37,7 @@ class AppUnit:
     pending: list[PodState] = field(default_factory=list)
 
 
-def units(s: Scheduler, now: float) -> list[tuple[str, tuple[object, ...], object]]:
+def units(s: Session, now: float) -> list[tuple[str, tuple[object, ...], object]]:
     """The apps with work this cycle, and what to say to pods of missing apps."""
     by_app: dict[AppKey, AppUnit] = {}
     backfill = backfill_logic.enabled(s)
@@ -98,7 +98,7 @@ class StateAwareGate:
 
     def __init__(
         self,
-        s: Scheduler,
+        s: Session,
         queue: str,
         now: float,
         with_work: Collection[AppKey] | None = None,
@@ -138,7 +138,7 @@ class StateAwareGate:
         return self.holder == rt.spec.key
 
 
-def schedule_app(s: Scheduler, unit: AppUnit, gate: StateAwareGate, now: float) -> None:
+def schedule_app(s: Session, unit: AppUnit, gate: StateAwareGate, now: float) -> None:
     rt = unit.rt
     spec = rt.spec
     reals = [p for p in unit.pending if not p.pod.placeholder]
@@ -181,7 +181,7 @@ def schedule_app(s: Scheduler, unit: AppUnit, gate: StateAwareGate, now: float) 
         swap.place_real(s, rt, ps, free, now)
 
 
-def check_sizes(s: Scheduler, rt: AppRuntime, reals: list[PodState]) -> None:
+def check_sizes(s: Session, rt: AppRuntime, reals: list[PodState]) -> None:
     """Report, once, a real pod larger than its task group's minResource, or in no group."""
     for ps in reals:
         if ps.uid in rt.warned:
@@ -200,7 +200,7 @@ def check_sizes(s: Scheduler, rt: AppRuntime, reals: list[PodState]) -> None:
                     f" (by {excess.format_short()}); it may not fit in its placeholder's place")
 
 
-def _reservation(s: Scheduler, rt: AppRuntime) -> tuple[int, int]:
+def _reservation(s: Session, rt: AppRuntime) -> tuple[int, int]:
     total = sum(g.min_member for g in rt.spec.task_groups)
     allocated = 0
     for uid in rt.placeholders.values():

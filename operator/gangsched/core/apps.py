@@ -41,7 +41,7 @@ from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppEvent, AppState, transition
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 NOT_SCHEDULABLE = {
     AppState.KILLED: "ApplicationKilled",
@@ -49,7 +49,7 @@ NOT_SCHEDULABLE = {
 }
 
 
-def move(s: Scheduler, rt: AppRuntime, event: AppEvent, reason: str, message: str = "") -> None:
+def move(s: Session, rt: AppRuntime, event: AppEvent, reason: str, message: str = "") -> None:
     """Apply a state-machine event and record it as an event on the Application."""
     old = rt.state
     rt.state = transition(old, event)
@@ -71,7 +71,7 @@ def move(s: Scheduler, rt: AppRuntime, event: AppEvent, reason: str, message: st
 # --- observations -----------------------------------------------------------------------
 
 
-def app_observed(s: Scheduler, spec: AppSpec) -> None:
+def app_observed(s: Session, spec: AppSpec) -> None:
     """A new or changed Application. A changed uid is a new application under that name."""
     rt = s.apps.get(spec.key)
     if rt is not None and rt.spec.uid != spec.uid:
@@ -127,13 +127,13 @@ def _restore(rt: AppRuntime, persisted: PersistedAppStatus | None) -> None:
         rt.restored_reservation = (persisted.reservation_expiry, persisted.reserved_nodes)
 
 
-def app_gone(s: Scheduler, key: AppKey) -> None:
+def app_gone(s: Session, key: AppKey) -> None:
     rt = s.apps.get(key)
     if rt is not None:
         _forget(s, rt, DeleteReason.APP_GONE, "application was deleted")
 
 
-def _forget(s: Scheduler, rt: AppRuntime, reason: DeleteReason, message: str) -> None:
+def _forget(s: Session, rt: AppRuntime, reason: DeleteReason, message: str) -> None:
     ph.release_all(s, rt, reason, message)
     ph.drop_earmark(s, rt)
     del s.apps[rt.spec.key]
@@ -144,7 +144,7 @@ def _forget(s: Scheduler, rt: AppRuntime, reason: DeleteReason, message: str) ->
     s.queues_dirty = True
 
 
-def placeholder_create_failed(s: Scheduler, obs: PlaceholderCreateFailed) -> None:
+def placeholder_create_failed(s: Session, obs: PlaceholderCreateFailed) -> None:
     """Say why a placeholder is missing: an Event, and its task group's blocking reason
     (until one of the group's placeholders is allocated). It is asked for again after
     ``placeholder_retry`` seconds."""
@@ -162,7 +162,7 @@ def placeholder_create_failed(s: Scheduler, obs: PlaceholderCreateFailed) -> Non
             break
 
 
-def placeholder_observed(s: Scheduler, ps: PodState) -> None:
+def placeholder_observed(s: Session, ps: PodState) -> None:
     """A placeholder pod is seen for the first time: check next cycle it is still wanted."""
     if ps.pod.app is not None:
         rt = s.apps.get(ps.pod.app)
@@ -170,7 +170,7 @@ def placeholder_observed(s: Scheduler, ps: PodState) -> None:
             rt.unchecked.append(ps.uid)
 
 
-def real_pod_confirmed(s: Scheduler, ps: PodState) -> None:
+def real_pod_confirmed(s: Session, ps: PodState) -> None:
     """A bind the core asked for is now seen on the pod."""
     if ps.pod.app is not None and not ps.pod.placeholder:
         rt = s.apps.get(ps.pod.app)
@@ -178,7 +178,7 @@ def real_pod_confirmed(s: Scheduler, ps: PodState) -> None:
             rt.dirty = True
 
 
-def pod_gone(s: Scheduler, ps: PodState) -> None:
+def pod_gone(s: Session, ps: PodState) -> None:
     pod = ps.pod
     if not pod.placeholder or pod.app is None:
         return
@@ -195,7 +195,7 @@ def pod_gone(s: Scheduler, ps: PodState) -> None:
 # --- lifecycle (timers and admission) ---------------------------------------------------
 
 
-def lifecycle(s: Scheduler, now: float) -> None:
+def lifecycle(s: Session, now: float) -> None:
     for key in sorted(s.apps):
         rt = s.apps[key]
         if rt.state is AppState.COMPLETED and rt.dirty and _has_pending_real(s, rt):
@@ -212,7 +212,7 @@ def lifecycle(s: Scheduler, now: float) -> None:
     ph.retry_deletes(s, now)
 
 
-def _complete_if_waited(s: Scheduler, rt: AppRuntime, since: float, now: float) -> None:
+def _complete_if_waited(s: Session, rt: AppRuntime, since: float, now: float) -> None:
     timeout = rt.spec.policy.waiting_timeout
     if now < since + timeout:
         return
@@ -222,14 +222,14 @@ def _complete_if_waited(s: Scheduler, rt: AppRuntime, since: float, now: float) 
     move(s, rt, AppEvent.COMPLETE, "Completed", f"nothing ran for {timeout:g}s{note}")
 
 
-def _has_pending_real(s: Scheduler, rt: AppRuntime) -> bool:
+def _has_pending_real(s: Session, rt: AppRuntime) -> bool:
     return any(
         uid in s.pending and not s.pods[uid].pod.placeholder and not s.pods[uid].pod.invalid
         for uid in s.app_members.get(rt.spec.key, ())
     )
 
 
-def _admit(s: Scheduler, rt: AppRuntime, now: float) -> None:
+def _admit(s: Session, rt: AppRuntime, now: float) -> None:
     spec = rt.spec
     if spec.invalid:
         move(s, rt, AppEvent.REJECT, "InvalidSpec", spec.invalid)
@@ -275,7 +275,7 @@ _LIVE = (AppState.ACCEPTED, AppState.STARTING, AppState.RUNNING, AppState.WAITIN
          AppState.RESUMING)
 
 
-def _queue_full(s: Scheduler, path: tuple[str, ...], rt: AppRuntime) -> str:
+def _queue_full(s: Session, path: tuple[str, ...], rt: AppRuntime) -> str:
     for level in path:
         spec = s.queues.spec(level)
         if spec is None or spec.max_applications <= 0:
@@ -289,12 +289,12 @@ def _queue_full(s: Scheduler, path: tuple[str, ...], rt: AppRuntime) -> str:
     return ""
 
 
-def _levels(s: Scheduler, queue: str) -> tuple[str, ...]:
+def _levels(s: Session, queue: str) -> tuple[str, ...]:
     path = s.queues.path(queue)
     return path if isinstance(path, tuple) else ()
 
 
-def _placeholder_timeout(s: Scheduler, rt: AppRuntime, now: float) -> None:
+def _placeholder_timeout(s: Session, rt: AppRuntime, now: float) -> None:
     if rt.timer_start is None or rt.state.terminal:
         return
     timeout = rt.spec.policy.placeholder_timeout
@@ -330,7 +330,7 @@ def _placeholder_timeout(s: Scheduler, rt: AppRuntime, now: float) -> None:
 # --- progress ---------------------------------------------------------------------------
 
 
-def real_allocated(s: Scheduler, rt: AppRuntime) -> None:
+def real_allocated(s: Session, rt: AppRuntime) -> None:
     """A real pod of the app was bound or took a placeholder: the app is under way."""
     rt.bound_ever += 1
     rt.dirty = True
@@ -340,7 +340,7 @@ def real_allocated(s: Scheduler, rt: AppRuntime) -> None:
         move(s, rt, AppEvent.RUN, "Running", "real pods allocated")
 
 
-def _starting_expired(s: Scheduler, rt: AppRuntime, now: float) -> bool:
+def _starting_expired(s: Session, rt: AppRuntime, now: float) -> bool:
     """Has the app been starting for longer than its queue's state-aware timeout?"""
     if rt.state is not AppState.STARTING or rt.starting_since is None:
         return False
@@ -348,7 +348,7 @@ def _starting_expired(s: Scheduler, rt: AppRuntime, now: float) -> bool:
     return now - rt.starting_since >= queue.state_aware_timeout
 
 
-def _stays_starting(s: Scheduler, rt: AppRuntime) -> bool:
+def _stays_starting(s: Session, rt: AppRuntime) -> bool:
     """A non-gang app in a ``stateaware`` queue leaves Starting only by a second
     allocation or the timeout, even with nothing pending: a Spark driver asks for its
     executors only once it runs (``state-aware-batch-scheduling.txt``)."""
@@ -357,7 +357,7 @@ def _stays_starting(s: Scheduler, rt: AppRuntime) -> bool:
             and queue.sort_policy is SortPolicy.STATE_AWARE)
 
 
-def progress(s: Scheduler, now: float) -> None:
+def progress(s: Session, now: float) -> None:
     """Starting -> Running -> Waiting, and back, for apps whose pods changed.
 
     Starting -> Running on the second real allocation, on having nothing left to ask

@@ -24,23 +24,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gangsched.core import actions
 from gangsched.core.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.model import Scoring
 from gangsched.core.runtime import PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 NAME = "backfill"
 
 
-def enabled(s: Scheduler) -> bool:
+def enabled(s: Session) -> bool:
     return NAME in s.config.actions
 
 
-def is_best_effort(s: Scheduler, ps: PodState) -> bool:
+def is_best_effort(s: Session, ps: PodState) -> bool:
     """Is ``ps`` a pod backfill places (see the module docstring)? Invalid pods and pods
     of applications not seen yet are left to ``allocate``, which says why they wait."""
     pod = ps.pod
@@ -52,13 +51,12 @@ def is_best_effort(s: Scheduler, ps: PodState) -> bool:
     return rt is not None and not rt.spec.gang
 
 
-def takes(s: Scheduler, ps: PodState) -> bool:
+def takes(s: Session, ps: PodState) -> bool:
     """Does backfill, rather than allocate, place ``ps`` in this configuration?"""
     return enabled(s) and is_best_effort(s, ps)
 
 
-@actions.action(NAME)
-def backfill(s: Scheduler, now: float) -> None:
+def backfill(s: Session, now: float) -> None:
     """Place every pending best-effort pod that can be placed, in priority order."""
     found = [s.pods[uid] for uid in s.pending if is_best_effort(s, s.pods[uid])]
     found.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.namespace, p.pod.name))

@@ -56,7 +56,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-import gangsched.core.enqueue as enqueue_logic
+import gangsched.core.allocate as allocate_action
+import gangsched.core.earmarks as earmarks
 import gangsched.core.placeholders as ph
 import gangsched.core.podgroups as group_logic
 from gangsched.core.cluster import ONE_POD
@@ -67,7 +68,7 @@ from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 @dataclass(slots=True)
@@ -102,7 +103,7 @@ class Gang:
 class Pool:
     """What is available to the partial gangs: free capacity and queue headroom."""
 
-    def __init__(self, s: Scheduler, gangs: list[Gang]) -> None:
+    def __init__(self, s: Session, gangs: list[Gang]) -> None:
         self.s = s
         self.free = Resources.ZERO
         for state in s.cluster.nodes.values():
@@ -188,7 +189,7 @@ def _earmark(gang: Gang, queue: str) -> Resources:
 # --- the partial gangs -------------------------------------------------------------------
 
 
-def partial_gangs(s: Scheduler) -> list[Gang]:
+def partial_gangs(s: Session) -> list[Gang]:
     """Every gang holding part of its minimum and collecting the rest, in key order."""
     found: list[Gang] = []
     apps = [key for key, rt in s.apps.items()
@@ -214,12 +215,12 @@ def partial_gangs(s: Scheduler) -> list[Gang]:
     return found
 
 
-def _path(s: Scheduler, queue: str) -> tuple[str, ...] | None:
+def _path(s: Session, queue: str) -> tuple[str, ...] | None:
     path = s.queues.path(queue)
     return path if isinstance(path, tuple) else None
 
 
-def _app_gang(s: Scheduler, rt: AppRuntime) -> Gang | None:
+def _app_gang(s: Session, rt: AppRuntime) -> Gang | None:
     spec = rt.spec
     path = _path(s, spec.queue)
     if path is None:
@@ -249,7 +250,7 @@ def _app_gang(s: Scheduler, rt: AppRuntime) -> Gang | None:
                 spec.priority, spec.creation, {spec.queue: path})
 
 
-def _group_gang(s: Scheduler, unit: list[GroupRuntime]) -> Gang | None:
+def _group_gang(s: Session, unit: list[GroupRuntime]) -> Gang | None:
     held: dict[str, Resources] = {}
     need: dict[str, Resources] = {}
     paths: dict[str, tuple[str, ...]] = {}
@@ -311,7 +312,7 @@ class Deadlock:
     blockers: tuple[str, ...]
 
 
-def find(s: Scheduler) -> tuple[Deadlock, Pool] | None:
+def find(s: Session) -> tuple[Deadlock, Pool] | None:
     """The deadlocked gangs, or None when some order lets every partial gang complete
     (or fewer than two are left). Changes nothing."""
     gangs = partial_gangs(s)
@@ -325,13 +326,13 @@ def find(s: Scheduler) -> tuple[Deadlock, Pool] | None:
     return Deadlock(tuple(stuck), tuple(blockers)), pool
 
 
-def _victim_order(s: Scheduler, gang: Gang) -> tuple[object, ...]:
+def _victim_order(s: Session, gang: Gang) -> tuple[object, ...]:
     held = s.node_reservation
     favoured = held is not None and gang.key in held.owners
     return (favoured, gang.priority, gang.progress, -gang.creation, gang.key)
 
 
-def choose(s: Scheduler, deadlock: Deadlock, pool: Pool) -> list[Gang]:
+def choose(s: Session, deadlock: Deadlock, pool: Pool) -> list[Gang]:
     """The victims: one at a time, in victim order, each one whose release lets another
     stuck gang complete, until the rest can all complete or no release helps."""
     stuck = list(deadlock.gangs)
@@ -355,7 +356,7 @@ ROUNDS = 3
 """Break, re-allocate, and test again at most this often in one cycle."""
 
 
-def after_actions(s: Scheduler, now: float) -> None:
+def after_actions(s: Session, now: float) -> None:
     """Once the configured actions have run (when ``allocate`` is one of them): break any
     deadlock, and let the others take at once what PodGroup victims held in the core."""
     if "allocate" not in s.config.actions:
@@ -363,10 +364,10 @@ def after_actions(s: Scheduler, now: float) -> None:
     for _ in range(ROUNDS):
         if not break_deadlocks(s, now):
             return
-        s.allocate(now)
+        allocate_action.allocate(s, now)
 
 
-def break_deadlocks(s: Scheduler, now: float) -> bool:
+def break_deadlocks(s: Session, now: float) -> bool:
     """Find a deadlock and release its victims. True when capacity was freed in the core
     at once (PodGroup victims): another allocation pass can use it in this cycle."""
     found = find(s)
@@ -381,7 +382,7 @@ def break_deadlocks(s: Scheduler, now: float) -> bool:
     return freed
 
 
-def _release(s: Scheduler, victim: Gang, others: list[Gang], blockers: tuple[str, ...],
+def _release(s: Session, victim: Gang, others: list[Gang], blockers: tuple[str, ...],
              now: float) -> bool:
     until = now + s.config.deadlock_backoff
     names = ", ".join(g.describe() for g in others)
@@ -414,7 +415,7 @@ def _targets(gang: Gang) -> list[ObjectRef]:
     return [group_logic.ref(g) for g in gang.groups]
 
 
-def _release_app(s: Scheduler, rt: AppRuntime, why: str, details: dict[str, str],
+def _release_app(s: Session, rt: AppRuntime, why: str, details: dict[str, str],
                  until: float) -> bool:
     message = f"released to break a {why}"
     count = ph.release_all(s, rt, DeleteReason.DEADLOCK_VICTIM, message)
@@ -435,7 +436,7 @@ def _release_app(s: Scheduler, rt: AppRuntime, why: str, details: dict[str, str]
     return False
 
 
-def requeue(s: Scheduler, rt: GroupRuntime, until: float, message: str,
+def requeue(s: Session, rt: GroupRuntime, until: float, message: str,
             blocking: BlockingReason) -> None:
     """Send a PodGroup back to ``Pending`` until ``until``: its assumed members are given
     back at once (they are held in the core only) and its earmark is dropped."""
@@ -445,7 +446,7 @@ def requeue(s: Scheduler, rt: GroupRuntime, until: float, message: str,
             s.uncharge(ps)
             s.refresh_pending(ps)
     rt.assumed.clear()
-    enqueue_logic.drop_group_earmark(s, rt)
+    earmarks.drop_group_earmark(s, rt)
     rt.inqueue = False
     rt.retry_after = until
     rt.schedule_start = None

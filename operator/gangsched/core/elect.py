@@ -38,9 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import gangsched.core.enqueue as enqueue_logic
+import gangsched.core.earmarks as earmarks
 import gangsched.core.podgroups as group_logic
-from gangsched.core import actions
 from gangsched.core.cluster import (
     NO_CONSTRAINTS,
     ONE_POD,
@@ -56,7 +55,7 @@ from gangsched.core.runtime import AppRuntime, GroupRuntime
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 ANNOTATION = "gangsched.io/reserved-for"
 """The node annotation naming the gang a node is reserved for."""
@@ -86,8 +85,7 @@ class NodeReservation:
 # --- elect -------------------------------------------------------------------------------
 
 
-@actions.action("elect")
-def elect(s: Scheduler, now: float) -> None:
+def elect(s: Session, now: float) -> None:
     """End the current reservation if it is over; elect a target when there is none."""
     _restore(s, now)
     held = s.node_reservation
@@ -99,7 +97,7 @@ def elect(s: Scheduler, now: float) -> None:
     _elect(s, now)
 
 
-def _ended(s: Scheduler, held: NodeReservation, now: float) -> tuple[str, str] | None:
+def _ended(s: Session, held: NodeReservation, now: float) -> tuple[str, str] | None:
     """Why the reservation is over, or None while it holds."""
     if held.kind == APPLICATION:
         rt = s.apps.get(AppKey(held.key))
@@ -131,7 +129,7 @@ def _wait_start(rt: AppRuntime | GroupRuntime) -> float:
     return base if rt.starving_since is None else max(base, rt.starving_since)
 
 
-def _elect(s: Scheduler, now: float) -> None:
+def _elect(s: Session, now: float) -> None:
     threshold = s.config.starvation_threshold
     found: list[tuple[tuple[object, ...], NodeReservation]] = []
     for key in sorted(s.apps):
@@ -169,7 +167,7 @@ def _elect(s: Scheduler, now: float) -> None:
         s.node_reservation = found[0][1]
 
 
-def _quota_allows(s: Scheduler, rt: AppRuntime) -> bool:
+def _quota_allows(s: Session, rt: AppRuntime) -> bool:
     placeholders, reals = members(s, rt)
     observed = {p.pod.name: p for p in placeholders
                 if p.release_reason is None and not p.pod.terminating}
@@ -177,12 +175,12 @@ def _quota_allows(s: Scheduler, rt: AppRuntime) -> bool:
     return s.queues.fits(rt.spec.queue, need, own_earmark=rt.earmark).ok
 
 
-def _group_quota_allows(s: Scheduler, rt: GroupRuntime) -> bool:
-    need = enqueue_logic.group_minimum(rt.spec) - enqueue_logic.group_held(s, rt)
+def _group_quota_allows(s: Session, rt: GroupRuntime) -> bool:
+    need = earmarks.group_minimum(rt.spec) - earmarks.group_held(s, rt)
     return s.queues.fits(rt.spec.queue, need.clamp_non_negative(), own_earmark=rt.earmark).ok
 
 
-def _runtimes(s: Scheduler, held: NodeReservation) -> list[AppRuntime | GroupRuntime]:
+def _runtimes(s: Session, held: NodeReservation) -> list[AppRuntime | GroupRuntime]:
     found: list[AppRuntime | GroupRuntime] = []
     if held.kind == APPLICATION:
         app = s.apps.get(AppKey(held.key))
@@ -196,12 +194,12 @@ def _runtimes(s: Scheduler, held: NodeReservation) -> list[AppRuntime | GroupRun
     return found
 
 
-def _targets(s: Scheduler, held: NodeReservation) -> list[ObjectRef]:
+def _targets(s: Session, held: NodeReservation) -> list[ObjectRef]:
     return [ref(rt) if isinstance(rt, AppRuntime) else group_logic.ref(rt)
             for rt in _runtimes(s, held)]
 
 
-def release(s: Scheduler, reason: str, message: str) -> None:
+def release(s: Session, reason: str, message: str) -> None:
     """End the current reservation: the nodes are given back and unannotated."""
     held = s.node_reservation
     if held is None:
@@ -221,7 +219,7 @@ def release(s: Scheduler, reason: str, message: str) -> None:
 # --- restart -----------------------------------------------------------------------------
 
 
-def _restore(s: Scheduler, now: float) -> None:
+def _restore(s: Session, now: float) -> None:
     """Take back a reservation written into a gang's status before a restart (its original
     expiry, its nodes), and remove the annotations of any other one."""
     found: list[AppRuntime | GroupRuntime] = [*s.apps.values(), *s.groups.values()]
@@ -255,7 +253,7 @@ def _waiting(rt: AppRuntime | GroupRuntime) -> bool:
     return not (rt.satisfied or rt.timed_out)
 
 
-def _identity(s: Scheduler, rt: AppRuntime | GroupRuntime) -> tuple[str, str, frozenset[str]]:
+def _identity(s: Session, rt: AppRuntime | GroupRuntime) -> tuple[str, str, frozenset[str]]:
     if isinstance(rt, AppRuntime):
         return APPLICATION, rt.spec.key, frozenset({rt.spec.key})
     gang = group_logic.gang_of(s, rt.spec.key)
@@ -267,8 +265,7 @@ def _identity(s: Scheduler, rt: AppRuntime | GroupRuntime) -> tuple[str, str, fr
 # --- reserve -----------------------------------------------------------------------------
 
 
-@actions.action("reserve")
-def reserve(s: Scheduler, now: float) -> None:
+def reserve(s: Session, now: float) -> None:
     """Lock nodes for the elected gang (again if one of its nodes went away)."""
     held = s.node_reservation
     if held is None:
@@ -302,7 +299,7 @@ def reserve(s: Scheduler, now: float) -> None:
         rt.dirty = True
 
 
-def _demand(s: Scheduler, held: NodeReservation) -> list[tuple[Resources, Constraints]]:
+def _demand(s: Session, held: NodeReservation) -> list[tuple[Resources, Constraints]]:
     """The requests (and constraints) of the members the target still lacks."""
     found: list[tuple[Resources, Constraints]] = []
     for rt in _runtimes(s, held):
@@ -336,7 +333,7 @@ def _demand(s: Scheduler, held: NodeReservation) -> list[tuple[Resources, Constr
 
 
 def pick_nodes(
-    s: Scheduler, demand: list[tuple[Resources, Constraints]]
+    s: Session, demand: list[tuple[Resources, Constraints]]
 ) -> tuple[str, ...] | None:
     """The nodes to hold for ``demand``, in name order; None if it fits no set of nodes.
 
@@ -382,7 +379,7 @@ def pick_nodes(
     return tuple(sorted(chosen))
 
 
-def _put(s: Scheduler, ranked: list[tuple[float, str, NodeState]], chosen: list[str],
+def _put(s: Session, ranked: list[tuple[float, str, NodeState]], chosen: list[str],
          room: dict[str, Resources], ever: dict[str, Resources], request: Resources,
          constraints: Constraints, now: bool) -> bool:
     """Place one member in the first chosen node with ``room``, else the next ranked one."""

@@ -46,68 +46,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import gangsched.core.podgroups as group_logic
-from gangsched.core import actions, reservation
+from gangsched.core import earmarks, reservation
 from gangsched.core.allocation import StateAwareGate
-from gangsched.core.cluster import ONE_POD
 from gangsched.core.decisions import BlockingReason
-from gangsched.core.model import AppKey, GroupKey, PodGroupSpec, SortPolicy
+from gangsched.core.model import AppKey, GroupKey, SortPolicy
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
-NAME = "enqueue"
+NAME = earmarks.ENQUEUE
 NOT_ENQUEUED = "NotEnqueued"
 """The reason of a PodGroup held ``Pending`` by enqueue (its message says why)."""
-
-
-def enabled(s: Scheduler) -> bool:
-    """Is admission control on? Without it every gang is admitted at once."""
-    return NAME in s.config.actions
-
-
-def group_minimum(spec: PodGroupSpec) -> Resources:
-    """A PodGroup's minimum: ``minResources`` and one pod slot per ``minMember``."""
-    return spec.min_resources + ONE_POD.scale(spec.min_member)
-
-
-def group_held(s: Scheduler, rt: GroupRuntime) -> Resources:
-    """What a PodGroup's assumed and bound members hold."""
-    held = Resources.ZERO
-    for uid in s.group_members.get(rt.spec.key, ()):
-        ps = s.pods[uid]
-        if ps.node is not None and ps.pod.active:
-            held = held + ps.request
-    return held
-
-
-def group_claim(s: Scheduler, rt: GroupRuntime) -> Resources:
-    """What an enqueued PodGroup still needs of its minimum: the minimum less what its
-    assumed and bound members hold. Zero when not enqueued, satisfied or timed out, and
-    without the enqueue action (nothing is earmarked then)."""
-    if not rt.inqueue or rt.satisfied or rt.timed_out or not enabled(s):
-        return Resources.ZERO
-    return (group_minimum(rt.spec) - group_held(s, rt)).clamp_non_negative()
-
-
-def update_group_earmark(s: Scheduler, rt: GroupRuntime) -> None:
-    """Keep the queue earmark of ``rt`` equal to :func:`group_claim`."""
-    wanted = group_claim(s, rt)
-    if wanted != rt.earmark:
-        drop_group_earmark(s, rt)
-        if wanted:
-            s.queues.earmark(rt.spec.queue, wanted)
-            rt.earmark = wanted
-            s.queues_dirty = True
-
-
-def drop_group_earmark(s: Scheduler, rt: GroupRuntime) -> None:
-    if rt.earmark:
-        s.queues.unearmark(rt.spec.queue, rt.earmark)
-        rt.earmark = Resources.ZERO
-        s.queues_dirty = True
 
 
 def _scaled(amount: Resources, factor: float) -> Resources:
@@ -125,7 +77,7 @@ class Budget:
     committed: Resources
 
     @classmethod
-    def of(cls, s: Scheduler) -> Budget:
+    def of(cls, s: Session) -> Budget:
         total, free = s.cluster.free_capacity()
         committed = Resources.ZERO
         for app in s.apps.values():
@@ -159,15 +111,14 @@ class Budget:
         self.committed = self.committed + amount
 
 
-def elected(s: Scheduler) -> frozenset[str]:
+def elected(s: Session) -> frozenset[str]:
     """The keys of the starving gang that nodes are reserved for (it skips the capacity
     check: those nodes are its capacity)."""
     held = s.node_reservation
     return held.owners if held is not None else frozenset()
 
 
-@actions.action(NAME)
-def enqueue(s: Scheduler, now: float) -> None:
+def enqueue(s: Session, now: float) -> None:
     """Admit the held gangs whose minimum fits (see the module docstring)."""
     apps = [rt for rt in s.apps.values()
             if rt.spec.gang and rt.state is AppState.ACCEPTED and not rt.admitted]
@@ -208,7 +159,7 @@ def _group_waits(rt: GroupRuntime) -> bool:
     return not (rt.inqueue or rt.satisfied or rt.timed_out or rt.spec.invalid)
 
 
-def _gate(s: Scheduler, gates: dict[str, StateAwareGate], queue: str,
+def _gate(s: Session, gates: dict[str, StateAwareGate], queue: str,
           now: float) -> StateAwareGate | None:
     spec = s.queues.spec(queue)
     if spec is None or spec.sort_policy is not SortPolicy.STATE_AWARE:
@@ -224,7 +175,7 @@ def _keys(found: set[AppKey | None]) -> set[AppKey]:
     return {key for key in found if key is not None}
 
 
-def _enqueue_app(s: Scheduler, rt: AppRuntime, budget: Budget, gate: StateAwareGate | None,
+def _enqueue_app(s: Session, rt: AppRuntime, budget: Budget, gate: StateAwareGate | None,
                  favoured: frozenset[str], now: float) -> None:
     if rt.retry_after > now:
         return
@@ -238,7 +189,7 @@ def _enqueue_app(s: Scheduler, rt: AppRuntime, budget: Budget, gate: StateAwareG
         _admit_app(s, rt, budget, favoured)
 
 
-def _admit_app(s: Scheduler, rt: AppRuntime, budget: Budget, favoured: frozenset[str]) -> bool:
+def _admit_app(s: Session, rt: AppRuntime, budget: Budget, favoured: frozenset[str]) -> bool:
     """Admit the app if its minimum fits; else hold it, saying why. True if admitted."""
     spec = rt.spec
     if isinstance(s.queues.path(spec.queue), str):
@@ -263,7 +214,7 @@ def _admit_app(s: Scheduler, rt: AppRuntime, budget: Budget, favoured: frozenset
     return True
 
 
-def _enqueue_groups(s: Scheduler, gang: list[GroupRuntime], budget: Budget,
+def _enqueue_groups(s: Session, gang: list[GroupRuntime], budget: Budget,
                     favoured: frozenset[str], now: float) -> None:
     if any(g.retry_after > now for g in gang):
         return
@@ -275,7 +226,7 @@ def _enqueue_groups(s: Scheduler, gang: list[GroupRuntime], budget: Budget,
         if not s.queues.over_max(spec.queue, spec.min_resources).ok:
             blocking = BlockingReason()  # allocate reports the quota it can never fit
             break
-        minimum = group_minimum(spec)
+        minimum = earmarks.group_minimum(spec)
         check = s.queues.fits(spec.queue, minimum)
         if not check.ok:
             blocking = BlockingReason("QueueQuota", check.describe(minimum, "the gang"), {
@@ -308,5 +259,5 @@ def _enqueue_groups(s: Scheduler, gang: list[GroupRuntime], budget: Budget,
         g.blocking = BlockingReason()
         g.failed_epoch = -1
         g.dirty = True
-        update_group_earmark(s, g)
+        earmarks.update_group_earmark(s, g)
     budget.take(needed)

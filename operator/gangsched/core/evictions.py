@@ -64,7 +64,7 @@ from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.victims import Tier, Unit, fit, names, scoring_for
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 HOLD = "nominated:"
 """Prefix of the pseudo-pod uid under which a plan's held room is charged on a node."""
@@ -131,7 +131,7 @@ class Evictions:
 # --- trying ---------------------------------------------------------------------------
 
 
-def signature(s: Scheduler, now: float) -> tuple[object, ...]:
+def signature(s: Session, now: float) -> tuple[object, ...]:
     """What a fruitless search depends on: freed capacity, pods and their binds, objects,
     queue specs, plans. O(pods + queues): computed once per action and cycle, and again
     after a plan is made."""
@@ -141,7 +141,7 @@ def signature(s: Scheduler, now: float) -> tuple[object, ...]:
             len(s.groups), queues, s.evictions.version)
 
 
-def may_try(s: Scheduler, action: str, pre: Preemptor, now: float,
+def may_try(s: Session, action: str, pre: Preemptor, now: float,
             state: tuple[object, ...]) -> bool:
     """No open plan, no backoff, and something changed since the last fruitless search:
     ``state`` (a :func:`signature`), or what the preemptor asks for; and in any case once
@@ -155,7 +155,7 @@ def may_try(s: Scheduler, action: str, pre: Preemptor, now: float,
     return last[1] != (state, pre.total, pre.priority)
 
 
-def fruitless(s: Scheduler, action: str, pre: Preemptor, now: float,
+def fruitless(s: Session, action: str, pre: Preemptor, now: float,
               state: tuple[object, ...]) -> None:
     """No set of victims was enough: do not search again until something changes."""
     s.evictions.tried[(action, pre.key)] = (now, (state, pre.total, pre.priority))
@@ -164,7 +164,7 @@ def fruitless(s: Scheduler, action: str, pre: Preemptor, now: float,
 # --- carrying a plan out --------------------------------------------------------------
 
 
-def carry_out(s: Scheduler, pre: Preemptor, units: list[Unit], action: str, now: float,
+def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: float,
               why: str) -> Plan:
     """Ask every victim to go, record the plan, and tell everyone concerned.
 
@@ -201,7 +201,7 @@ def carry_out(s: Scheduler, pre: Preemptor, units: list[Unit], action: str, now:
     return plan
 
 
-def _take(s: Scheduler, plan: Plan, unit: Unit, reason: str, delete_reason: DeleteReason,
+def _take(s: Session, plan: Plan, unit: Unit, reason: str, delete_reason: DeleteReason,
           text: str) -> None:
     for ps in unit.pods:
         ps.evicting = plan.key
@@ -229,7 +229,7 @@ def _take(s: Scheduler, plan: Plan, unit: Unit, reason: str, delete_reason: Dele
         s.event(unit.owner, EventType.WARNING, reason, f"{what} {text}")
 
 
-def _release_reservation(s: Scheduler, rt: AppRuntime, reason: DeleteReason,
+def _release_reservation(s: Session, rt: AppRuntime, reason: DeleteReason,
                          message: str) -> int:
     """A not-started gang gives its placeholders up and is held again, like a gang that
     was never admitted: it reserves (and its placeholder timer starts) afresh later."""
@@ -244,7 +244,7 @@ def _release_reservation(s: Scheduler, rt: AppRuntime, reason: DeleteReason,
     return count
 
 
-def room_of(s: Scheduler, pre: Preemptor, units: list[Unit]) -> dict[str, Resources]:
+def room_of(s: Session, pre: Preemptor, units: list[Unit]) -> dict[str, Resources]:
     """The room the preemptor's members take once ``units`` are gone, per node, as the
     simulation places them."""
     extra: dict[str, Resources] = {}
@@ -258,7 +258,7 @@ def room_of(s: Scheduler, pre: Preemptor, units: list[Unit]) -> dict[str, Resour
     return room
 
 
-def keep_reason(s: Scheduler, plan: Plan) -> None:
+def keep_reason(s: Session, plan: Plan) -> None:
     """Show the preemptor as ``Preempting`` (allocate may have said otherwise since)."""
     blocking = BlockingReason("Preempting", plan.message, plan.details)
     kind, _, rest = plan.key.partition("/")
@@ -281,7 +281,7 @@ def keep_reason(s: Scheduler, plan: Plan) -> None:
             s.mark_pending(ps, "Preempting", plan.message)
 
 
-def keep_reasons(s: Scheduler, action: str) -> None:
+def keep_reasons(s: Session, action: str) -> None:
     """Every open plan of ``action`` shows its preemptor as ``Preempting``."""
     for key in sorted(s.evictions.plans):
         plan = s.evictions.plans[key]
@@ -292,7 +292,7 @@ def keep_reasons(s: Scheduler, action: str) -> None:
 # --- nominated room -------------------------------------------------------------------
 
 
-def hold(s: Scheduler, now: float) -> None:
+def hold(s: Session, now: float) -> None:
     """Start of a cycle: hold the room of victims gone since, end finished plans."""
     ev = s.evictions
     for key in sorted(ev.plans):
@@ -317,7 +317,7 @@ def hold(s: Scheduler, now: float) -> None:
             _rehold(s, plan)
 
 
-def first_go(s: Scheduler, now: float) -> None:
+def first_go(s: Session, now: float) -> None:
     """Before the actions: a plan whose victims are all gone places its preemptor first,
     on the room held for it. Until then allocate leaves the preemptor alone."""
     ev = s.evictions
@@ -348,7 +348,7 @@ def first_go(s: Scheduler, now: float) -> None:
                     f"again in {delay:g}s")
 
 
-def _awaits_admission(s: Scheduler, pre: Preemptor) -> bool:
+def _awaits_admission(s: Session, pre: Preemptor) -> bool:
     """A gang that ``enqueue`` has yet to admit (it will: see :meth:`Evictions.owners`),
     or whose placeholders are asked for and not seen yet."""
     if pre.kind is Kind.APP:
@@ -360,7 +360,7 @@ def _awaits_admission(s: Scheduler, pre: Preemptor) -> bool:
     return False
 
 
-def _place(s: Scheduler, pre: Preemptor, now: float) -> None:
+def _place(s: Session, pre: Preemptor, now: float) -> None:
     """Place the preemptor as allocate would, now, before anything else."""
     for ps in pre.pods:
         ps.blocked_epoch = -1
@@ -383,13 +383,13 @@ def _place(s: Scheduler, pre: Preemptor, now: float) -> None:
         s.schedule_ordinary(pod, now)
 
 
-def _place_app(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+def _place_app(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
     pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
     gate = alloc_logic.StateAwareGate(s, rt.spec.queue, now, {rt.spec.key})
     alloc_logic.schedule_app(s, alloc_logic.AppUnit(rt, pending), gate, now)
 
 
-def _place_group(s: Scheduler, key: GroupKey, pending: list[PodState], now: float) -> None:
+def _place_group(s: Session, key: GroupKey, pending: list[PodState], now: float) -> None:
     rt = s.groups.get(key)
     if rt is None:
         return
@@ -399,7 +399,7 @@ def _place_group(s: Scheduler, key: GroupKey, pending: list[PodState], now: floa
     group_logic.schedule_group(s, group_logic.GroupUnit(rt, pending), set(), now)
 
 
-def _hold_back(s: Scheduler, pre: Preemptor) -> None:
+def _hold_back(s: Session, pre: Preemptor) -> None:
     """Allocate skips the preemptor this cycle: it waits for its victims, not for room."""
     epoch = s.cluster.free_epoch
     for ps in pre.pods:
@@ -410,7 +410,7 @@ def _hold_back(s: Scheduler, pre: Preemptor) -> None:
             g.failed_epoch = epoch
 
 
-def _rehold(s: Scheduler, plan: Plan) -> None:
+def _rehold(s: Session, plan: Plan) -> None:
     """Hold, on each node, the plan's room as far as it was free when the plan was made or
     its own victims have freed it since, and is free now."""
     _release_holds(s, plan)
@@ -426,14 +426,14 @@ def _rehold(s: Scheduler, plan: Plan) -> None:
             plan.held[node] = amount
 
 
-def _release_holds(s: Scheduler, plan: Plan) -> None:
+def _release_holds(s: Session, plan: Plan) -> None:
     uid = HOLD + plan.key
     for node, amount in plan.held.items():
         s.cluster.release(node, uid, amount, retry=False)
     plan.held.clear()
 
 
-def _end(s: Scheduler, plan: Plan, *, release_victims: bool = False) -> None:
+def _end(s: Session, plan: Plan, *, release_victims: bool = False) -> None:
     """Close a plan: give back its held room, and its ``Preempting`` reason.
 
     ``release_victims``: victims not yet terminating may be chosen again later (their
@@ -471,7 +471,7 @@ def _end(s: Scheduler, plan: Plan, *, release_victims: bool = False) -> None:
                 s.out.append(NominatePod(pod.uid, pod.namespace, pod.name, None))
 
 
-def _back_off(s: Scheduler, key: str, now: float) -> float:
+def _back_off(s: Session, key: str, now: float) -> float:
     ev = s.evictions
     ev.refusals[key] = ev.refusals.get(key, 0) + 1
     initial = s.config.eviction_backoff
@@ -483,7 +483,7 @@ def _back_off(s: Scheduler, key: str, now: float) -> float:
 # --- failures -------------------------------------------------------------------------
 
 
-def eviction_failed(s: Scheduler, obs: EvictionFailed) -> None:
+def eviction_failed(s: Session, obs: EvictionFailed) -> None:
     """An eviction was refused (429: a PodDisruptionBudget) or failed: drop its plan.
 
     The refusing pod is not a victim again for the backoff; the plan's other victims

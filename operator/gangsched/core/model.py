@@ -337,8 +337,9 @@ class SchedulerConfig:
     """Seconds before a placeholder creation or pod deletion is asked for again."""
 
     actions: tuple[str, ...] = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-    """The scheduling session's actions, in order (see :mod:`gangsched.core.actions`).
-    Known: enqueue, allocate, backfill, preempt, reclaim, elect, reserve. ``allocate`` is
+    """The scheduling session's actions, in order (see :mod:`gangsched.core.actions`, and
+    :mod:`gangsched.core.registry` for the names). Known: enqueue, allocate, backfill,
+    preempt, reclaim, elect, reserve. ``allocate`` is
     the gang-aware placement; leaving an action out turns it off."""
 
     overcommit_factor: float = 1.0

@@ -15,10 +15,10 @@ from gangsched.core.runtime import PodState
 from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
-def sort_key(s: Scheduler, queue: str, priority: int, creation: float,
+def sort_key(s: Session, queue: str, priority: int, creation: float,
              ref: str) -> tuple[object, ...]:
     """Order within a queue: ``priority`` queues by (priority desc, creation, name); the
     others (fifo, stateaware, fair) by (creation, priority desc, name)."""
@@ -28,7 +28,7 @@ def sort_key(s: Scheduler, queue: str, priority: int, creation: float,
     return (creation, -priority, ref)
 
 
-def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
+def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     """The pending pods with neither an Application nor a PodGroup, with their queue
     (best-effort ones are the ``backfill`` action's when it runs)."""
     found: list[tuple[str, tuple[object, ...], object]] = []
@@ -45,7 +45,7 @@ def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
     return found
 
 
-def place(s: Scheduler, ps: PodState, now: float, reason: str,
+def place(s: Session, ps: PodState, now: float, reason: str,
           scoring: Scoring | None = None) -> bool:
     """Place one pod on its own. True if a bind was asked for; else it says why it waits.
 

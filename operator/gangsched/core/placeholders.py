@@ -23,10 +23,10 @@ from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
-def release(s: Scheduler, rt: AppRuntime, ps: PodState, reason: DeleteReason, message: str) -> None:
+def release(s: Session, rt: AppRuntime, ps: PodState, reason: DeleteReason, message: str) -> None:
     """Ask for the deletion of one placeholder, and ask again until it is gone."""
     ps.release_reason = reason.value
     ps.delete_asked = s.now
@@ -38,7 +38,7 @@ def release(s: Scheduler, rt: AppRuntime, ps: PodState, reason: DeleteReason, me
     rt.dirty = True
 
 
-def release_all(s: Scheduler, rt: AppRuntime, reason: DeleteReason, message: str) -> int:
+def release_all(s: Session, rt: AppRuntime, reason: DeleteReason, message: str) -> int:
     """Ask for the deletion of every placeholder not yet released. Returns how many."""
     count = 0
     placeholders, _ = members(s, rt)
@@ -51,7 +51,7 @@ def release_all(s: Scheduler, rt: AppRuntime, reason: DeleteReason, message: str
     return count
 
 
-def drop_earmark(s: Scheduler, rt: AppRuntime) -> None:
+def drop_earmark(s: Session, rt: AppRuntime) -> None:
     """Give back the queue headroom an admitted gang still holds for its placeholders."""
     if rt.earmark:
         s.queues.unearmark(rt.spec.queue, rt.earmark)
@@ -76,7 +76,7 @@ def _unwanted(rt: AppRuntime, expected: bool, now: float) -> tuple[DeleteReason,
     return None
 
 
-def check_placeholders(s: Scheduler, rt: AppRuntime) -> None:
+def check_placeholders(s: Session, rt: AppRuntime) -> None:
     """Release the placeholders seen since the last cycle that ``rt`` does not want.
 
     While the app is ``New`` (not yet checked against its queue, as after a restart
@@ -96,7 +96,7 @@ def check_placeholders(s: Scheduler, rt: AppRuntime) -> None:
     rt.unchecked.clear()
 
 
-def retry_deletes(s: Scheduler, now: float) -> None:
+def retry_deletes(s: Session, now: float) -> None:
     """Ask again for deletions not seen after ``placeholder_retry`` seconds."""
     for uid in list(s.deleting):
         ps = s.pods.get(uid)

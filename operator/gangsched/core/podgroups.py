@@ -25,14 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import gangsched.core.enqueue as enqueue_logic
+import gangsched.core.earmarks as earmarks
 from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
 from gangsched.core.runtime import GroupRuntime, PodState
 from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 SATISFIED_PHASES = ("Scheduled", "Running", "Finished")
 ENQUEUED_PHASES = ("Inqueue", "Scheduling")
@@ -42,11 +42,11 @@ def ref(rt: GroupRuntime) -> ObjectRef:
     return ObjectRef("PodGroup", rt.spec.namespace, rt.spec.name, rt.spec.uid)
 
 
-def group_observed(s: Scheduler, spec: PodGroupSpec) -> None:
+def group_observed(s: Session, spec: PodGroupSpec) -> None:
     rt = s.groups.get(spec.key)
     if rt is not None and rt.spec.uid != spec.uid:
         _release_assumed(s, rt)
-        enqueue_logic.drop_group_earmark(s, rt)
+        earmarks.drop_group_earmark(s, rt)
         rt = None
     if rt is None:
         rt = GroupRuntime(spec=spec, schedule_start=spec.persisted_start)
@@ -71,7 +71,7 @@ def group_observed(s: Scheduler, spec: PodGroupSpec) -> None:
             s.queues.earmark(spec.queue, rt.earmark)
 
 
-def _retry_gang(s: Scheduler, spec: PodGroupSpec) -> None:
+def _retry_gang(s: Session, spec: PodGroupSpec) -> None:
     """Something the gang condition depends on changed: let the GangGroup try again."""
     for key in spec.members_of_gang_group:
         member = s.groups.get(key)
@@ -82,12 +82,12 @@ def _retry_gang(s: Scheduler, spec: PodGroupSpec) -> None:
             other.failed_epoch = -1
 
 
-def group_gone(s: Scheduler, key: GroupKey) -> None:
+def group_gone(s: Session, key: GroupKey) -> None:
     rt = s.groups.pop(key, None)
     if rt is None:
         return
     _release_assumed(s, rt)
-    enqueue_logic.drop_group_earmark(s, rt)
+    earmarks.drop_group_earmark(s, rt)
     found = s.group_members.get(key, set())
     for uid in found:
         s.pods[uid].pending_reason = None
@@ -95,11 +95,11 @@ def group_gone(s: Scheduler, key: GroupKey) -> None:
     s.queues_dirty = True
 
 
-def pod_gone(s: Scheduler, ps: PodState) -> None:
+def pod_gone(s: Session, ps: PodState) -> None:
     unassume(s, ps)
 
 
-def unassume(s: Scheduler, ps: PodState) -> None:
+def unassume(s: Session, ps: PodState) -> None:
     """The pod is no longer an assumed member of its group: gone, bound, finished, moved.
 
     A member bound by someone else, or that finished, must not be bound (or released)
@@ -112,7 +112,7 @@ def unassume(s: Scheduler, ps: PodState) -> None:
             rt.dirty = True
 
 
-def _release_assumed(s: Scheduler, rt: GroupRuntime, *, rollback: bool = False) -> None:
+def _release_assumed(s: Session, rt: GroupRuntime, *, rollback: bool = False) -> None:
     """Give back every assumed member's place. A Strict rollback, undoing this very
     attempt, frees nothing that was not free when the cycle began: it retries no one."""
     for uid in sorted(rt.assumed):
@@ -124,7 +124,7 @@ def _release_assumed(s: Scheduler, rt: GroupRuntime, *, rollback: bool = False) 
     rt.dirty = True
 
 
-def timeouts(s: Scheduler, now: float) -> None:
+def timeouts(s: Session, now: float) -> None:
     for key in sorted(s.groups):
         rt = s.groups[key]
         start = rt.schedule_start
@@ -142,7 +142,7 @@ def timeouts(s: Scheduler, now: float) -> None:
         s.event(ref(rt), EventType.WARNING, "ScheduleTimeout", rt.message)
 
 
-def _bound(s: Scheduler, rt: GroupRuntime) -> int:
+def _bound(s: Session, rt: GroupRuntime) -> int:
     count = 0
     for uid in s.group_members.get(rt.spec.key, ()):
         ps = s.pods[uid]
@@ -157,7 +157,7 @@ class GroupUnit:
     pending: list[PodState] = field(default_factory=list)
 
 
-def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
+def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     by_group: dict[GroupKey, GroupUnit] = {}
     for uid in s.pending:
         ps = s.pods[uid]
@@ -185,12 +185,12 @@ def units(s: Scheduler) -> list[tuple[str, tuple[object, ...], object]]:
     return result
 
 
-def _mark_all(s: Scheduler, pending: list[PodState], reason: str, message: str) -> None:
+def _mark_all(s: Session, pending: list[PodState], reason: str, message: str) -> None:
     for ps in pending:
         s.mark_pending(ps, reason, message)
 
 
-def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: float) -> None:
+def schedule_group(s: Session, unit: GroupUnit, done: set[GroupKey], now: float) -> None:
     rt = unit.rt
     spec = rt.spec
     if spec.key in done:
@@ -283,7 +283,7 @@ def schedule_group(s: Scheduler, unit: GroupUnit, done: set[GroupKey], now: floa
         g.dirty = True
 
 
-def _enqueued(s: Scheduler, gang: list[GroupRuntime], now: float) -> bool:
+def _enqueued(s: Session, gang: list[GroupRuntime], now: float) -> bool:
     """May the gang's members be assumed? Not while a member is a deadlock victim in
     backoff, nor, with the enqueue action, before every member is Inqueue."""
     if all(g.inqueue and g.retry_after <= now for g in gang):
@@ -310,7 +310,7 @@ def _enqueued(s: Scheduler, gang: list[GroupRuntime], now: float) -> bool:
     return False
 
 
-def gang_of(s: Scheduler, key: GroupKey) -> list[GroupRuntime] | GroupKey:
+def gang_of(s: Session, key: GroupKey) -> list[GroupRuntime] | GroupKey:
     """Every PodGroup that must be satisfied with ``key``, in key order; or the first
     missing one.
 
@@ -331,7 +331,7 @@ def gang_of(s: Scheduler, key: GroupKey) -> list[GroupRuntime] | GroupKey:
     return [found[k] for k in sorted(found)]
 
 
-def _pending_by_group(s: Scheduler, gang: list[GroupRuntime]) -> dict[GroupKey, list[PodState]]:
+def _pending_by_group(s: Session, gang: list[GroupRuntime]) -> dict[GroupKey, list[PodState]]:
     found: dict[GroupKey, list[PodState]] = {}
     for g in gang:
         members = [s.pods[uid] for uid in s.group_members.get(g.spec.key, ())]
@@ -341,7 +341,7 @@ def _pending_by_group(s: Scheduler, gang: list[GroupRuntime]) -> dict[GroupKey, 
     return found
 
 
-def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) -> None:
+def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) -> None:
     """Assume pending members until one does not fit (Strict stops; NonStrict too)."""
     queue = g.spec.queue
     owner = g.spec.key
@@ -370,7 +370,7 @@ def _assume(s: Scheduler, g: GroupRuntime, pending: list[PodState], now: float) 
         g.dirty = True
 
 
-def progress(s: Scheduler, now: float) -> None:
+def progress(s: Session, now: float) -> None:
     """Derive each changed PodGroup's phase from its members; report an invalid spec."""
     for key in sorted(s.groups):
         rt = s.groups[key]
@@ -382,11 +382,11 @@ def progress(s: Scheduler, now: float) -> None:
             s.event(ref(rt), EventType.WARNING, "InvalidSpec", invalid)
         if not rt.satisfied and not rt.timed_out and _bound(s, rt) > 0 and not rt.assumed:
             rt.satisfied = True  # bound members survive restarts: the gang was satisfied
-        enqueue_logic.update_group_earmark(s, rt)
+        earmarks.update_group_earmark(s, rt)
         rt.phase = _phase(s, rt)
 
 
-def _phase(s: Scheduler, rt: GroupRuntime) -> str:
+def _phase(s: Session, rt: GroupRuntime) -> str:
     if rt.spec.invalid:
         return "Failed"
     if rt.timed_out:

@@ -18,23 +18,29 @@ preemptor is known to fit are they asked to go (:mod:`~gangsched.core.evictions`
 the room they free is held for the preemptor. A preemptor with a plan under way, in
 backoff after a refused eviction, or whose last search found nothing and nothing has
 changed since, is skipped. Priority comes from pods (``priorityClassName``).
+
+Cost: when no waiting work outranks running work (:mod:`~gangsched.core.pressure`),
+there is no candidate victim for anyone and the action stops at once, whatever the size
+of the backlog.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gangsched.core import actions, evictions, victims
+from gangsched.core import evictions, victims
 from gangsched.core.preemptors import Kind, Preemptor, app_key, find
 from gangsched.core.victims import Pool, Tier, Unit
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
-@actions.action("preempt")
-def preempt(s: Scheduler, now: float) -> None:
+def preempt(s: Session, now: float) -> None:
     evictions.keep_reasons(s, evictions.PREEMPT)
+    if not may_matter(s):
+        return
     found = find(s, now)
     if not found:
         return
@@ -55,13 +61,26 @@ def preempt(s: Scheduler, now: float) -> None:
             evictions.fruitless(s, evictions.PREEMPT, pre, now, state)
 
 
-def between_gangs(s: Scheduler, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
+def may_matter(s: Session) -> bool:
+    """Might some waiting work outrank some running work (the only work it may take)?
+    False means every search would find no candidate victim at all."""
+    return s.pressure.outranked(_spec_priorities(s))
+
+
+def _spec_priorities(s: Session) -> Iterator[int]:
+    for rt in s.apps.values():
+        yield rt.spec.priority
+    for grt in s.groups.values():
+        yield grt.spec.priority
+
+
+def between_gangs(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
     """Lower-priority work of the preemptor's queue (not its own gang) that makes room."""
     candidates = [u for u in pool.units if u.queue == pre.queue and u.priority < pre.priority]
     return victims.select(s, pre, candidates, now, allowed=victims.within_budget(pool))
 
 
-def within_gang(s: Scheduler, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
+def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
     """Lower-priority members of the pending pod's own started gang, above minMember once
     the pod has joined its group. None when ``pre`` is not such a pod or nothing helps."""
     ps = pre.pod

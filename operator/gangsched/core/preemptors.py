@@ -40,7 +40,7 @@ from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 BLOCKED = frozenset({"Capacity", "QueueQuota"})
 """Blocking reasons that other work's room could cure."""
@@ -92,12 +92,17 @@ class Preemptor:
     def name(self) -> str:
         return f"{self.target.namespace}/{self.target.name}"
 
+    _total: Resources | None = field(default=None, repr=False, compare=False)
+
     @property
     def total(self) -> Resources:
-        found = Resources.ZERO
-        for item in self.items:
-            found = found + item.request
-        return found
+        """What its items ask for together (computed once: items are not changed)."""
+        if self._total is None:
+            found = Resources.ZERO
+            for item in self.items:
+                found = found + item.request
+            self._total = found
+        return self._total
 
     def describe(self) -> str:
         """``application default/train (priority 10)``, for messages."""
@@ -116,7 +121,7 @@ def pod_key(uid: PodUID) -> str:
     return f"{Kind.POD.value}/{uid}"
 
 
-def app_priority(s: Scheduler, rt: AppRuntime) -> int:
+def app_priority(s: Session, rt: AppRuntime) -> int:
     """The highest of the Application's priority and its pods' (placeholders included)."""
     found = rt.spec.priority
     for uid in s.app_members.get(rt.spec.key, ()):
@@ -124,7 +129,7 @@ def app_priority(s: Scheduler, rt: AppRuntime) -> int:
     return found
 
 
-def gang_priority(s: Scheduler, gang: Iterable[GroupRuntime]) -> int:
+def gang_priority(s: Session, gang: Iterable[GroupRuntime]) -> int:
     found: int | None = None
     for g in gang:
         found = g.spec.priority if found is None else max(found, g.spec.priority)
@@ -148,7 +153,7 @@ def pod_ref(ps: PodState) -> ObjectRef:
 # --- finding the waiting work ---------------------------------------------------------
 
 
-def find(s: Scheduler, now: float) -> list[Preemptor]:
+def find(s: Session, now: float) -> list[Preemptor]:
     """Every unit blocked for capacity or quota, highest priority first, then oldest."""
     found: list[Preemptor] = []
     for key in sorted(s.apps):
@@ -179,7 +184,7 @@ def find(s: Scheduler, now: float) -> list[Preemptor]:
     return found
 
 
-def build(s: Scheduler, key: str, now: float) -> Preemptor | None:
+def build(s: Session, key: str, now: float) -> Preemptor | None:
     """The preemptor ``key`` as it stands now, whatever its blocking reason; None once it
     is gone or can no longer be placed (invalid, timed out, terminal...)."""
     kind, _, rest = key.partition("/")
@@ -193,7 +198,7 @@ def build(s: Scheduler, key: str, now: float) -> Preemptor | None:
     return None if ps is None else for_pod(s, ps, now)
 
 
-def for_app(s: Scheduler, rt: AppRuntime, now: float) -> Preemptor | None:
+def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
     """An Accepted gang that is not reserved yet, with the members it still needs."""
     spec = rt.spec
     if (not spec.gang or spec.invalid or rt.state is not AppState.ACCEPTED or rt.reserved
@@ -226,7 +231,7 @@ def for_app(s: Scheduler, rt: AppRuntime, now: float) -> Preemptor | None:
     )
 
 
-def for_groups(s: Scheduler, gang: list[GroupRuntime], now: float) -> Preemptor | None:
+def for_groups(s: Session, gang: list[GroupRuntime], now: float) -> Preemptor | None:
     """A GangGroup that is not satisfied: each group's first pending members up to its
     ``minMember``. None when some group cannot complete (too few members yet), is
     invalid or timed out, or when the groups are in different queues."""
@@ -262,7 +267,7 @@ def for_groups(s: Scheduler, gang: list[GroupRuntime], now: float) -> Preemptor 
     )
 
 
-def for_pod(s: Scheduler, ps: PodState, now: float) -> Preemptor | None:
+def for_pod(s: Session, ps: PodState, now: float) -> Preemptor | None:
     """A pending pod placed on its own (no gang condition holds it back)."""
     pod = ps.pod
     if (not ps.pending or not pod.ours or pod.invalid or pod.placeholder

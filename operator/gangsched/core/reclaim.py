@@ -26,18 +26,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gangsched.core import actions, evictions, shares, victims
+from gangsched.core import evictions, shares, victims
+from gangsched.core.cluster import Constraints
 from gangsched.core.model import DEFAULT_QUEUE, QueueSpec
 from gangsched.core.preemptors import Preemptor, build, find
 from gangsched.core.resources import PODS, Resources, format_amount
 from gangsched.core.victims import Allowed, Pool, Unit
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
-@actions.action("reclaim")
-def reclaim(s: Scheduler, now: float) -> None:
+def reclaim(s: Session, now: float) -> None:
     evictions.keep_reasons(s, evictions.RECLAIM)
     found = find(s, now)
     if not found:
@@ -50,6 +50,14 @@ def reclaim(s: Scheduler, now: float) -> None:
     promised, leaving = _in_flight(s, now)
     found.sort(key=lambda p: (_starvation(s, p, deserved), -p.priority, p.creation, p.key))
     pool: Pool | None = None
+    free: Resources | None = None
+    room: dict[tuple[Resources, Constraints], int] | None = None
+    sizes: dict[int, Resources] = {}
+    by_queues: dict[tuple[str, ...], list[Unit]] = {}
+    gangs_of: dict[tuple[str, ...], frozenset[str]] = {}
+    searched: set[tuple[object, ...]] = set()
+    """Searches that found nothing since the last plan: a preemptor of the same shape
+    (members, queue, earmark, nodes, own gangs among the candidates) finds nothing too."""
     for pre in found:
         queue = pre.queue
         used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
@@ -57,16 +65,52 @@ def reclaim(s: Scheduler, now: float) -> None:
         if (pre.key in s.evictions.plans or not shares.within(used, share, pre.total)
                 or not s.queues.fits(queue, pre.total, own_earmark=pre.earmark).ok):
             continue
-        pool = pool or victims.pool(s, now)
-        short = _short_of(s, pre.total)
-        candidates = [u for u in pool.units
-                      if u.queue != queue and _over(s, u.queue, deserved, leaving, short)]
-        allowed = _allowed(s, pool, deserved, leaving, short)
-        chosen = victims.select(s, pre, candidates, now, allowed=allowed, quota_relief=False)
+        free = _free(s) if free is None else free
+        short = _short_of(free, pre.total)
+        over = [q for q in sorted(s.queues.used)  # a queue over its share uses something
+                if q != queue and _over(s, q, deserved, leaving, short)]
+        chosen: list[Unit] | None
+        if _hopeless(s, pre.total, free, over, deserved, leaving, short):
+            chosen = None
+        elif not over:  # no candidate: select only asks whether it fits as it is
+            room = {} if room is None else room
+            if _too_many(s, room, pre):
+                chosen = None  # it does not fit as things are
+            else:
+                chosen = victims.select(s, pre, [], now, quota_relief=False)
+        else:
+            pool = pool or victims.pool(s, now)
+            candidates = by_queues.get(tuple(over))
+            if candidates is None:
+                wanted = set(over)
+                candidates = by_queues[tuple(over)] = [u for u in pool.units
+                                                       if u.queue in wanted]
+            allowed = _allowed(s, pool, deserved, leaving, short, sizes)
+            held = gangs_of.get(tuple(over))
+            if held is None:
+                held = gangs_of[tuple(over)] = frozenset(u.gang for u in candidates if u.gang)
+            gangs = pre.gangs & held
+            seen = (victims.scoring_for(s, pre), tuple(pre.items), queue, pre.earmark,
+                    victims.closed_nodes(s, pre.owners), gangs, short)
+            if _searched(searched, seen):
+                chosen = None  # the same search, in the same state, found nothing
+            elif _none_may_go(candidates, allowed):
+                # No candidate may go even alone, and more chosen only allow less: the
+                # search can only tell whether it fits as it is.
+                room = {} if room is None else room
+                chosen = (None if _too_many(s, room, pre)
+                          else victims.select(s, pre, [], now, quota_relief=False))
+            else:
+                chosen = victims.select(s, pre, candidates, now, allowed=allowed,
+                                        quota_relief=False)
+            if chosen is None:
+                searched.add(seen)
         if chosen:
             why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
             evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
             state = evictions.signature(s, now)
+            free = room = None  # the room held for it is charged on its nodes
+            searched.clear()
             promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
             for unit in chosen:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
@@ -74,7 +118,35 @@ def reclaim(s: Scheduler, now: float) -> None:
             evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
 
 
-def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:
+def _searched(searched: set[tuple[object, ...]], seen: tuple[object, ...]) -> bool:
+    """Did a search of this shape find nothing since the last plan?"""
+    return seen in searched
+
+
+def _none_may_go(candidates: list[Unit], allowed: Allowed) -> bool:
+    """Is every candidate refused even alone (so that none can ever be chosen)?"""
+    return not any(allowed(u, []) for u in candidates)
+
+
+def _hopeless(s: Session, need: Resources, free: Resources, over: list[str],
+              deserved: dict[str, Resources], leaving: dict[str, Resources],
+              short: frozenset[str]) -> bool:
+    """Can no set of victims be enough? A victim queue gives at most its usage above its
+    deserved share of each short resource (:func:`_allowed`), and the preemptor's members
+    fit only in free room plus what victims free: when even all of that is less than
+    ``need`` of some short resource, every search fails (and ``need`` does not fit the
+    free room as it is either)."""
+    for name in short:
+        room = free.get(name)
+        for queue in over:
+            above = (s.queues.usage(queue) - leaving.get(queue, Resources.ZERO)).get(name)
+            room += max(0, above - deserved.get(queue, Resources.ZERO).get(name))
+        if need.get(name) > room:
+            return True
+    return False
+
+
+def _in_flight(s: Session, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:
     """Room promised to each queue by open plans, and usage leaving each queue (victims
     asked to go, not gone yet)."""
     promised: dict[str, Resources] = {}
@@ -92,23 +164,69 @@ def _in_flight(s: Scheduler, now: float) -> tuple[dict[str, Resources], dict[str
     return promised, leaving
 
 
-def _short_of(s: Scheduler, need: Resources) -> frozenset[str]:
-    """The resources ``need`` asks for that the cluster has less free of in total; all it
-    asks for (the pods slot aside) when the shortage is only fragmentation."""
-    free = Resources.ZERO
+def _too_many(s: Session, known: dict[tuple[Resources, Constraints], int],
+              pre: Preemptor) -> bool:
+    """Does ``pre`` have more members of one shape (request and constraints) than the
+    nodes passing those constraints can take as they are? Then it does not fit without
+    victims. Each shape's count is computed once per call: O(nodes) per shape."""
+    wanted: dict[tuple[Resources, Constraints], int] = {}
+    for item in pre.items:
+        shape = (item.request, item.constraints)
+        wanted[shape] = wanted.get(shape, 0) + 1
+    for shape, count in wanted.items():
+        room = known.get(shape)
+        if room is None:
+            room = known[shape] = _copies(s, *shape)
+        if count > room:
+            return True
+    return False
+
+
+def _copies(s: Session, request: Resources, constraints: Constraints) -> int:
+    """How many pods of ``request`` the nodes passing ``constraints`` have free room for."""
+    asked = [(name, amount) for name, amount in request.items() if amount > 0]
+    nodes = s.cluster.candidates(constraints)
+    if not asked:
+        return len(nodes) * len(nodes) + 1  # asks for nothing: never short
+    total = 0
+    for state in nodes:
+        free = state.free
+        fewest = -1
+        for name, amount in asked:
+            copies = free.get(name) // amount
+            if fewest < 0 or copies < fewest:
+                fewest = copies
+            if fewest <= 0:
+                break  # no room for one here (the usual case in a full cluster)
+        if fewest > 0:
+            total += fewest
+    return total
+
+
+def _free(s: Session) -> Resources:
+    """The free room of ready, schedulable nodes (overcommitted ones count as 0)."""
+    sums: dict[str, int] = {}
     for state in s.cluster.nodes.values():
         if state.node.ready and not state.node.unschedulable:
-            free = free + state.free.clamp_non_negative()
+            for name, amount in state.free.items():
+                if amount > 0:
+                    sums[name] = sums.get(name, 0) + amount
+    return Resources(sums)
+
+
+def _short_of(free: Resources, need: Resources) -> frozenset[str]:
+    """The resources ``need`` asks for that the cluster has less ``free`` of in total; all
+    it asks for (the pods slot aside) when the shortage is only fragmentation."""
     asked = frozenset(n for n, a in need.items() if a > 0 and n != PODS)
     short = frozenset(n for n in asked if free.get(n) < need.get(n))
     return short or asked
 
 
-def _spec(s: Scheduler, queue: str) -> QueueSpec:
+def _spec(s: Session, queue: str) -> QueueSpec:
     return s.queues.spec(queue) or QueueSpec(queue or DEFAULT_QUEUE)
 
 
-def _over(s: Scheduler, queue: str, deserved: dict[str, Resources],
+def _over(s: Session, queue: str, deserved: dict[str, Resources],
           leaving: dict[str, Resources], short: frozenset[str]) -> bool:
     """Is ``queue`` reclaimable and above its deserved share of some short resource?"""
     if not _spec(s, queue).reclaimable:
@@ -118,21 +236,32 @@ def _over(s: Scheduler, queue: str, deserved: dict[str, Resources],
     return any(used.get(n) > share.get(n) for n in short)
 
 
-def _allowed(s: Scheduler, pool: Pool, deserved: dict[str, Resources],
-             leaving: dict[str, Resources], short: frozenset[str]) -> Allowed:
-    """Budgets, and no victim queue below its deserved share of a short resource."""
+def _allowed(s: Session, pool: Pool, deserved: dict[str, Resources],
+             leaving: dict[str, Resources], short: frozenset[str],
+             sizes: dict[int, Resources]) -> Allowed:
+    """Budgets, and no victim queue below its deserved share of a short resource.
+
+    The more units are chosen, the fewer may join: a unit refused alone is refused with
+    any others. ``sizes`` caches each unit's size for the call (units do not change)."""
     budget = victims.within_budget(pool)
+
+    def size(unit: Unit) -> Resources:
+        found = sizes.get(id(unit))
+        if found is None:
+            found = sizes[id(unit)] = _size(unit)
+        return found
 
     def allowed(unit: Unit, chosen: list[Unit]) -> bool:
         if not budget(unit, chosen):
             return False
-        going = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
+        mine = size(unit)
+        going = leaving.get(unit.queue, Resources.ZERO) + mine
         for other in chosen:
             if other.queue == unit.queue:
-                going = going + _size(other)
+                going = going + size(other)
         left = s.queues.usage(unit.queue) - going
         share = deserved.get(unit.queue, Resources.ZERO)
-        return all(left.get(n) >= share.get(n) for n in short if _size(unit).get(n) > 0)
+        return all(left.get(n) >= share.get(n) for n in short if mine.get(n) > 0)
     return allowed
 
 
@@ -143,7 +272,7 @@ def _size(unit: Unit) -> Resources:
     return total
 
 
-def _starvation(s: Scheduler, pre: Preemptor, deserved: dict[str, Resources]) -> float:
+def _starvation(s: Session, pre: Preemptor, deserved: dict[str, Resources]) -> float:
     """The queue's usage over its deserved share, at worst among what ``pre`` asks for."""
     used = s.queues.usage(pre.queue)
     share = deserved.get(pre.queue, Resources.ZERO)

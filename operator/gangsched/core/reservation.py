@@ -34,7 +34,7 @@ from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, PodState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 def ref(rt: AppRuntime) -> ObjectRef:
@@ -59,7 +59,7 @@ def expected_placeholders(rt: AppRuntime) -> list[tuple[str, str, int]]:
     ]
 
 
-def members(s: Scheduler, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]:
+def members(s: Session, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]:
     """(placeholders, real pods) of the app, in a defined order."""
     placeholders: list[PodState] = []
     reals: list[PodState] = []
@@ -84,7 +84,7 @@ def taken(reals: list[PodState]) -> dict[str, int]:
     return found
 
 
-def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
     """Admit, create the missing placeholders, allocate the pending ones, and say whether
     the gang is reserved: every task group has ``minMember`` allocated placeholders or
     real pods."""
@@ -133,7 +133,7 @@ def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -
                     f"all {allocated} placeholders allocated{note}; the gang's capacity is held")
 
 
-def _create_missing(s: Scheduler, rt: AppRuntime, observed: dict[str, PodState],
+def _create_missing(s: Session, rt: AppRuntime, observed: dict[str, PodState],
                     running: dict[str, int], now: float) -> dict[str, list[str]]:
     """Ask for the placeholders neither observed nor stood for by a running member (again
     after ``placeholder_retry``). Returns the placeholder names by task group."""
@@ -158,7 +158,7 @@ def _create_missing(s: Scheduler, rt: AppRuntime, observed: dict[str, PodState],
     return names
 
 
-def show_demand(s: Scheduler, rt: AppRuntime, blocking: BlockingReason, now: float) -> None:
+def show_demand(s: Session, rt: AppRuntime, blocking: BlockingReason, now: float) -> None:
     """A gang held for the cluster's capacity, with ``demand_placeholders`` on: create its
     placeholders anyway and leave them pending, each saying why (``PodScheduled=False``,
     reason ``Unschedulable``): what cluster-autoscaler and Karpenter scale up for. They
@@ -184,7 +184,7 @@ def _names(rt: AppRuntime, group: str, count: int) -> list[str]:
     return cached[1]
 
 
-def place_pending(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -> None:
+def place_pending(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
     """Allocate the app's pending, unreleased placeholders again (after a failed bind)."""
     expected_names = {name for name, _, _ in expected_placeholders(rt)}
     for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
@@ -209,7 +209,7 @@ def remaining_ask(spec: AppSpec, observed: dict[str, PodState],
     return remaining
 
 
-def hold(s: Scheduler, rt: AppRuntime, blocking: BlockingReason) -> None:
+def hold(s: Session, rt: AppRuntime, blocking: BlockingReason) -> None:
     """Keep the gang from admission, saying why on every task group."""
     for group in rt.spec.task_groups:
         if rt.blocking.get(group.name) != blocking:
@@ -217,7 +217,7 @@ def hold(s: Scheduler, rt: AppRuntime, blocking: BlockingReason) -> None:
             rt.dirty = True
 
 
-def quota_allows(s: Scheduler, rt: AppRuntime, remaining: Resources) -> bool:
+def quota_allows(s: Session, rt: AppRuntime, remaining: Resources) -> bool:
     """Does ``remaining`` fit the headroom of every level of the gang's queue? If not, the
     gang is held with a ``QueueQuota`` blocking reason."""
     check = s.queues.fits(rt.spec.queue, remaining)
@@ -232,7 +232,7 @@ def quota_allows(s: Scheduler, rt: AppRuntime, remaining: Resources) -> bool:
     return False
 
 
-def admit(s: Scheduler, rt: AppRuntime, remaining: Resources) -> None:
+def admit(s: Session, rt: AppRuntime, remaining: Resources) -> None:
     """Admit the gang: its placeholders may be created, and what it still needs is
     earmarked in its queue until allocated."""
     spec = rt.spec
@@ -247,7 +247,7 @@ def admit(s: Scheduler, rt: AppRuntime, remaining: Resources) -> None:
     s.queues_dirty = True
 
 
-def _allocate(s: Scheduler, rt: AppRuntime, ps: PodState, now: float) -> None:
+def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float) -> None:
     spec = rt.spec
     group = ps.pod.task_group or ""
     epoch = s.cluster.retry_epoch(ps.info)

@@ -15,11 +15,11 @@ Usage::
    the placeholder's node (or any node that fits); the room freed by preemption victims
    is held for their preemptor, which is placed first once they are all gone
    (:mod:`~gangsched.core.evictions`);
-3. the configured actions, in order (:mod:`~gangsched.core.actions`; by default
-   enqueue, allocate, backfill, preempt, reclaim). ``allocate`` goes queue by queue in
-   the queue's sort order: placeholders, real pods (which take a placeholder of their
-   task group when there is one), PodGroup members (bound only when the whole GangGroup
-   is assumed), and ordinary pods;
+3. the configured actions, in order, looked up by name in
+   :mod:`~gangsched.core.registry` (by default enqueue, allocate, backfill, preempt,
+   reclaim; see :mod:`~gangsched.core.actions`). Actions see the scheduler only through
+   the narrow :class:`~gangsched.core.session.Session` interface, which it implements;
+   this module imports none of them;
 4. deadlock breaking between partial gangs (:mod:`~gangsched.core.deadlock`);
 5. state progress (Starting -> Running -> Waiting) and status for what changed.
 
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
-import gangsched.core.allocation as alloc_logic
 import gangsched.core.apps as app_logic
 import gangsched.core.deadlock as deadlock_logic
 import gangsched.core.evictions as eviction_logic
@@ -41,12 +41,7 @@ import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
-from gangsched.core import actions, shares
-from gangsched.core import backfill as backfill  # registers the backfill action
-from gangsched.core import elect as elect  # registers the elect and reserve actions
-from gangsched.core import enqueue as enqueue  # registers the enqueue action
-from gangsched.core import preemption as preemption  # registers the preempt action
-from gangsched.core import reclaim as reclaim  # registers the reclaim action
+from gangsched.core import pressure, registry
 from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
     SCHEDULING_GATED,
@@ -84,14 +79,16 @@ from gangsched.core.observations import (
 )
 from gangsched.core.podindex import PlacedPod
 from gangsched.core.queues import QueueTree
-from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
 from gangsched.core.volumes import placing as volume_placing
 from gangsched.core.volumes.catalog import VolumeCatalog
 
+if TYPE_CHECKING:
+    from gangsched.core.elect import NodeReservation
+
 
 class Scheduler:
-    """All of the core's state, and the one place that changes it."""
+    """All of the core's state, and the one place that changes it (the actions' session)."""
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
@@ -113,14 +110,16 @@ class Scheduler:
         self.out: list[Decision] = []
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
-        self.node_reservation: elect.NodeReservation | None = None
+        self.node_reservation: NodeReservation | None = None
         """The nodes held for a starving gang (the elect and reserve actions)."""
         self.evictions = eviction_logic.Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
         self.volumes: VolumeCatalog = self.cluster.volumes
+        """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
         self._together: list[BindPod] | None = None
         """Binds of one gang being gathered (see :meth:`binding_together`)."""
-        """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
+        self.pressure = pressure.Pressure()
+        """Priorities of running and waiting pods: can preemption matter at all?"""
 
     # --- observations --------------------------------------------------------------------
 
@@ -226,6 +225,7 @@ class Scheduler:
                 self.charge(ps, pod.nominated_node)
         self.refresh_pending(ps)
         self.touch_owner(ps)
+        self.pressure.track(ps)
 
     def _pod_gone(self, uid: PodUID) -> None:
         ps = self.pods.pop(uid, None)
@@ -241,6 +241,7 @@ class Scheduler:
         self._leave(ps)
         app_logic.pod_gone(self, ps)
         group_logic.pod_gone(self, ps)
+        self.pressure.forget(uid)  # last: releasing its node above counted it again
 
     def _join(self, ps: PodState) -> None:
         """Count the pod as a member of its gang; a gated pod has not arrived yet."""
@@ -318,6 +319,7 @@ class Scheduler:
 
     def charge(self, ps: PodState, node: str) -> None:
         ps.node = node
+        self.pressure.track(ps)
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
                             PlacedPod(pod.uid, pod.namespace, ps.info.labels, pod.placement, node))
@@ -342,6 +344,7 @@ class Scheduler:
             self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
             ps.charged_queue = None
         ps.node = None
+        self.pressure.track(ps)
         self.queues_dirty = True
 
     def recharge(self, uids: Iterable[PodUID]) -> None:
@@ -462,44 +465,13 @@ class Scheduler:
         eviction_logic.hold(self, now)
         swap_logic.complete_swaps(self, now)
         eviction_logic.first_go(self, now)
-        actions.run(self, now)
+        registry.run(self, self.config.actions, now)
         deadlock_logic.after_actions(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
         status_logic.emit(self, now)
         out, self.out = self.out, []
         return out
-
-    def _queue_order(self, queues: Iterable[str], now: float) -> list[str]:
-        """Queues furthest below their deserved share first, then by name.
-
-        Freed capacity then goes to the queue that deserves it before a queue already
-        above its share takes it back (which reclaim would only have to undo)."""
-        order = sorted(queues)
-        if len(order) < 2:
-            return order
-        deserved = shares.deserved(self, now)
-        return sorted(order, key=lambda q: (shares.ratio(self.queues.usage(q),
-                                                         deserved.get(q, Resources.ZERO)), q))
-
-    def allocate(self, now: float) -> None:
-        """The ``allocate`` action: every queue's units in order, gang-aware."""
-        units = alloc_logic.units(self, now) + group_logic.units(self) + ordinary_logic.units(self)
-        by_queue: dict[str, list[tuple[tuple[object, ...], object]]] = {}
-        for queue, key, unit in units:
-            by_queue.setdefault(queue, []).append((key, unit))
-        done: set[GroupKey] = set()
-        for queue in self._queue_order(by_queue, now):
-            ordered = sorted(by_queue[queue], key=lambda item: item[0])
-            with_work = {u.rt.spec.key for _, u in ordered if isinstance(u, alloc_logic.AppUnit)}
-            gate = alloc_logic.StateAwareGate(self, queue, now, with_work)
-            for _, unit in ordered:
-                if isinstance(unit, alloc_logic.AppUnit):
-                    alloc_logic.schedule_app(self, unit, gate, now)
-                elif isinstance(unit, group_logic.GroupUnit):
-                    group_logic.schedule_group(self, unit, done, now)
-                elif isinstance(unit, PodState):
-                    self.schedule_ordinary(unit, now)
 
     def sort_key(
         self, queue: str, priority: int, creation: float, ref: str
@@ -515,8 +487,3 @@ class Scheduler:
 
 def _membership(pod: Pod) -> tuple[object, ...]:
     return (pod.app, pod.pod_group, bool(pod.placement.gates))
-
-
-@actions.action("allocate")
-def _allocate_action(s: Scheduler, now: float) -> None:
-    s.allocate(now)

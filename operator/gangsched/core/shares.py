@@ -26,7 +26,7 @@ from gangsched.core.resources import PODS, Resources
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +65,17 @@ def fill(amount: int, claims: list[Claim]) -> dict[str, int]:
     return given
 
 
-def demand(s: Scheduler, now: float) -> dict[str, Resources]:
+def demand(s: Session, now: float) -> dict[str, Resources]:
     """What each queue asks for, counted at every level of its path: its usage, its
     pending pods, and what not-reserved gangs still need (placeholders not made yet)."""
     found: dict[str, Resources] = {}
+    asked: dict[str, dict[str, int]] = {}
+    """Per leaf queue, the amounts asked: summed as integers, added up the path once."""
 
     def add(queue: str, amount: Resources) -> None:
-        path = s.queues.path(queue)
-        for level in path if isinstance(path, tuple) else ():
-            found[level] = found.get(level, Resources.ZERO) + amount
+        sums = asked.setdefault(queue, {})
+        for name, value in amount.items():
+            sums[name] = sums.get(name, 0) + value
 
     for name in s.queues.names():
         found[name] = s.queues.usage(name)
@@ -92,10 +94,15 @@ def demand(s: Scheduler, now: float) -> dict[str, Resources]:
         queue = s.queue_of(ps)
         if queue is not None and not ps.pod.invalid:
             add(queue, ps.request)
+    for queue in sorted(asked):
+        path = s.queues.path(queue)
+        amount = Resources(asked[queue])
+        for level in path if isinstance(path, tuple) else ():
+            found[level] = found.get(level, Resources.ZERO) + amount
     return found
 
 
-def deserved(s: Scheduler, now: float) -> dict[str, Resources]:
+def deserved(s: Session, now: float) -> dict[str, Resources]:
     """Every queue's deserved share (see the module docstring)."""
     asks = demand(s, now)
     children: dict[str | None, list[QueueSpec]] = {}

@@ -26,10 +26,10 @@ from gangsched.core.runtime import AppRuntime, GroupRuntime
 _NO_RESERVATION: tuple[tuple[str, ...], float | None] = ((), None)
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
-def emit(s: Scheduler, now: float) -> None:
+def emit(s: Session, now: float) -> None:
     for key in sorted(s.apps):
         rt = s.apps[key]
         if rt.dirty:
@@ -54,7 +54,7 @@ def emit(s: Scheduler, now: float) -> None:
                 s.out.append(queue)
 
 
-def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
+def app_status(s: Session, rt: AppRuntime) -> SetAppStatus:
     spec = rt.spec
     groups: dict[str, dict[str, int]] = {
         g.name: {"alive": 0, "allocated": 0, "pending": 0, "bound": 0, "real_pending": 0}
@@ -119,7 +119,7 @@ def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
     )
 
 
-def _reservation(s: Scheduler, key: str) -> tuple[tuple[str, ...], float | None]:
+def _reservation(s: Session, key: str) -> tuple[tuple[str, ...], float | None]:
     """The nodes reserved for the gang ``key`` belongs to, and until when."""
     held = s.node_reservation
     if held is None or key not in held.owners:
@@ -127,7 +127,7 @@ def _reservation(s: Scheduler, key: str) -> tuple[tuple[str, ...], float | None]
     return held.nodes, held.expiry
 
 
-def group_status(s: Scheduler, rt: GroupRuntime) -> SetPodGroupStatus:
+def group_status(s: Session, rt: GroupRuntime) -> SetPodGroupStatus:
     members = scheduled = running = succeeded = failed = 0
     for uid in s.group_members.get(rt.spec.key, ()):
         ps = s.pods[uid]
@@ -163,7 +163,7 @@ def group_status(s: Scheduler, rt: GroupRuntime) -> SetPodGroupStatus:
     )
 
 
-def queue_statuses(s: Scheduler) -> list[SetQueueStatus]:
+def queue_statuses(s: Session) -> list[SetQueueStatus]:
     pending: dict[str, Resources] = {}
     for uid in s.pending:
         ps = s.pods[uid]

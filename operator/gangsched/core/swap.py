@@ -36,7 +36,7 @@ from gangsched.core.states import AppState
 from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 class FreePlaceholders:
@@ -46,7 +46,7 @@ class FreePlaceholders:
     O(members + n), not O(members x n).
     """
 
-    def __init__(self, s: Scheduler, rt: AppRuntime) -> None:
+    def __init__(self, s: Session, rt: AppRuntime) -> None:
         self._s = s
         self._rt = rt
         self._by_group: dict[str, list[PodState]] | None = None
@@ -85,7 +85,7 @@ class FreePlaceholders:
 
 
 def place_real(
-    s: Scheduler, rt: AppRuntime, ps: PodState, free: FreePlaceholders, now: float
+    s: Session, rt: AppRuntime, ps: PodState, free: FreePlaceholders, now: float
 ) -> None:
     """Place one pending real pod of a reserved (or resumed) app."""
     if ps.parked_on is not None or ps.backoff_until > now:
@@ -108,7 +108,7 @@ def place_real(
         real_allocated(s, rt)
 
 
-def _park(s: Scheduler, rt: AppRuntime, ps: PodState, placeholder: PodState) -> None:
+def _park(s: Session, rt: AppRuntime, ps: PodState, placeholder: PodState) -> None:
     ph = placeholder.pod
     release(s, rt, placeholder, DeleteReason.PLACEHOLDER_REPLACED, f"replaced by pod {ps.pod.ref}")
     ps.parked_on, ps.parked_node, ps.parked_name = placeholder.uid, placeholder.node, ph.name
@@ -121,7 +121,7 @@ def _park(s: Scheduler, rt: AppRuntime, ps: PodState, placeholder: PodState) -> 
     real_allocated(s, rt)
 
 
-def complete_swaps(s: Scheduler, now: float) -> None:
+def complete_swaps(s: Session, now: float) -> None:
     """Bind real pods whose placeholder's deletion has been observed."""
     for uid in list(s.parked):
         ps = s.pods.get(uid)

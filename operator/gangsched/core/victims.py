@@ -59,7 +59,7 @@ from gangsched.core.runtime import PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
 class Tier(enum.IntEnum):
@@ -131,7 +131,7 @@ class Pool:
     surplus: dict[tuple[str, str], int]
 
 
-def pool(s: Scheduler, now: float) -> Pool:
+def pool(s: Session, now: float) -> Pool:
     """All candidate units, in victim order (tier, priority, newest first, key)."""
     units: list[Unit] = []
     surplus: dict[tuple[str, str], int] = {}
@@ -228,7 +228,7 @@ def pool(s: Scheduler, now: float) -> Pool:
 
 
 def fit(
-    s: Scheduler,
+    s: Session,
     items: Iterable[Item],
     extra: Mapping[str, Resources],
     scoring: Scoring,
@@ -279,12 +279,12 @@ def _score(state: NodeState, request: Resources, free: Resources) -> float:
     return total
 
 
-def scoring_for(s: Scheduler, pre: Preemptor) -> Scoring:
+def scoring_for(s: Session, pre: Preemptor) -> Scoring:
     """Placeholders and PodGroup members use the gang scoring; single pods the pod one."""
     return s.config.pod_scoring if pre.pod is not None else s.config.gang_scoring
 
 
-def closed_nodes(s: Scheduler, owners: frozenset[str]) -> frozenset[str]:
+def closed_nodes(s: Session, owners: frozenset[str]) -> frozenset[str]:
     """Nodes reserved for a starving gang that is not one of ``owners``."""
     cluster = s.cluster
     if cluster.reserved and not owners & cluster.reserved_owners:
@@ -292,7 +292,7 @@ def closed_nodes(s: Scheduler, owners: frozenset[str]) -> frozenset[str]:
     return frozenset()
 
 
-def relevant_nodes(s: Scheduler, pre: Preemptor) -> set[str]:
+def relevant_nodes(s: Session, pre: Preemptor) -> set[str]:
     """Nodes that pass the static filters for at least one item, and are not reserved
     for another gang."""
     found: set[str] = set()
@@ -306,7 +306,7 @@ Allowed = Callable[[Unit, list[Unit]], bool]
 
 
 def select(
-    s: Scheduler,
+    s: Session,
     pre: Preemptor,
     candidates: Iterable[Unit],
     now: float,
@@ -327,7 +327,6 @@ def select(
     wins: the lowest highest victim priority, then the fewest running pods, then the
     fewest placeholders, then the youngest oldest victim (ties: the first order)."""
     scoring = scoring_for(s, pre)
-    nodes = relevant_nodes(s, pre)
     total = pre.total
 
     def fits(chosen: list[Unit]) -> bool:
@@ -344,6 +343,7 @@ def select(
 
     if fits([]):
         return []
+    nodes = relevant_nodes(s, pre)
     usable = []
     for unit in candidates:
         own = unit.gang is not None and unit.gang in pre.gangs
@@ -351,6 +351,8 @@ def select(
             quota_relief and unit.queue == pre.queue)
         if unit.available(now) and own == own_gang and helps:
             usable.append(unit)
+    if not usable:
+        return None
     room = Resources.ZERO  # free room on the relevant nodes: a cheap test before fits()
     for state in s.cluster.sorted_nodes():
         if state.node.name in nodes:
@@ -403,7 +405,7 @@ FOCUSED = 4
 """How many nodes get a search that takes their own victims first."""
 
 
-def _promising(s: Scheduler, units: list[Unit], nodes: set[str]) -> list[str]:
+def _promising(s: Session, units: list[Unit], nodes: set[str]) -> list[str]:
     """The relevant nodes with the most room (as a share of their allocatable) once their
     own candidates are gone."""
     room: dict[str, Resources] = {}

@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import gangsched.core.scheduler  # noqa: F401  (registers the actions ``actions`` names)
-from gangsched.core import actions
+from gangsched.core import registry
 from gangsched.core.constraints import ConstraintError, Taint
 from gangsched.core.framework.profile import ProfileConfig
 from gangsched.core.model import Node, QueueSpec, SchedulerConfig, Scoring, SortPolicy
@@ -160,7 +159,7 @@ class _Builder:
                         "[enqueue, allocate, backfill]")
             return default
         try:
-            return actions.validate(raw)
+            return registry.validate(raw)
         except ValueError as error:
             self.r.fail((*path, "actions"), str(error))
             return default

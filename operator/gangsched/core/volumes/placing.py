@@ -25,10 +25,10 @@ VOLUME_BINDING = "VolumeBinding"
 
 if TYPE_CHECKING:
     from gangsched.core.runtime import PodState
-    from gangsched.core.scheduler import Scheduler
+    from gangsched.core.session import Session
 
 
-def reserve(s: Scheduler, ps: PodState, node: str) -> None:
+def reserve(s: Session, ps: PodState, node: str) -> None:
     """Assume the pod's volume bindings on ``node`` (a no-op for a pod without claims,
     when they do not fit there, which Filter has ruled out, or when the profile disables
     VolumeBinding)."""
@@ -46,7 +46,7 @@ def reserve(s: Scheduler, ps: PodState, node: str) -> None:
         s.volumes.assume(ps.uid, plan)
 
 
-def writes(s: Scheduler, ps: PodState) -> tuple[VolumeWrite, ...]:
+def writes(s: Session, ps: PodState) -> tuple[VolumeWrite, ...]:
     """The PreBind writes for the bindings pod ``ps`` assumed (none for most pods)."""
     assumed = s.volumes.by_pod.get(ps.uid)
     if not assumed:

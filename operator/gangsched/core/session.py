@@ -1,0 +1,91 @@
+"""The session: what an action (and the logic it calls) sees of the scheduler.
+
+As Volcano's ``framework.Session``, a cycle's work is done through one narrow interface
+rather than through the object that owns the state: the cluster view and the queues, the
+pods and objects being scheduled, the plans of preemption and the nodes reserved for a
+starving gang, the clock of the cycle, and the few operations that change placements or
+say something (bind, charge and release a pod's room, events, pending reasons).
+
+:class:`~gangsched.core.scheduler.Scheduler` implements it; the actions
+(:mod:`~gangsched.core.registry` lists them) are written against it only. Observing,
+running the cycle and rebuilding state are not part of it: an action never observes and
+never starts a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from gangsched.core.cluster import Cluster
+    from gangsched.core.decisions import Decision, EventType, ObjectRef
+    from gangsched.core.elect import NodeReservation
+    from gangsched.core.evictions import Evictions
+    from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, Scoring
+    from gangsched.core.pressure import Pressure
+    from gangsched.core.queues import QueueTree
+    from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+    from gangsched.core.volumes.catalog import VolumeCatalog
+
+
+class Session(Protocol):
+    """The scheduler as the actions see it (see the module docstring)."""
+
+    # --- the cluster and the queues ----------------------------------------------------
+    config: SchedulerConfig
+    cluster: Cluster
+    queues: QueueTree
+    queues_dirty: bool
+    """Set when usage, earmarks or members changed: queue statuses are due."""
+    queue_status: dict[str, Decision]
+    now: float
+    """The time of the cycle under way."""
+
+    # --- what is scheduled ------------------------------------------------------------
+    pods: dict[PodUID, PodState]
+    apps: dict[AppKey, AppRuntime]
+    groups: dict[GroupKey, GroupRuntime]
+    app_members: dict[AppKey, set[PodUID]]
+    group_members: dict[GroupKey, set[PodUID]]
+    pending: dict[PodUID, None]
+    parked: dict[PodUID, None]
+    deleting: dict[PodUID, None]
+
+    # --- preemption and reservation ---------------------------------------------------
+    evictions: Evictions
+    node_reservation: NodeReservation | None
+    pressure: Pressure
+    volumes: VolumeCatalog
+    """Volumes, claims and the bindings assumed for placed pods."""
+
+    # --- decisions --------------------------------------------------------------------
+    out: list[Decision]
+
+    def queue_of(self, ps: PodState) -> str | None: ...
+
+    def charge(self, ps: PodState, node: str) -> None: ...
+
+    def uncharge(self, ps: PodState, *, retry: bool = True) -> None: ...
+
+    def recharge(self, uids: Iterable[PodUID]) -> None: ...
+
+    def refresh_pending(self, ps: PodState) -> None: ...
+
+    def bind(self, ps: PodState, node: str, reason: str) -> None: ...
+
+    def binding_together(self) -> AbstractContextManager[None]:
+        """Binds asked for inside are one gang's (volume writes all before any Binding)."""
+        ...
+
+    def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None: ...
+
+    def mark_pending(self, ps: PodState, reason: str, message: str) -> None: ...
+
+    def sort_key(
+        self, queue: str, priority: int, creation: float, ref: str
+    ) -> tuple[object, ...]: ...
+
+    def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled",
+                          scoring: Scoring | None = None) -> bool: ...

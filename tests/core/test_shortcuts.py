@@ -1,0 +1,132 @@
+"""The shortcuts that keep a cycle's cost to what changed decide nothing differently.
+
+Each workload runs twice, from the same observations at the same times: once as the
+scheduler runs, once with every shortcut turned off, so that each action does the full
+work it did before the shortcuts existed (every preemptor searched, every fit
+simulated). The decisions of every cycle must be the same, in the same order.
+
+Shortcuts covered: ``preempt`` skipped when no waiting work outranks running work
+(``preemption.may_matter``); ``reclaim`` giving up on a preemptor that even every
+candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
+are (``reclaim._too_many``), repeating a search of the same shape that found nothing
+(``reclaim._searched``), or searching where no candidate may go even alone
+(``reclaim._none_may_go``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+from builders import make_node, make_pod
+from contention import Contention, Op, Setup, ops, setups, works
+from gangsched.core import preemption, reclaim
+from gangsched.core.decisions import Decision
+from gangsched.core.model import SchedulerConfig
+from gangsched.core.preemptors import Preemptor
+from gangsched.core.scheduler import Scheduler
+from hypothesis import HealthCheck, given, settings
+from simworld import SimWorld
+from test_action_properties import ActionRunner
+from test_action_properties import ops as action_ops
+from workloads import Cluster, clusters
+
+DEFAULT = SchedulerConfig().actions
+
+REFERENCE: dict[tuple[object, str], object] = {
+    (preemption, "may_matter"): lambda s: True,
+    (reclaim, "_hopeless"): lambda *args: False,
+    (reclaim, "_too_many"): lambda *args: False,
+    (reclaim, "_searched"): lambda *args: False,
+    (reclaim, "_none_may_go"): lambda *args: False,
+}
+"""The shortcuts, each replaced by the answer that makes the action do the full work."""
+
+
+@contextmanager
+def without_shortcuts() -> Iterator[None]:
+    originals = {key: getattr(*key) for key in REFERENCE}
+    for (module, name), replacement in REFERENCE.items():
+        setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        for (module, name), original in originals.items():
+            setattr(module, name, original)
+
+
+def _both(run: Callable[[], list[list[Decision]]]) -> None:
+    fast = run()
+    with without_shortcuts():
+        full = run()
+    assert len(fast) == len(full)
+    for cycle, (got, want) in enumerate(zip(fast, full, strict=True)):
+        assert got == want, f"cycle {cycle} decided differently with the shortcuts"
+
+
+def _contended(setup: Setup, background: list[Op], operations: list[Op],
+               actions: tuple[str, ...]) -> list[list[Decision]]:
+    run = Contention(setup, actions)
+    seen: list[list[Decision]] = []
+    for kind, a, b, c in background:
+        run.add(kind, a, b, c, priority=c % 2)
+    for op in [*operations, ("tick", 3, 0, 0), ("tick", 3, 0, 0)]:
+        run.apply(op)
+        seen.append(run.world.step(run.now))
+        seen.append(run.world.step(run.now))
+    return seen
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups, works, ops)
+def test_preempt_and_reclaim_decide_the_same_with_and_without_shortcuts(
+    setup: Setup, background: list[Op], operations: list[Op]
+) -> None:
+    _both(lambda: _contended(setup, background, operations, DEFAULT))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), action_ops)
+def test_mixed_workloads_decide_the_same_with_and_without_shortcuts(
+    cluster: Cluster, operations: list[tuple[str, int, int, int]]
+) -> None:
+    def run() -> list[list[Decision]]:
+        runner = ActionRunner(SimWorld(config=SchedulerConfig()))
+        runner.check = False
+        runner.setup(cluster)
+        seen: list[list[Decision]] = []
+        for op in operations:
+            runner.apply(op)
+            seen.append(runner.step())
+            runner.now += 7.0
+        return seen
+    _both(run)
+
+
+@pytest.mark.parametrize(("waiting", "running", "searched"), [
+    pytest.param(0, 0, False, id="same-priority"),
+    pytest.param(0, 5, False, id="waiting-below-running"),
+    pytest.param(5, 0, True, id="waiting-outranks-running"),
+])
+def test_preempt_looks_for_preemptors_only_when_some_work_outranks_running_work(
+    waiting: int, running: int, searched: bool
+) -> None:
+    w = SimWorld(config=SchedulerConfig(actions=("allocate", "preempt")))
+    w.add_node(make_node("n0", cpu=2))
+    w.add_pod(make_pod("running", cpu=2, priority=running))
+    w.step(0.0)
+    w.add_pod(make_pod("waiting", cpu=2, priority=waiting))
+    calls: list[float] = []
+    original = preemption.find
+
+    def find(s: Scheduler, now: float) -> list[Preemptor]:
+        calls.append(now)
+        return original(s, now)
+
+    preemption.find = find  # type: ignore[assignment]
+    try:
+        w.step(1.0)
+    finally:
+        preemption.find = original  # type: ignore[assignment]
+    assert bool(calls) is searched
