@@ -117,8 +117,8 @@ def test_victims_are_told_and_the_preemptor_says_preempting() -> None:
     w = world()
     fill(w, "a", "b", "c", "d")
     gang(w, "hi", ("g", 2), priority=10, creation=10)
-    w.step(1)
     w.hold_deletes.update({"c", "d"})  # their evictions hang: the plan stays visible
+    w.step(1)  # its members are pending: no placeholder to wait for, it preempts at once
     w.step(2)
     assert {e.target.name for e in events(w, "Preempted", "Pod")} == {"c", "d"}
     message = events(w, "Preempted", "Pod")[0].message
@@ -290,8 +290,8 @@ def test_the_room_freed_is_held_for_the_preemptor_until_it_is_placed() -> None:
     w = world()
     fill(w, "a", "b", "c", "d")
     gang(w, "hi", ("g", 2), priority=10, creation=10)
-    w.step(1)  # accepted, placeholders asked for
     w.hold_deletes.add("d")  # c goes at once, d hangs
+    w.step(1)  # accepted; its members are pending, so it preempts at once
     w.step(2)
     assert (asked(w), evicted(w)) == ({"c", "d"}, {"c"})
     w.add_pod(make_pod("sneaky", queue="other", priority=20, creation=11))

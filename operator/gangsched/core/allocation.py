@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import gangsched.core.backfill as backfill_logic
 from gangsched.core import reservation, swap
-from gangsched.core.apps import NOT_SCHEDULABLE
+from gangsched.core.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.decisions import BlockingReason, EventType
 from gangsched.core.model import AppKey, SortPolicy
 from gangsched.core.reservation import ref
@@ -163,22 +163,35 @@ def schedule_app(s: Scheduler, unit: AppUnit, gate: StateAwareGate, now: float) 
         return
     placeholders = [p for p in unit.pending if p.pod.placeholder]
     if spec.gang and rt.state is AppState.ACCEPTED:
-        reservation.reserve(s, rt, placeholders, now)
+        bound = reservation.reserve(s, rt, placeholders, now)
+        for _ in range(bound):
+            real_allocated(s, rt)
         if not rt.reserved:
-            allocated, total = _reservation(s, rt)
-            for ps in reals:
-                if rt.retry_after > now:
-                    s.mark_pending(ps, "DeadlockBackoff", rt.message)
-                else:
-                    s.mark_pending(ps, "WaitingForGang",
-                                   f"{allocated}/{total} placeholders of the gang allocated")
+            _waiting_for_gang(s, rt, reals, now)
             return
     elif placeholders and rt.state is not AppState.RESUMING and not rt.placeholders_expired:
         # A placeholder whose bind failed after the gang was reserved: hold its place again.
         reservation.place_pending(s, rt, placeholders, now)
     free = swap.FreePlaceholders(s, rt)
     for ps in reals:
-        swap.place_real(s, rt, ps, free, now)
+        if ps.pending:
+            swap.place_real(s, rt, ps, free, now)
+
+
+def _waiting_for_gang(s: Scheduler, rt: AppRuntime, reals: list[PodState], now: float) -> None:
+    """Say why the real members of a gang that is not reserved yet wait. The message does
+    not change as the reservation grows (the Application's status counts it), so a pod's
+    condition is written once, not once per member reserved."""
+    for ps in reals:
+        if rt.retry_after > now:
+            s.mark_pending(ps, "DeadlockBackoff", rt.message)
+        elif ps.uid in rt.assumed:
+            s.mark_pending(ps, "WaitingForGang",
+                           f"held on node {ps.node} until every task group of the gang "
+                           "has its minMember")
+        else:
+            s.mark_pending(ps, "WaitingForGang",
+                           "waiting until every task group of the gang has its minMember")
 
 
 def check_sizes(s: Scheduler, rt: AppRuntime, reals: list[PodState]) -> None:
@@ -198,13 +211,3 @@ def check_sizes(s: Scheduler, rt: AppRuntime, reals: list[PodState]) -> None:
                     f"pod {ps.pod.ref} requests {ps.pod.requests.format_short()}, more than "
                     f"task group {group.name}'s minResource {group.min_resource.format_short()}"
                     f" (by {excess.format_short()}); it may not fit in its placeholder's place")
-
-
-def _reservation(s: Scheduler, rt: AppRuntime) -> tuple[int, int]:
-    total = sum(g.min_member for g in rt.spec.task_groups)
-    allocated = 0
-    for uid in rt.placeholders.values():
-        ps = s.pods.get(uid)
-        if ps is not None and ps.node is not None:
-            allocated += 1
-    return allocated, total

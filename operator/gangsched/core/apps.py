@@ -36,7 +36,7 @@ from gangsched.core.model import (
     Style,
 )
 from gangsched.core.observations import PlaceholderCreateFailed
-from gangsched.core.reservation import expected_placeholders, gang_ask, members, ref
+from gangsched.core.reservation import expected_placeholders, gang_ask, members, ref, unassume
 from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppEvent, AppState, transition
 
@@ -180,6 +180,8 @@ def real_pod_confirmed(s: Scheduler, ps: PodState) -> None:
 
 def pod_gone(s: Scheduler, ps: PodState) -> None:
     pod = ps.pod
+    if pod.app is not None and not pod.placeholder:
+        unassume(s, ps)
     if not pod.placeholder or pod.app is None:
         return
     rt = s.apps.get(pod.app)
@@ -305,7 +307,7 @@ def _placeholder_timeout(s: Scheduler, rt: AppRuntime, now: float) -> None:
     placeholders, _ = members(s, rt)
     alive = [p for p in placeholders if p.release_reason is None and not p.pod.terminating]
     total = sum(g.min_member for g in rt.spec.task_groups)
-    allocated = sum(1 for p in alive if p.node is not None)
+    allocated = sum(1 for p in alive if p.node is not None) + len(rt.assumed)
     if rt.state is not AppState.ACCEPTED:
         if alive:
             count = ph.release_all(s, rt, DeleteReason.PLACEHOLDER_TIMEOUT,
@@ -317,7 +319,7 @@ def _placeholder_timeout(s: Scheduler, rt: AppRuntime, now: float) -> None:
                          f"gang not started within {timeout:g}s")
     ph.drop_earmark(s, rt)
     rt.create_asked.clear()
-    detail = f"{allocated}/{total} placeholders allocated when the {timeout:g}s timeout expired"
+    detail = f"{allocated}/{total} members reserved when the {timeout:g}s timeout expired"
     if rt.spec.policy.style is Style.HARD:
         move(s, rt, AppEvent.KILL, "PlaceholderTimeout",
              f"{detail}; Hard style: the application is killed and its pods will not be "

@@ -121,6 +121,9 @@ class AppRuntime:
     earmark: Resources = Resources.ZERO
     placeholders: dict[str, PodUID] = field(default_factory=dict)
     """Observed placeholder pods by name."""
+    assumed: set[PodUID] = field(default_factory=set)
+    """Pending real members placed in the core only (no bind yet), each holding its room
+    as a placeholder would, until the gang is reserved and they are bound together."""
     create_asked: dict[str, float] = field(default_factory=dict)
     """Placeholder names asked for, and when."""
     counters: dict[str, GroupCounters] = field(default_factory=dict)

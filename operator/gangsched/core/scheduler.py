@@ -38,6 +38,7 @@ import gangsched.core.deadlock as deadlock_logic
 import gangsched.core.evictions as eviction_logic
 import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
+import gangsched.core.reservation as reservation_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
 from gangsched.core import actions, shares
@@ -181,10 +182,12 @@ class Scheduler:
                 ps.assumed = False
                 app_logic.real_pod_confirmed(self, ps)
             group_logic.unassume(self, ps)
+            reservation_logic.unassume(self, ps)
         elif not pod.active:
             self.uncharge(ps)
             ps.assumed = False
             group_logic.unassume(self, ps)
+            reservation_logic.unassume(self, ps)
         self.refresh_pending(ps)
         self.touch_owner(ps)
 
@@ -218,6 +221,11 @@ class Scheduler:
             members = self.app_members.get(pod.app)
             if members is not None:
                 members.discard(pod.uid)
+            app = self.apps.get(pod.app)
+            if app is not None and pod.uid in app.assumed:
+                reservation_logic.unassume(self, ps)
+                if pod.node_name is None:
+                    self.uncharge(ps)
         if pod.pod_group is not None:
             group_members = self.group_members.get(pod.pod_group)
             if group_members is not None:
