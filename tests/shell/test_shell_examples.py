@@ -22,6 +22,7 @@ from shellkit import (
     ROOT,
     FakeClock,
     OperatorUnderTest,
+    add_node,
     assert_bound_at_most_once,
     condition,
     events,
@@ -546,7 +547,7 @@ async def strict_podgroup_rolls_back(w: World) -> None:
     await wait_for(lambda: w.group("strict-gang")["blockingReason"]["reason"] == "Capacity",
                    what="strict-gang blocked by Capacity")
     assert w.binds() == 0
-    w.api.create(node("node-2", cpu="2", memory="4Gi"))
+    add_node(w.api, node("node-2", cpu="2", memory="4Gi"))
     await wait_for(lambda: w.bound(*pods), what="all three bound")
     assert w.binds() == 3
     await w.phase("strict-gang", "Running")
@@ -570,7 +571,7 @@ async def strict_podgroup_times_out(w: World) -> None:
     # Strict: the attempts were rolled back, so nothing is placed when it expires.
     assert event["note"].startswith("0/3 members placed when the 300s schedule timeout expired")
     await w.pending_with("GangTimedOut", *pods)
-    w.api.create(node("node-2", cpu="2", memory="4Gi"))  # room now, but too late
+    add_node(w.api, node("node-2", cpu="2", memory="4Gi"))  # room now, but too late
     await w.settle()
     assert w.unbound(*pods) and w.binds() == 0
 

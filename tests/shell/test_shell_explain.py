@@ -20,6 +20,7 @@ from gangsched import cli
 from shellkit import (
     FakeClock,
     OperatorUnderTest,
+    add_node,
     application,
     group,
     new_cluster,
@@ -142,7 +143,7 @@ async def test_explain_prints_why_a_gang_waits(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
     for extra in scenario.extra_nodes:
-        api.create(extra)
+        add_node(api, extra)
     op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
     try:
         *before, last = scenario.objects
@@ -180,7 +181,7 @@ async def test_explain_shows_the_event_history_in_order(
         await wait_for(lambda: status_of(api, "applications", "default", "train")
                        .get("state") == "Accepted", what="accepted")
         await op.advance(10)
-        api.create(node("node-0"))
+        add_node(api, node("node-0"))
         await wait_for(lambda: status_of(api, "applications", "default", "train")
                        .get("reserved") == "2/2", what="reserved")
         await op.advance(61)

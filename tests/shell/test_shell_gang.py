@@ -10,6 +10,7 @@ from shellkit import (
     ROOT,
     FakeClock,
     OperatorUnderTest,
+    add_node,
     application,
     group,
     node,
@@ -29,7 +30,7 @@ async def cluster(fake_api_factory, tmp_path: pathlib.Path):  # type: ignore[no-
     api.install_crds_from_dir(ROOT / "crds")
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gangsched-system"}})
     for i in range(3):
-        api.create(node(f"node-{i}", cpu="4", memory="16Gi"))
+        add_node(api, node(f"node-{i}", cpu="4", memory="16Gi"))
     return api, api.write_kubeconfig(tmp_path / "kubeconfig")
 
 
