@@ -104,6 +104,8 @@ def reserve(s: Scheduler, rt: AppRuntime, pending: list[PodState], now: float) -
         remaining = remaining_ask(spec, observed, running)
         if observed or running:  # found holding part of its minimum (after a restart)
             admit(s, rt, remaining)
+        elif spec.key in s.evictions.owners() and quota_allows(s, rt, remaining):
+            admit(s, rt, remaining)  # its victims are gone: the room they left is its own
         elif "enqueue" in s.config.actions or not quota_allows(s, rt, remaining):
             return 0  # held: the enqueue action admits it when its minimum fits
         else:
@@ -293,6 +295,8 @@ def admit(s: Scheduler, rt: AppRuntime, remaining: Resources) -> None:
     if rt.reason == "DeadlockVictim":
         rt.reason, rt.message = "Accepted", f"queue {spec.queue}"
     rt.blocking.clear()
+    for uid in s.app_members.get(spec.key, ()):
+        s.pods[uid].blocked_epoch = -1  # admission changes what its members may do
     rt.dirty = True
     s.queues_dirty = True
 

@@ -17,7 +17,14 @@ from collections.abc import Mapping
 import gangsched.core.scheduler  # noqa: F401  (registers the actions ``actions`` names)
 from gangsched.core import actions
 from gangsched.core.constraints import Taint
-from gangsched.core.model import Node, QueueSpec, SchedulerConfig, Scoring, SortPolicy
+from gangsched.core.model import (
+    Node,
+    PlaceholderPolicy,
+    QueueSpec,
+    SchedulerConfig,
+    Scoring,
+    SortPolicy,
+)
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
 from gangsched.sim.schema import Reader
 from gangsched.sim.source import Document, Path, read
@@ -28,7 +35,8 @@ TOP = ("settings", "nodes", "queues", "applications", "podGroups", "pods", "even
 SETTINGS = ("until", "gcAfterSeconds", "scheduler")
 SCHEDULER = ("sampleSize", "gangScoring", "podScoring", "defaultQueuePolicy", "actions",
              "overcommitFactor", "starvationThresholdSeconds", "reservationTimeoutSeconds",
-             "deadlockBackoffSeconds", "nominationTimeoutSeconds", "evictionBackoffSeconds")
+             "deadlockBackoffSeconds", "nominationTimeoutSeconds", "evictionBackoffSeconds",
+             "placeholders")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
         "taints")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
@@ -126,6 +134,8 @@ class _Builder:
                                                 config.nomination_timeout, positive=True),
                     eviction_backoff=r.number(sched, spath, "evictionBackoffSeconds",
                                               config.eviction_backoff, positive=True),
+                    placeholders=r.choice(sched, spath, "placeholders",
+                                          enum_parser(PlaceholderPolicy), config.placeholders),
                 )
         return Settings(until, gc_after, config)
 
