@@ -93,6 +93,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--eviction-backoff", type=_positive, metavar="SECONDS",
                      help="preempt/reclaim: wait after a refused eviction; doubles up to 10x "
                           "(default 30)")
+    run.add_argument("--placeholders", choices=["missing", "always"], type=str.lower,
+                     help="which gang members get a placeholder pod: missing (default: only "
+                          "members whose pod does not exist yet; pending ones are reserved "
+                          "in memory) or always (every member, as YuniKorn does)")
     run.set_defaults(func=cmd_run)
 
 

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 from builders import (
     ALWAYS,
-    PARTIAL_GANGS_ALWAYS,
     PARTIAL_GANGS,
+    PARTIAL_GANGS_ALWAYS,
     make_app,
     make_group,
     make_node,

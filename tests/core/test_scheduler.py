@@ -9,7 +9,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from builders import ALWAYS, make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
+from builders import (
+    ALWAYS,
+    make_app,
+    make_group,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_queue,
+    res,
+)
 from gangsched.core.decisions import BindPod, PodPending, RecordEvent
 from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, SortPolicy
 from gangsched.core.observations import (

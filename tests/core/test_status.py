@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from builders import (
     PARTIAL_GANGS_ALWAYS,
-    PARTIAL_GANGS,
     make_app,
     make_group,
     make_node,

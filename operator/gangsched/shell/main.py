@@ -21,6 +21,7 @@ from typing import Any
 
 import kopf
 
+from gangsched.core.model import PlaceholderPolicy
 from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
 from gangsched.shell.metrics import MetricsServer
@@ -157,8 +158,11 @@ def run_operator(args: argparse.Namespace) -> int:
                              ("reservation_timeout", "reservation_timeout"),
                              ("deadlock_backoff", "deadlock_backoff"),
                              ("nomination_timeout", "nomination_timeout"),
-                             ("eviction_backoff", "eviction_backoff")):
+                             ("eviction_backoff", "eviction_backoff"),
+                             ("placeholders", "placeholders")):
         value = getattr(args, flag, None)
+        if flag == "placeholders" and value is not None:
+            value = PlaceholderPolicy(value)
         if value is not None:
             core[field_name] = value
     if core:
