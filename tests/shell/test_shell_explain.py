@@ -196,7 +196,7 @@ async def test_explain_shows_the_event_history_in_order(
         await op.kill()
     assert code == cli.EXIT_OK
     assert "state:   Killed" in out
-    assert "reason:  PlaceholderTimeout: 2/2 placeholders allocated when the 60s timeout " \
+    assert "reason:  PlaceholderTimeout: 2/2 members reserved when the 60s timeout " \
            "expired" in out
     history = out.split("events (oldest first):\n", 1)[1].splitlines()
     reasons = [line.split()[2].rstrip(":") for line in history]

@@ -228,7 +228,7 @@ async def test_placeholder_timer_survives_restart(cluster) -> None:  # type: ign
         await op.advance(6)  # start + 101: the original deadline has passed
         await wait_for(lambda: app_status(api, "big").get("state") == "Killed", what="Killed")
         assert app_status(api, "big")["reason"] == "PlaceholderTimeout"
-        assert "6/8 placeholders allocated" in app_status(api, "big")["message"]
+        assert "6/8 members reserved" in app_status(api, "big")["message"]
         await wait_for(lambda: not placeholders(api), what="placeholders released")
         assert_bound_at_most_once(api)
     finally:

@@ -24,6 +24,7 @@ from gangsched.core.decisions import (
 )
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime
+from gangsched.core.states import AppState
 
 _NO_RESERVATION: tuple[tuple[str, ...], float | None] = ((), None)
 
@@ -86,6 +87,7 @@ def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
                 counts["real_pending"] += 1
     statuses = []
     reserved = total = 0
+    expired = rt.placeholders_expired or rt.state is AppState.RESUMING
     for group in spec.task_groups:
         counts = groups[group.name]
         counter = rt.counter(group.name)
@@ -104,8 +106,9 @@ def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
             blocking=rt.blocking.get(group.name, BlockingReason()),
         ))
         total += group.min_member
+        bound = 0 if expired else counts["bound"]  # a timed-out gang reserved nothing
         reserved += min(group.min_member, counts["allocated"] + counts["held"]
-                        + max(counter.replaced, counts["bound"]))
+                        + max(counter.replaced, bound))
     nodes, expiry = _reservation(s, spec.key)
     return SetAppStatus(
         key=spec.key,
