@@ -238,6 +238,12 @@ def test_pending_members_are_held_in_memory_and_bound_together(style: Style) -> 
             if w.pending_reasons[w.uid_of(n)].message.startswith("held on node n0")]
     assert len(held) == 2
     assert {w.pending_reason(f"a-r{i}") for i in range(3)} == {"WaitingForGang"}
+    # One event on the Application says it for the three pods, none on each pod.
+    waiting = [d for d in w.decisions if isinstance(d, PodPending)]
+    assert waiting and not any(d.event for d in waiting)
+    (event,) = [e for e in w.reasons("WaitingForGang")]
+    assert event.target.kind == "Application"
+    assert event.message.startswith("3 pods wait until every task group")
     w.add_node(make_node("n1", cpu=2))
     out = w.settle(1)
     binds = [d for d in out if isinstance(d, BindPod)]

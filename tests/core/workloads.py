@@ -322,9 +322,13 @@ class Runner:
         for key in sorted(k for k in apps if k is not None and k in w.apps):
             spec = w.apps[key]
             for group in spec.task_groups:
-                held = [p for p in w.pods.values()
+                # Bound, or asked to be bound in this cycle (a failed bind may have made
+                # the world delete it since).
+                held = {p.uid for p in w.pods.values()
                         if p.app == key and p.task_group == group.name and p.active
-                        and not p.terminating and (p.node_name or p.uid in asked)]
+                        and not p.terminating and p.node_name}
+                held.update(uid for uid in asked if (pod := self.seen.get(uid)) is not None
+                            and pod.app == key and pod.task_group == group.name)
                 assert len(held) >= group.min_member, (
                     f"{key} bound directly with task group {group.name} at "
                     f"{len(held)}/{group.min_member}")

@@ -390,6 +390,9 @@ async def queue_quota_hold(w: World) -> None:
     await w.pending_with("WaitingForGang", *job_b,
                          message="waiting until every task group of the gang has its minMember")
     assert w.unbound(*job_b) and not w.placeholders("job-b")
+    # One event on the Application for its waiting pods, none on each pod.
+    await w.event("job-b", "WaitingForGang", "Application")
+    assert not any(w.events(name, "WaitingForGang", "Pod") for name in job_b)
     await wait_for(lambda: status_of(w.api, "queues", None, "research").get("usage")
                    == "cpu 900m/1, memory 192Mi/-", what="queue research usage")
     await w.settle()

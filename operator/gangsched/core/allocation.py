@@ -181,17 +181,25 @@ def schedule_app(s: Scheduler, unit: AppUnit, gate: StateAwareGate, now: float) 
 def _waiting_for_gang(s: Scheduler, rt: AppRuntime, reals: list[PodState], now: float) -> None:
     """Say why the real members of a gang that is not reserved yet wait. The message does
     not change as the reservation grows (the Application's status counts it), so a pod's
-    condition is written once, not once per member reserved."""
+    condition is written once, not once per member reserved. The pods get no event each:
+    one ``WaitingForGang`` event on the Application says it for those newly waiting."""
+    newly = 0
     for ps in reals:
         if rt.retry_after > now:
             s.mark_pending(ps, "DeadlockBackoff", rt.message)
-        elif ps.uid in rt.assumed:
-            s.mark_pending(ps, "WaitingForGang",
-                           f"held on node {ps.node} until every task group of the gang "
-                           "has its minMember")
+            continue
+        before = ps.pending_reason
+        if ps.uid in rt.assumed:
+            message = (f"held on node {ps.node} until every task group of the gang has its "
+                       "minMember")
         else:
-            s.mark_pending(ps, "WaitingForGang",
-                           "waiting until every task group of the gang has its minMember")
+            message = "waiting until every task group of the gang has its minMember"
+        changed = s.mark_pending(ps, "WaitingForGang", message, event=False)
+        newly += changed and (before is None or before[0] != "WaitingForGang")
+    if newly:
+        s.event(ref(rt), EventType.NORMAL, "WaitingForGang",
+                f"{newly} pods wait until every task group of the gang has its minMember "
+                "(reserved so far: see status.reserved)")
 
 
 def check_sizes(s: Scheduler, rt: AppRuntime, reals: list[PodState]) -> None:

@@ -74,13 +74,16 @@ class DeletePod:
 
 @dataclass(frozen=True, slots=True)
 class PodPending:
-    """Tell users why a pod is not bound (PodScheduled=False and an event)."""
+    """Tell users why a pod is not bound (PodScheduled=False, and an event on the pod
+    unless ``event`` is False: a gang member waiting for its gang, which one event on
+    its Application or PodGroup says for all of them)."""
 
     uid: PodUID
     namespace: str
     name: str
     reason: str
     message: str
+    event: bool = True
 
 
 @dataclass(frozen=True, slots=True)

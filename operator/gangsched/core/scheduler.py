@@ -374,13 +374,16 @@ class Scheduler:
     def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         self.out.append(RecordEvent(target, kind, reason, message))
 
-    def mark_pending(self, ps: PodState, reason: str, message: str) -> None:
-        """Say why a pod waits; only a change of reason or message becomes a decision."""
+    def mark_pending(self, ps: PodState, reason: str, message: str, *,
+                     event: bool = True) -> bool:
+        """Say why a pod waits; only a change of reason or message becomes a decision
+        (True then). ``event=False``: no event on the pod (its gang's event says it)."""
         if ps.pending_reason == (reason, message):
-            return
+            return False
         ps.pending_reason = (reason, message)
         pod = ps.pod
-        self.out.append(PodPending(pod.uid, pod.namespace, pod.name, reason, message))
+        self.out.append(PodPending(pod.uid, pod.namespace, pod.name, reason, message, event))
+        return True
 
     # --- the cycle -----------------------------------------------------------------------
 

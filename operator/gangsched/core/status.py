@@ -106,9 +106,9 @@ def app_status(s: Scheduler, rt: AppRuntime) -> SetAppStatus:
             blocking=rt.blocking.get(group.name, BlockingReason()),
         ))
         total += group.min_member
-        bound = 0 if expired else counts["bound"]  # a timed-out gang reserved nothing
+        bound_here = 0 if expired else counts["bound"]  # a timed-out gang reserved nothing
         reserved += min(group.min_member, counts["allocated"] + counts["held"]
-                        + max(counter.replaced, bound))
+                        + max(counter.replaced, bound_here))
     nodes, expiry = _reservation(s, spec.key)
     return SetAppStatus(
         key=spec.key,

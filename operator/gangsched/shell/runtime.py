@@ -617,6 +617,8 @@ class Runtime:
             d = dataclasses.replace(d, message=f"{d.message}; {why}")
         self.conditions[d.uid] = d
         self.reports.submit(functools.partial(self._write_condition, d, now, 0))
+        if not d.event:
+            return  # a gang member: one event on its Application says it for all
         kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
         self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
                                  d.reason, d.message))
