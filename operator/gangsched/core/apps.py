@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import gangsched.core.placeholders as ph
-from gangsched.core.decisions import BlockingReason, DeleteReason, EventType
+from gangsched.core.decisions import BlockingReason, DeleteReason, EventType, RecordEvent
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -50,7 +50,8 @@ NOT_SCHEDULABLE = {
 
 
 def move(s: Scheduler, rt: AppRuntime, event: AppEvent, reason: str, message: str = "") -> None:
-    """Apply a state-machine event and record it as an event on the Application."""
+    """Apply a state-machine event and record it as an event on the Application; moves
+    in one cycle make one event (reason: the last move's)."""
     old = rt.state
     rt.state = transition(old, event)
     rt.reason, rt.message = reason, message
@@ -64,8 +65,28 @@ def move(s: Scheduler, rt: AppRuntime, event: AppEvent, reason: str, message: st
     if rt.state.terminal or rt.state is AppState.RESUMING:
         rt.blocking.clear()  # the gang no longer waits for placeholders
     warn = rt.state in (AppState.KILLED, AppState.REJECTED)
-    text = f"{old.value} -> {rt.state.value}" + (f": {message}" if message else "")
-    s.event(ref(rt), EventType.WARNING if warn else EventType.NORMAL, reason, text)
+    chain = [old.value, rt.state.value]
+    notes = [message] if message else []
+    target = ref(rt)
+    last = rt.last_move
+    index = len(s.out)
+    if last is not None and last[0] == s.cycles and last[1] < len(s.out):
+        earlier = s.out[last[1]]
+        if isinstance(earlier, RecordEvent) and earlier.target == target:
+            # Moved again in this cycle (New -> Accepted -> Starting -> Running, as a gang
+            # whose pods all exist is reserved and bound at once): one event, in the
+            # first one's place, says all of it.
+            _, index, chain_before, notes_before, warn_before = last
+            chain = [*chain_before, rt.state.value]
+            notes = [*notes_before, *notes]
+            warn = warn or warn_before
+    text = " -> ".join(chain) + (f": {'; '.join(notes)}" if notes else "")
+    record = RecordEvent(target, EventType.WARNING if warn else EventType.NORMAL, reason, text)
+    rt.last_move = (s.cycles, index, chain, notes, warn)
+    if index == len(s.out):
+        s.out.append(record)
+    else:
+        s.out[index] = record
 
 
 # --- observations -----------------------------------------------------------------------

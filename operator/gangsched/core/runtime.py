@@ -149,6 +149,9 @@ class AppRuntime:
     restored_reservation: tuple[float, tuple[str, ...]] | None = None
     """(expiry, nodes) of a node reservation found in the status at start-up, for
     ``elect`` to take back or clean up once."""
+    last_move: tuple[int, int, list[str], list[str], bool] | None = None
+    """The state move event of this app in cycle N: (N, its place in the cycle's
+    decisions, the states, the messages, a warning), merged with a further move in N."""
 
     def reset_run(self) -> None:
         """Forget a finished run, for a Completed or Rejected app submitted again."""

@@ -98,6 +98,8 @@ class Scheduler:
         self.deleting: dict[PodUID, None] = {}
         """Placeholders whose deletion was asked for and is not yet seen."""
         self.now = 0.0
+        self.cycles = 0
+        """Cycles run so far."""
         self.out: list[Decision] = []
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
@@ -390,6 +392,7 @@ class Scheduler:
     def cycle(self, now: float) -> list[Decision]:
         """Run one scheduling cycle at time ``now`` and return the decisions, in order."""
         self.now = now
+        self.cycles += 1
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         eviction_logic.hold(self, now)
