@@ -6,20 +6,29 @@ Usage::
     python3 bench/cluster.py --nodes 500 --pods 3000 [--gang-size 8] [--null]
                              [--scheduler CMD] [--mode backlog|live] [--repeat 3]
                              [--json FILE] [-v]
+    python3 bench/cluster.py --nodes 50 --backlog 2 --runtime 3 --gang-size 0,8,64
 
 Against the cluster named by ``KUBECONFIG``, or, when none is set, against the fake API
 server of ``tests/fakeapi`` started in its own process (``python3 -m fakeapi.serve``).
 For each scheduler (the operator; with ``--null`` the null binder; with ``--scheduler``
 any command) the run is the same, on a fresh server (or a fresh namespace):
 
-1. create ``--nodes`` Node objects (4 cpu, 32Gi, 110 pods, Ready; no kubelet needed);
+1. create ``--nodes`` Node objects (4 cpu, 32Gi, 110 pods, Ready; no kubelet needed),
+   and remove the ``node.kubernetes.io/not-ready:NoSchedule`` taint the API server's
+   admission puts on every new Node (the node lifecycle controller's part; on a real
+   cluster it is taken off again if that controller puts it back during the run). If
+   the taint cannot be removed, the run stops at once and says why;
 2. ``backlog`` mode (the default): create ``--pods`` pending pods (plain, or gangs of
    ``--gang-size``: one Application with one task group per gang), then start the
    scheduler. ``live`` mode: start the scheduler, wait until it is idle, then create
    the pods while it runs (``--rate`` pods per second, or as fast as can be);
 3. a separate watcher process records when it *receives* each pod's ADDED event and its
    first event with ``spec.nodeName`` (receive timestamps: ``creationTimestamp`` has
-   one-second resolution), and each Application's ADDED event;
+   one-second resolution), and each Application's ADDED event. It reports progress every
+   ``--progress`` seconds, and stops the run early, saying so, when nothing was bound
+   for ``--stall`` seconds. With ``--runtime`` it plays the kubelet: a bound pod
+   succeeds that many seconds later, so that a backlog larger than the cluster
+   (``--backlog FACTOR``: that many times what the nodes hold) drains;
 4. when every real pod is bound: the scheduler's CPU time (``/proc``, its process tree)
    and the API requests it made (the fake counts them per ``User-Agent``; on a real
    cluster our own schedulers report their client's count at exit).
@@ -51,7 +60,9 @@ watches included; ``-v`` shows them by verb), CPU seconds per 1,000 pods (the
 scheduler's and the fake server's), and how many cores each kept busy between the
 first and the last bind. In backlog mode the scheduler's start-up CPU (interpreter,
 imports, connecting, with no pods) is the median of ``--startup-samples`` launches
-before the pods exist, and is subtracted.
+before the pods exist, and is subtracted. API requests per bound pod are printed by verb
+after each run. ``--gang-size 0,8,64`` runs each workload in turn (plain pods, gangs of
+8, gangs of 64: the same pods) and ends with a table comparing the operator on them.
 
 The machine is shared by every process of the run, so other load skews the figures:
 ``--repeat N`` runs each scheduler N times, interleaved, and reports medians (ratios

@@ -49,9 +49,13 @@ NOT_SCHEDULABLE = {
 }
 
 
+ROUTINE_MOVES = frozenset({"Accepted", "Starting", "Running"})
+"""Reasons of the moves of a gang getting under way: those of one cycle make one event."""
+
+
 def move(s: Scheduler, rt: AppRuntime, event: AppEvent, reason: str, message: str = "") -> None:
-    """Apply a state-machine event and record it as an event on the Application; moves
-    in one cycle make one event (reason: the last move's)."""
+    """Apply a state-machine event and record it as an event on the Application; routine
+    moves in one cycle make one event (reason: the last move's)."""
     old = rt.state
     rt.state = transition(old, event)
     rt.reason, rt.message = reason, message
@@ -70,9 +74,11 @@ def move(s: Scheduler, rt: AppRuntime, event: AppEvent, reason: str, message: st
     target = ref(rt)
     last = rt.last_move
     index = len(s.out)
-    if last is not None and last[0] == s.cycles and last[1] < len(s.out):
+    if (last is not None and last[0] == s.cycles and last[1] < len(s.out)
+            and reason in ROUTINE_MOVES):
         earlier = s.out[last[1]]
-        if isinstance(earlier, RecordEvent) and earlier.target == target:
+        if (isinstance(earlier, RecordEvent) and earlier.target == target
+                and earlier.reason in ROUTINE_MOVES):
             # Moved again in this cycle (New -> Accepted -> Starting -> Running, as a gang
             # whose pods all exist is reserved and bound at once): one event, in the
             # first one's place, says all of it.
