@@ -151,6 +151,23 @@ def test_placeholders_of_a_gang_that_has_not_started_go_first() -> None:
     assert w.app_status["default/low"].reserved == "2/2"
 
 
+def test_members_a_gang_holds_in_memory_are_given_back_not_evicted() -> None:
+    w = world()
+    fill(w, "a", "b")
+    gang(w, "low", ("g", 3), creation=1)  # its pods exist: two held on n0, one waits
+    w.settle(0.5)
+    assert w.bound_names() & {"low-g-0", "low-g-1", "low-g-2"} == set()
+    assert w.app_status["default/low"].reserved == "2/3"
+    gang(w, "hi", ("g", 2), priority=10, creation=10)
+    run(w)
+    assert asked(w) == set()  # nothing evicted: no work lost
+    assert running(w, "hi-") == {"hi-g-0", "hi-g-1"}
+    assert {w.node_of(f"low-g-{i}") for i in range(3)} == {None}  # still there, pending
+    low = w.app_status["default/low"]
+    assert (low.state, low.reserved) == ("Accepted", "0/3")  # held again, reserves later
+    assert "was released" in events(w, "Preempted", "Application")[0].message
+
+
 @pytest.mark.parametrize(
     ("members", "victims"),
     [

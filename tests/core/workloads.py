@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
 from gangsched.core.constraints import Taint, TaintEffect, Toleration, TolerationOperator
-from gangsched.core.decisions import BindPod, Decision, RecordEvent
+from gangsched.core.decisions import BindPod, Decision, EvictPod, RecordEvent
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -316,6 +316,9 @@ class Runner:
 
     def _check_direct_binds(self, decisions: list[Decision]) -> None:
         w = self.world
+        for d in decisions:  # an eviction is for a bound pod: a pending one would be lost
+            if isinstance(d, EvictPod) and d.uid in self.seen:
+                assert self.seen[d.uid].node_name is not None, f"{d.name} evicted unbound"
         asked = {d.uid for d in decisions if isinstance(d, BindPod)}
         apps = {self.seen[d.uid].app for d in decisions
                 if isinstance(d, BindPod) and d.reason == "GangReserved" and d.uid in self.seen}

@@ -8,13 +8,28 @@ Without ``enqueue`` among the actions a gang is admitted as soon as its ask fits
 queue's headroom (the admission that predates the action; the cluster's capacity is not
 checked). A deadlock victim is not admitted again before its backoff ends.
 
-Once admitted, every missing placeholder is asked for (again after
-``placeholder_retry`` seconds if it still has not appeared), and every pending
-placeholder is placed like any pod, binpacked by default. The placeholder timer starts
-at the first allocation (or, after a restart that lost the persisted start, the first
-cycle that sees one allocated). The gang is *reserved* once every task group has
-``minMember`` placeholders allocated; a real member already running (found after such a
-restart) stands for one, and its placeholder is not made again.
+Once admitted, each task group's ``minMember`` members hold room in one of two ways:
+
+* a real member that is already pending is placed like any pod, binpacked by default,
+  and *held* in the core only (``AppRuntime.assumed``): it takes capacity and queue
+  quota as its placeholder would, and no bind is asked for;
+* for a member whose pod does not exist yet, a placeholder is asked for (again after
+  ``placeholder_retry`` seconds if it still has not appeared) and placed when it comes.
+  A placeholder asked for before its member appeared is still used: the member takes
+  it after the reservation (:mod:`~gangsched.core.swap`).
+
+With ``SchedulerConfig.placeholders`` = ``always`` every member gets a placeholder, as
+in YuniKorn. The placeholder timer starts at the first allocation or held member (or,
+after a restart that lost the persisted start, the first cycle that sees one). The gang
+is *reserved* once every task group has ``minMember`` members holding room (allocated
+placeholders, held members, members bound or being bound); then every held member is
+bound in that cycle. Nothing is bound before.
+
+Restarts: held members live in memory only. A new core holds them again from the
+pending pods; a member bound before the restart (a crash between the gang's binds)
+stands for one, so the gang is admitted at once and binds the rest when they fit.
+Timeouts, deadlock breaking and preemption give held members back with the
+placeholders (:func:`~gangsched.core.placeholders.release_all`).
 """
 
 from __future__ import annotations
