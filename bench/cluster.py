@@ -6,20 +6,29 @@ Usage::
     python3 bench/cluster.py --nodes 500 --pods 3000 [--gang-size 8] [--null]
                              [--scheduler CMD] [--mode backlog|live] [--repeat 3]
                              [--json FILE] [-v]
+    python3 bench/cluster.py --nodes 50 --backlog 2 --runtime 3 --gang-size 0,8,64
 
 Against the cluster named by ``KUBECONFIG``, or, when none is set, against the fake API
 server of ``tests/fakeapi`` started in its own process (``python3 -m fakeapi.serve``).
 For each scheduler (the operator; with ``--null`` the null binder; with ``--scheduler``
 any command) the run is the same, on a fresh server (or a fresh namespace):
 
-1. create ``--nodes`` Node objects (4 cpu, 32Gi, 110 pods, Ready; no kubelet needed);
+1. create ``--nodes`` Node objects (4 cpu, 32Gi, 110 pods, Ready; no kubelet needed),
+   and remove the ``node.kubernetes.io/not-ready:NoSchedule`` taint the API server's
+   admission puts on every new Node (the node lifecycle controller's part; on a real
+   cluster it is taken off again if that controller puts it back during the run). If
+   the taint cannot be removed, the run stops at once and says why;
 2. ``backlog`` mode (the default): create ``--pods`` pending pods (plain, or gangs of
    ``--gang-size``: one Application with one task group per gang), then start the
    scheduler. ``live`` mode: start the scheduler, wait until it is idle, then create
    the pods while it runs (``--rate`` pods per second, or as fast as can be);
 3. a separate watcher process records when it *receives* each pod's ADDED event and its
    first event with ``spec.nodeName`` (receive timestamps: ``creationTimestamp`` has
-   one-second resolution), and each Application's ADDED event;
+   one-second resolution), and each Application's ADDED event. It reports progress every
+   ``--progress`` seconds, and stops the run early, saying so, when nothing was bound
+   for ``--stall`` seconds. With ``--runtime`` it plays the kubelet: a bound pod
+   succeeds that many seconds later, so that a backlog larger than the cluster
+   (``--backlog FACTOR``: that many times what the nodes hold) drains;
 4. when every real pod is bound: the scheduler's CPU time (``/proc``, its process tree)
    and the API requests it made (the fake counts them per ``User-Agent``; on a real
    cluster our own schedulers report their client's count at exit).
@@ -51,7 +60,9 @@ watches included; ``-v`` shows them by verb), CPU seconds per 1,000 pods (the
 scheduler's and the fake server's), and how many cores each kept busy between the
 first and the last bind. In backlog mode the scheduler's start-up CPU (interpreter,
 imports, connecting, with no pods) is the median of ``--startup-samples`` launches
-before the pods exist, and is subtracted.
+before the pods exist, and is subtracted. API requests per bound pod are printed by verb
+after each run. ``--gang-size 0,8,64`` runs each workload in turn (plain pods, gangs of
+8, gangs of 64: the same pods) and ends with a table comparing the operator on them.
 
 The machine is shared by every process of the run, so other load skews the figures:
 ``--repeat N`` runs each scheduler N times, interleaved, and reports medians (ratios
@@ -385,20 +396,63 @@ def app_body(w: Workload, ns: str, j: int) -> JSON:
     }
 
 
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
 async def create_nodes(client: KubeClient, w: Workload, concurrency: int) -> None:
+    """Create the nodes, Ready, and schedulable: the API server's admission
+    (TaintNodesAtCreation) gives every new Node the ``not-ready:NoSchedule`` taint, which
+    the node lifecycle controller removes once the node is Ready. Without a kubelet it may
+    not (or not soon), so the benchmark removes it, as that controller would. Raises
+    SystemExit saying why when it cannot (no right to patch nodes)."""
     async def one(i: int) -> None:
         body = node_body(i)
+        name = body["metadata"]["name"]
         try:
             created = await client.create("", "v1", "nodes", None, body)
         except ApiError as err:
             if err.code != 409:
                 raise
-            created = await client.get("", "v1", "nodes", None, body["metadata"]["name"])
+            created = await client.get("", "v1", "nodes", None, name)
         if not (created.get("status") or {}).get("allocatable"):
-            await client.patch("", "v1", "nodes", None, body["metadata"]["name"],
+            await client.patch("", "v1", "nodes", None, name,
                                {"status": body["status"]}, subresource="status")
+        await untaint(client, created)
 
     await pool((functools.partial(one, i) for i in range(w.nodes)), concurrency)
+
+
+async def untaint(client: KubeClient, node: Mapping[str, Any]) -> bool:
+    """Remove the not-ready/unreachable taints of a benchmark node; True if it had any."""
+    spec = node.get("spec") or {}
+    taints = spec.get("taints") or []
+    kept = [t for t in taints if t.get("key") not in (NOT_READY, UNREACHABLE)]
+    if len(kept) == len(taints) and not spec.get("unschedulable"):
+        return False
+    name = (node.get("metadata") or {}).get("name")
+    try:
+        await client.patch("", "v1", "nodes", None, str(name),
+                           {"spec": {"taints": kept or None, "unschedulable": None}})
+    except ApiError as err:
+        raise SystemExit(
+            f"cannot make node {name} schedulable: removing its {NOT_READY} taint was "
+            f"refused ({err.code}: {err.message or err.reason}); no pod would ever be "
+            "bound. The benchmark needs the right to patch nodes.") from err
+    return True
+
+
+async def keep_schedulable(client: KubeClient, stop: asyncio.Event) -> None:
+    """Real clusters: the node lifecycle controller taints nodes again whose heartbeat it
+    finds stale; take such taints off while the run lasts, and say so."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 5.0)
+        found, _ = await client.list("/api/v1/nodes", params={"labelSelector": f"{LABEL}=true"})
+        again = [n for n in found if await untaint(client, n)]
+        if again:
+            print(f"  nodes tainted again by the cluster, made schedulable: {len(again)}",
+                  flush=True)
 
 
 async def create_pods(client: KubeClient, w: Workload, ns: str, concurrency: int,
@@ -590,6 +644,20 @@ def role_watch(args: argparse.Namespace) -> None:
             apps: dict[str, float] = {}
             placeholders: dict[str, float] = {}
             done = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            finishing: set[asyncio.Task[None]] = set()
+            ns = args.namespace
+
+            async def finish(name: str) -> None:
+                """The kubelet's part: the pod ran for ``--runtime`` seconds and succeeded."""
+                with contextlib.suppress(ApiError):
+                    await client.patch("", "v1", "pods", ns, name,
+                                       {"status": {"phase": "Succeeded"}}, subresource="status")
+
+            def later(name: str) -> None:
+                task = asyncio.create_task(finish(name))
+                finishing.add(task)
+                task.add_done_callback(finishing.discard)
 
             def on_pod(kind: str, obj: Mapping[str, Any]) -> None:
                 now = time.time()
@@ -607,13 +675,14 @@ def role_watch(args: argparse.Namespace) -> None:
                 if (kind != "DELETED" and name not in bound
                         and (obj.get("spec") or {}).get("nodeName")):
                     bound[name] = now
+                    if args.runtime > 0:
+                        loop.call_later(args.runtime, later, name)
                     if len(bound) >= args.expect:
                         done.set()
 
             def on_app(kind: str, obj: Mapping[str, Any]) -> None:
                 apps.setdefault(str((obj.get("metadata") or {}).get("name")), time.time())
 
-            ns = args.namespace
             watches = [Reflector(client, f"/api/v1/namespaces/{ns}/pods", on_pod)]
             if args.gangs:
                 watches.append(Reflector(
@@ -622,6 +691,26 @@ def role_watch(args: argparse.Namespace) -> None:
                 await w.list()
             tasks = [asyncio.create_task(w.run(stop)) for w in watches]
             _announce("READY")
+
+            async def progress() -> None:
+                """Every ``--progress`` seconds: how many are bound; STALLED when none
+                was for ``--stall`` seconds while pods wait."""
+                start = last_change = time.time()
+                seen = -1
+                while not done.is_set():
+                    await asyncio.sleep(args.progress)
+                    now = time.time()
+                    if len(bound) != seen:
+                        seen, last_change = len(bound), now
+                    since = now - max(bound.values(), default=start)
+                    _announce("PROGRESS", bound=len(bound), expect=args.expect,
+                              placeholders_bound=len(placeholders),
+                              seconds=round(now - start, 1), idle=round(since, 1))
+                    if added and now - last_change >= args.stall:
+                        _announce("STALLED", bound=len(bound), idle=round(since, 1))
+                        done.set()
+
+            reporter = asyncio.create_task(progress())
             waiter = asyncio.create_task(done.wait())
             stopper = asyncio.create_task(stop.wait())
             await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -632,7 +721,7 @@ def role_watch(args: argparse.Namespace) -> None:
                 "placeholders_bound": len(placeholders)}))
             _announce("WRITTEN")
             await stop.wait()
-            for t in (*tasks, waiter, stopper):
+            for t in (*tasks, waiter, stopper, reporter, *finishing):
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -711,6 +800,7 @@ class RunResult:
             "pod latency p99 s": _pct(lat, 99),
             "gang complete p50 s": _pct(gang, 50),
             "gang complete p90 s": _pct(gang, 90),
+            "gang complete p99 s": _pct(gang, 99),
             "gang complete max s": gang[-1] if gang else None,
             "API requests / bound pod": self.requests / self.bound
             if self.requests is not None and self.bound else None,
@@ -795,6 +885,8 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
                 [sys.executable, __file__, "_watch", "--kubeconfig", cluster.kubeconfig,
                  "--namespace", cluster.namespace, "--expect", str(w.pods),
                  "--out", str(log_dir / f"watch-{run}.json"),
+                 "--runtime", str(args.runtime), "--progress", str(args.progress),
+                 "--stall", str(args.stall),
                  *(["--gangs"] if w.gang_size else [])], log_dir)
             children.append(watcher)
             await watcher.expect("READY", 60)
@@ -827,8 +919,11 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
                 print(f"  [{run}] {w.pods} pods ({w.gangs} gangs) in "
                       f"{time.monotonic() - t0:.1f}s", flush=True)
             sampler = asyncio.create_task(sample_cpu(child, cluster, result.cpu_samples))
-            done = asyncio.create_task(watcher.expect("DONE", args.timeout))
+            done = asyncio.create_task(wait_for_binds(watcher, run, args.timeout))
             exited = asyncio.create_task(child.proc.wait())
+            stop_untaint = asyncio.Event()
+            guard = (asyncio.create_task(keep_schedulable(client, stop_untaint))
+                     if not cluster.fake else None)
             try:
                 await asyncio.wait({done, exited}, return_when=asyncio.FIRST_COMPLETED)
                 if not done.done():
@@ -836,10 +931,15 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
                                         f"before every pod was bound: see {child.log_path}")
                 elif isinstance(done.exception(), TimeoutError):
                     result.notes.append(f"timed out after {args.timeout}s")
+                elif done.exception() is None and done.result():
+                    result.notes.append(done.result())
             finally:
+                stop_untaint.set()
                 sampler.cancel()
                 done.cancel()
                 exited.cancel()
+                if guard is not None:
+                    guard.cancel()
             result.cpu = child.cpu() - cpu_before
             after = await cluster.counters()
             server_after = cluster.server_cpu()
@@ -872,6 +972,29 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
             await c.stop()
         await cluster.close()
     return result
+
+
+async def wait_for_binds(watcher: Child, run: str, timeout: float) -> str:
+    """Until the watcher says every pod is bound (""), or that none was bound for a while
+    (the reason); prints its progress reports meanwhile."""
+    async with asyncio.timeout(timeout):
+        while True:
+            line = await watcher.lines.get()
+            if line == "":
+                raise RuntimeError(f"the watcher exited; see {watcher.log_path}")
+            word, _, rest = line.partition(" ")
+            if word == "DONE":
+                return ""
+            if word == "PROGRESS":
+                p = json.loads(rest)
+                print(f"  [{run}] {p['seconds']:.0f}s: {p['bound']}/{p['expect']} pods bound"
+                      f" ({p['placeholders_bound']} placeholders); last bind "
+                      f"{p['idle']:.0f}s ago", flush=True)
+            elif word == "STALLED":
+                p = json.loads(rest)
+                return (f"stopped early: nothing bound for {p['idle']:.0f}s with "
+                        f"{p['bound']} pods bound (see the scheduler's log; are the nodes "
+                        "schedulable, is the scheduler running?)")
 
 
 async def sample_cpu(child: Child, cluster: Cluster,
@@ -954,12 +1077,91 @@ def _self(role: str, args: argparse.Namespace, extra: list[str]) -> list[str]:
     return argv + extra
 
 
+def capacity(nodes: int, cpu: str) -> int:
+    """How many pods of ``cpu`` the benchmark's nodes (4 cpu, 110 pods) hold."""
+    milli = int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
+    return nodes * min(110, 4000 // max(1, milli))
+
+
+def gang_sizes(text: str) -> list[int]:
+    """``--gang-size``: one size, or a comma-separated list run one after the other."""
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SystemExit(f"--gang-size: integers separated by commas, not {text!r}") from None
+    if not sizes or any(size < 0 for size in sizes):
+        raise SystemExit(f"--gang-size: sizes of 0 (plain pods) or more, not {text!r}")
+    return sizes
+
+
 async def main_async(args: argparse.Namespace) -> list[RunResult]:
     main_task = asyncio.current_task()
     if main_task is not None:  # SIGTERM: stop the processes we started, then exit
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, main_task.cancel)
-    w = Workload(args.nodes, args.pods, args.gang_size, args.cpu, args.memory,
-                 args.scheduler_name)
+    pods = args.pods
+    if args.backlog:
+        pods = int(args.backlog * capacity(args.nodes, args.cpu))
+        if args.runtime <= 0:
+            raise SystemExit("--backlog needs --runtime: pods must finish for the backlog "
+                             "to drain")
+    sizes = gang_sizes(args.gang_size)
+    results: list[RunResult] = []
+    compared: list[tuple[int, dict[str, float | None], dict[str, float]]] = []
+    for size in sizes:
+        w = Workload(args.nodes, pods, size, args.cpu, args.memory, args.scheduler_name)
+        found = await run_workload(args, w)
+        results.extend(found)
+        ours = [r for r in found if r.scheduler == "operator"]
+        if ours:
+            compared.append((size, summarise(ours, args.mode)["operator"], _verbs(ours)))
+    if len(compared) > 1:
+        print()
+        print(comparison(compared))
+    return results
+
+
+def _verbs(results: list[RunResult]) -> dict[str, float]:
+    """Requests per bound pod by verb (medians over the runs)."""
+    found: dict[str, list[float]] = {}
+    for r in results:
+        if not r.bound:
+            continue
+        per: dict[str, float] = {}
+        for key, count in r.requests_by_verb.items():
+            verb = key.split(" ")[1] if " " in key else key
+            per[verb] = per.get(verb, 0.0) + count / r.bound
+        for verb, value in per.items():
+            found.setdefault(verb, []).append(value)
+    return {verb: statistics.median(values) for verb, values in sorted(found.items())}
+
+
+def comparison(rows: list[tuple[int, dict[str, float | None], dict[str, float]]]) -> str:
+    """The operator on each workload of the run, against the plain pods (gang size 0)."""
+    plain = next((m for size, m, _ in rows if size == 0), None)
+    base = plain["binds/s average"] if plain else None
+    header = ["workload", "real binds/s", "x plain", "gang complete p50 / p99 s",
+              "API requests / bound pod", "by verb", "CPU s / 1000 pods"]
+    lines = []
+    for size, m, verbs in rows:
+        rate = m["binds/s average"]
+        p50, p99 = m["gang complete p50 s"], m["gang complete p99 s"]
+        lines.append([
+            "plain pods" if size == 0 else f"gangs of {size}", _fmt(rate),
+            f"{rate / base:.2f}" if rate and base else "",
+            f"{_fmt(p50)} / {_fmt(p99)}" if p50 is not None else "",
+            _fmt(m["API requests / bound pod"]),
+            ", ".join(f"{verb} {value:.2f}" for verb, value in verbs.items()),
+            _fmt(m["scheduler CPU s / 1000 pods"])])
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *lines, strict=True)]
+    out = ["| " + " | ".join(h.ljust(wd) for h, wd in zip(header, widths, strict=True)) + " |",
+           "|" + "|".join("-" * (wd + 2) for wd in widths) + "|"]
+    out.extend("| " + " | ".join(c.ljust(wd) for c, wd in zip(cells, widths, strict=True))
+               + " |" for cells in lines)
+    return "\n".join(out)
+
+
+async def run_workload(args: argparse.Namespace, w: Workload) -> list[RunResult]:
+    """Every scheduler on one workload (``--repeat`` times, interleaved); prints its table."""
     keep = args.log_dir is not None
     log_dir = pathlib.Path(args.log_dir or tempfile.mkdtemp(prefix="gangsched-bench-"))
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -995,6 +1197,11 @@ async def main_async(args: argparse.Namespace) -> list[RunResult]:
             print(f"  [{run}] {result.bound} bound, {_fmt(m['binds/s average'])} binds/s, "
                   f"requests by client: {result.requests_detail or result.requests}"
                   + "".join(f"; {note}" for note in result.notes), flush=True)
+            if result.requests_by_verb and result.bound:
+                verbs = _verbs([result])
+                print(f"  [{run}] requests per bound pod by verb: "
+                      + ", ".join(f"{verb} {value:.3f}" for verb, value in verbs.items()),
+                      flush=True)
             if args.verbose and result.requests_by_verb:
                 print(f"  [{run}] requests: {result.requests_by_verb}", flush=True)
     summary = summarise(results, args.mode)
@@ -1004,7 +1211,10 @@ async def main_async(args: argparse.Namespace) -> list[RunResult]:
     print(table(summary))
     print(f"1-minute load average during the runs: {min(load):.1f} to {max(load):.1f}")
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(
+        path = pathlib.Path(args.json)
+        if len(gang_sizes(args.gang_size)) > 1:
+            path = path.with_name(f"{path.stem}-gang{w.gang_size}{path.suffix}")
+        path.write_text(json.dumps(
             {"nodes": w.nodes, "pods": w.pods, "gang_size": w.gang_size, "mode": args.mode,
              "repeat": args.repeat, "cores": os.cpu_count(),
              "where": "real" if kubeconfig else "fake", "load": load, "results": summary,
@@ -1020,7 +1230,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nodes", type=int, default=500)
     p.add_argument("--pods", type=int, default=3000)
-    p.add_argument("--gang-size", type=int, default=0, help="0: plain pods")
+    p.add_argument("--gang-size", default="0",
+                   help="0: plain pods; a comma-separated list (0,8,64) runs each workload "
+                        "in turn and compares them")
+    p.add_argument("--backlog", type=float, default=0.0, metavar="FACTOR",
+                   help="pods: this many times what the nodes hold (instead of --pods); "
+                        "needs --runtime")
     p.add_argument("--mode", choices=("backlog", "live"), default="backlog")
     p.add_argument("--null", action="store_true", help="also run the null binder")
     p.add_argument("--repeat", type=int, default=1,
@@ -1036,6 +1251,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--rate", type=float, default=0,
                    help="live mode: create this many pods per second (0: as fast as can be)")
     p.add_argument("--timeout", type=float, default=600, help="seconds to wait for binds")
+    p.add_argument("--runtime", type=float, default=0.0,
+                   help="a bound pod succeeds this many seconds later (the benchmark plays "
+                        "the kubelet), so that a backlog larger than the cluster drains")
+    p.add_argument("--progress", type=float, default=5.0,
+                   help="seconds between progress reports while waiting for binds")
+    p.add_argument("--stall", type=float, default=60.0,
+                   help="stop early when no pod was bound for this many seconds")
     p.add_argument("--heartbeat", type=float, default=20,
                    help="real clusters: node Lease renewal period (0: none)")
     p.add_argument("--startup-samples", type=int, default=3,
@@ -1059,6 +1281,9 @@ def parse_role(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--expect", type=int, default=0)
     p.add_argument("--out")
     p.add_argument("--gangs", action="store_true")
+    p.add_argument("--runtime", type=float, default=0.0)
+    p.add_argument("--progress", type=float, default=5.0)
+    p.add_argument("--stall", type=float, default=60.0)
     return p.parse_args(argv)
 
 

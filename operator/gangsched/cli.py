@@ -102,6 +102,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "with one profile, or its plugins/pluginConfig alone; enable, "
                           "disable and weight the placement plugins (default: "
                           "kube-scheduler's default profile)")
+    run.add_argument("--placeholders", choices=["missing", "always"], type=str.lower,
+                     help="which gang members get a placeholder pod: missing (default: only "
+                          "members whose pod does not exist yet; pending ones are reserved "
+                          "in memory) or always (every member, as YuniKorn does)")
     run.set_defaults(func=cmd_run)
 
 

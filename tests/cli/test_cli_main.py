@@ -161,3 +161,18 @@ def test_run_hands_demand_placeholders_to_the_shell(monkeypatch: pytest.MonkeyPa
     (args,) = calls
     assert isinstance(args, argparse.Namespace)
     assert args.demand_placeholders is expected
+@pytest.mark.parametrize("value", ["missing", "always", "Always"])
+def test_run_hands_the_placeholder_policy_to_the_shell(monkeypatch: pytest.MonkeyPatch,
+                                                       value: str) -> None:
+    calls: list[object] = []
+    _fake_shell(monkeypatch, calls)
+    assert cli.main(["run", "--placeholders", value]) == 0
+    (args,) = calls
+    assert isinstance(args, argparse.Namespace)
+    assert args.placeholders == value.lower()
+
+
+def test_run_refuses_an_unknown_placeholder_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["run", "--placeholders", "sometimes"])
+    assert code == 2
+    assert "invalid choice: 'sometimes'" in capsys.readouterr().err

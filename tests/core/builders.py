@@ -15,6 +15,7 @@ from gangsched.core.model import (
     GroupKey,
     Node,
     PersistedAppStatus,
+    PlaceholderPolicy,
     Pod,
     PodGroupSpec,
     PodPhase,
@@ -33,6 +34,13 @@ from gangsched.core.resources import Resources
 PARTIAL_GANGS = SchedulerConfig(overcommit_factor=100.0)
 """``enqueue`` admits gangs the cluster cannot hold: for tests of partial reservations,
 placeholder timeouts and the like (quota still holds gangs back)."""
+
+ALWAYS = SchedulerConfig(placeholders=PlaceholderPolicy.ALWAYS)
+"""A placeholder for every member, present or not (YuniKorn's way): for tests of the
+placeholder and swap path with real pods that exist from the start."""
+
+PARTIAL_GANGS_ALWAYS = SchedulerConfig(overcommit_factor=100.0,
+                                       placeholders=PlaceholderPolicy.ALWAYS)
 
 
 def res(cpu: str | int | None = None, memory: str | None = None, **extra: str | int) -> Resources:

@@ -117,8 +117,8 @@ def test_victims_are_told_and_the_preemptor_says_preempting() -> None:
     w = world()
     fill(w, "a", "b", "c", "d")
     gang(w, "hi", ("g", 2), priority=10, creation=10)
-    w.step(1)
     w.hold_deletes.update({"c", "d"})  # their evictions hang: the plan stays visible
+    w.step(1)  # its members are pending: no placeholder to wait for, it preempts at once
     w.step(2)
     assert {e.target.name for e in events(w, "Preempted", "Pod")} == {"c", "d"}
     message = events(w, "Preempted", "Pod")[0].message
@@ -149,6 +149,23 @@ def test_placeholders_of_a_gang_that_has_not_started_go_first() -> None:
     w.delete("b")
     run(w, 20)
     assert w.app_status["default/low"].reserved == "2/2"
+
+
+def test_members_a_gang_holds_in_memory_are_given_back_not_evicted() -> None:
+    w = world()
+    fill(w, "a", "b")
+    gang(w, "low", ("g", 3), creation=1)  # its pods exist: two held on n0, one waits
+    w.settle(0.5)
+    assert w.bound_names() & {"low-g-0", "low-g-1", "low-g-2"} == set()
+    assert w.app_status["default/low"].reserved == "2/3"
+    gang(w, "hi", ("g", 2), priority=10, creation=10)
+    run(w)
+    assert asked(w) == set()  # nothing evicted: no work lost
+    assert running(w, "hi-") == {"hi-g-0", "hi-g-1"}
+    assert {w.node_of(f"low-g-{i}") for i in range(3)} == {None}  # still there, pending
+    low = w.app_status["default/low"]
+    assert (low.state, low.reserved) == ("Accepted", "0/3")  # held again, reserves later
+    assert "was released" in events(w, "Preempted", "Application")[0].message
 
 
 @pytest.mark.parametrize(
@@ -290,8 +307,8 @@ def test_the_room_freed_is_held_for_the_preemptor_until_it_is_placed() -> None:
     w = world()
     fill(w, "a", "b", "c", "d")
     gang(w, "hi", ("g", 2), priority=10, creation=10)
-    w.step(1)  # accepted, placeholders asked for
     w.hold_deletes.add("d")  # c goes at once, d hangs
+    w.step(1)  # accepted; its members are pending, so it preempts at once
     w.step(2)
     assert (asked(w), evicted(w)) == ({"c", "d"}, {"c"})
     w.add_pod(make_pod("sneaky", queue="other", priority=20, creation=11))

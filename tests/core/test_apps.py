@@ -6,7 +6,9 @@ import dataclasses
 
 import pytest
 from builders import (
+    ALWAYS,
     PARTIAL_GANGS,
+    PARTIAL_GANGS_ALWAYS,
     make_app,
     make_group,
     make_node,
@@ -207,18 +209,49 @@ def test_placeholders_are_named_sized_and_counted_like_any_pod() -> None:
 
 @pytest.mark.parametrize("style", [Style.HARD, Style.SOFT])
 def test_no_real_pod_binds_before_every_placeholder_is_allocated(style: Style) -> None:
-    w = world(4, config=PARTIAL_GANGS)
+    w = world(4, config=PARTIAL_GANGS_ALWAYS)
     app = make_app("a", make_group("g", 3, cpu=2), style=style)
     w.add_app(app)
     reals(w, app, 3, cpu=2)
     w.settle(0)
     assert w.bound_names() == {placeholder_of(app, "g", 0), placeholder_of(app, "g", 1)}
     assert w.pending_reason("a-r0") == "WaitingForGang"
-    assert "2/3 placeholders" in w.pending_reasons[w.uid_of("a-r0")].message
+    assert w.app_status[app.key].reserved == "2/3"
     w.add_node(make_node("n1", cpu=2))
     w.settle(1)
     assert {w.node_of(f"a-r{i}") for i in range(3)} == {"n0", "n1"}
     assert w.placeholders(app.key) == []
+
+
+@pytest.mark.parametrize("style", [Style.HARD, Style.SOFT])
+def test_pending_members_are_held_in_memory_and_bound_together(style: Style) -> None:
+    w = world(4, config=PARTIAL_GANGS)
+    app = make_app("a", make_group("g", 3, cpu=2), style=style)
+    w.add_app(app)
+    reals(w, app, 3, cpu=2)
+    w.settle(0)
+    assert w.bound_names() == set()  # two are held on n0, nothing is bound
+    assert len(w.scheduler.apps[app.key].assumed) == 2
+    assert w.scheduler.cluster.nodes["n0"].used == res(4, "2Gi", pods=2)
+    assert w.app_status[app.key].reserved == "2/3"
+    held = [n for n in ("a-r0", "a-r1", "a-r2")
+            if w.pending_reasons[w.uid_of(n)].message.startswith("held on node n0")]
+    assert len(held) == 2
+    assert {w.pending_reason(f"a-r{i}") for i in range(3)} == {"WaitingForGang"}
+    # One event on the Application says it for the three pods, none on each pod.
+    waiting = [d for d in w.decisions if isinstance(d, PodPending)]
+    assert waiting and not any(d.event for d in waiting)
+    (event,) = [e for e in w.reasons("WaitingForGang")]
+    assert event.target.kind == "Application"
+    assert event.message.startswith("3 pods wait until every task group")
+    w.add_node(make_node("n1", cpu=2))
+    out = w.settle(1)
+    binds = [d for d in out if isinstance(d, BindPod)]
+    assert sorted(d.name for d in binds) == ["a-r0", "a-r1", "a-r2"]
+    assert {d.reason for d in binds} == {"GangReserved"}
+    assert {w.node_of(f"a-r{i}") for i in range(3)} == {"n0", "n1"}
+    assert [d for d in w.decisions if isinstance(d, CreatePlaceholder)] == []
+    assert w.app_state("default/a") == "Running"
 
 
 def test_a_held_gang_creates_nothing_and_blocks_no_running_app() -> None:
@@ -323,7 +356,7 @@ def test_placeholder_timer_starts_at_first_allocation_not_submission() -> None:
                                                                 id="soft")],
 )
 def test_placeholder_timeout_before_the_gang_starts(style: Style, state: str) -> None:
-    w = world(4, config=PARTIAL_GANGS)
+    w = world(4, config=PARTIAL_GANGS_ALWAYS)
     app = make_app("a", make_group("g", 3, cpu=2), style=style, placeholder_timeout=30)
     w.add_app(app)
     reals(w, app, 2, cpu=1)
@@ -337,7 +370,7 @@ def test_placeholder_timeout_before_the_gang_starts(style: Style, state: str) ->
     assert w.placeholders(app.key) == []
     rt = w.scheduler.apps[app.key]
     assert (rt.state.value, rt.reason) == (state, "PlaceholderTimeout")
-    assert rt.message.startswith("2/3 placeholders allocated when the 30s timeout expired")
+    assert rt.message.startswith("2/3 members reserved when the 30s timeout expired")
     w.settle(31)
     if style is Style.HARD:
         assert "the application is killed" in rt.message
@@ -544,7 +577,7 @@ def test_deletion_is_asked_again_until_seen() -> None:
 
 
 def test_real_pods_decisions_carry_reasons() -> None:
-    w = world(8)
+    w = world(8, config=ALWAYS)
     app = make_app("a", make_group("g", 1, cpu=1))
     w.add_app(app)
     reals(w, app, 2)
@@ -557,6 +590,19 @@ def test_real_pods_decisions_carry_reasons() -> None:
     }
     pending = [d for d in w.decisions if isinstance(d, PodPending) and d.name == "a-r0"]
     assert [d.reason for d in pending] == ["WaitingForGang", "WaitingForPlaceholder"]
+    assert w.scheduler.apps[AppKey("default/a")].state.value == "Running"
+
+
+def test_a_pending_member_is_bound_directly_and_the_rest_as_ordinary_pods() -> None:
+    w = world(8)
+    app = make_app("a", make_group("g", 1, cpu=1))
+    w.add_app(app)
+    reals(w, app, 2)
+    w.settle(0)
+    binds = {d.name: d.reason for d in w.decisions if isinstance(d, BindPod)}
+    assert binds == {"a-r0": "GangReserved", "a-r1": "Scheduled"}
+    assert [d for d in w.decisions if isinstance(d, PodPending)] == []
+    assert w.placeholders(app.key) == []
     assert w.scheduler.apps[AppKey("default/a")].state.value == "Running"
 
 

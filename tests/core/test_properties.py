@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gangsched.core.decisions import BindPod, CreatePlaceholder, DeletePod
-from gangsched.core.model import SchedulerConfig, Scoring
+from gangsched.core.model import PlaceholderPolicy, SchedulerConfig, Scoring
 from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 from workloads import Cluster, Op, Runner, check_invariants, clusters, ops
@@ -48,6 +48,14 @@ def test_invariants_hold_after_every_cycle(cluster: Cluster, operations: list[Op
 def test_invariants_hold_with_spread_scoring(cluster: Cluster, operations: list[Op]) -> None:
     run(cluster, operations, SchedulerConfig(gang_scoring=Scoring.SPREAD,
                                              pod_scoring=Scoring.SPREAD, sample_size=2))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), ops)
+def test_invariants_hold_with_a_placeholder_for_every_member(
+    cluster: Cluster, operations: list[Op]
+) -> None:
+    run(cluster, operations, SchedulerConfig(placeholders=PlaceholderPolicy.ALWAYS))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,7 +19,13 @@ from builders import (
     make_podgroup,
     placeholder_of,
 )
-from gangsched.core.decisions import CreatePlaceholder, DeletePod, DeleteReason, SetAppStatus
+from gangsched.core.decisions import (
+    BindPod,
+    CreatePlaceholder,
+    DeletePod,
+    DeleteReason,
+    SetAppStatus,
+)
 from gangsched.core.model import AppSpec, GangMode, GroupKey, Style
 from simworld import SimWorld
 from workloads import check_invariants
@@ -276,3 +282,63 @@ def test_a_placeholder_of_an_older_spec_found_without_status_is_released() -> No
         (placeholder_of(old, "g", 2), DeleteReason.ORPHANED)]
     assert sorted(p.name for p in w.placeholders(new.key)) == [
         placeholder_of(old, "g", 0), placeholder_of(old, "g", 1)]
+
+
+# --- reservations held in memory -------------------------------------------------------------
+#
+# Pending members are reserved in the core only: a restart forgets them, and the new core
+# reserves them again from the pending pods. Nothing is bound before the whole gang can be.
+
+
+@pytest.mark.parametrize("pods_first", ORDERS)
+def test_a_reservation_held_in_memory_is_made_again_after_a_restart(pods_first: bool) -> None:
+    app = make_app("a", make_group("g", 3, cpu=2), style=Style.HARD, placeholder_timeout=100)
+    w = gang_world(app, 4)
+    for i in range(3):
+        w.add_pod(make_pod(f"r{i}", cpu=2, app="a", task_group="g"))
+    w.settle(10)
+    assert w.bound_names() == set()  # two held on n0, in memory only
+    assert w.app_status[app.key].reserved == "2/3"
+    w.restart(pods_first=pods_first)
+    out = w.settle(50)
+    assert [d for d in out if isinstance(d, BindPod | CreatePlaceholder)] == []
+    assert len(w.scheduler.apps[app.key].assumed) == 2
+    assert w.scheduler.apps[app.key].timer_start == 10  # not restarted at 50
+    assert_clean(w)
+    w.add_node(make_node("n1", cpu=2))
+    w.settle(60)
+    assert all(w.node_of(f"r{i}") for i in range(3))
+    assert w.placeholders(app.key) == []
+    assert w.app_state("default/a") == "Running"
+    assert_clean(w)
+
+
+@pytest.mark.parametrize("carried_out", [pytest.param(1, id="one-of-three"),
+                                         pytest.param(2, id="two-of-three")])
+@pytest.mark.parametrize("status_written", [pytest.param(False, id="status-lost"),
+                                            pytest.param(True, id="status-written")])
+def test_a_crash_between_the_binds_of_a_gang_leaves_no_gang_half_started(
+    carried_out: int, status_written: bool
+) -> None:
+    app = make_app("a", make_group("g", 3, cpu=1), style=Style.HARD)
+    w = gang_world(app, 2, 1)  # room for the gang and nothing else
+    for i in range(3):
+        w.add_pod(make_pod(f"r{i}", app="a", task_group="g"))
+    decisions = w.scheduler.cycle(0)
+    binds = [d for d in decisions if isinstance(d, BindPod)]
+    assert sorted(d.name for d in binds) == ["r0", "r1", "r2"]
+    assert [d for d in decisions if isinstance(d, CreatePlaceholder)] == []
+    # The operator dies after some of the binds (and, or not, the status write).
+    w.apply(binds[:carried_out])
+    if status_written:
+        w.apply([d for d in decisions if isinstance(d, SetAppStatus)])
+    w.add_pod(make_pod("other", cpu=1, creation=2))  # newer: competes for the room left
+    w.restart()
+    out = w.settle(2)
+    again = sorted(d.name for d in out if isinstance(d, BindPod))
+    assert again == sorted(d.name for d in binds[carried_out:])
+    assert w.node_of("other") is None
+    assert all(w.node_of(f"r{i}") for i in range(3))
+    assert w.placeholders(app.key) == []
+    assert w.app_state("default/a") == "Running"
+    assert_clean(w)

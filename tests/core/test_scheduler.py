@@ -9,7 +9,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
+from builders import (
+    ALWAYS,
+    make_app,
+    make_group,
+    make_node,
+    make_pod,
+    make_podgroup,
+    make_queue,
+    res,
+)
 from gangsched.core.decisions import BindPod, PodPending, RecordEvent
 from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, SortPolicy
 from gangsched.core.observations import (
@@ -161,7 +170,7 @@ def test_a_failed_placeholder_bind_is_allocated_again() -> None:
 
 
 def test_a_placeholder_whose_bind_failed_after_the_reservation_holds_its_place_again() -> None:
-    w = SimWorld()
+    w = SimWorld(config=ALWAYS)
     w.add_node(make_node("n", cpu=8))
     app = make_app("a", make_group("g", 3))
     w.add_app(app)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from builders import (
-    PARTIAL_GANGS,
+    PARTIAL_GANGS_ALWAYS,
     make_app,
     make_group,
     make_node,
@@ -26,7 +26,7 @@ from simworld import SimWorld
 
 
 def test_app_status_counts_through_a_gang_life() -> None:
-    w = SimWorld(config=PARTIAL_GANGS)
+    w = SimWorld(config=PARTIAL_GANGS_ALWAYS)
     w.add_node(make_node("n", cpu=3))
     app = make_app("a", make_group("g", 4, cpu=1), placeholder_timeout=50)
     w.add_app(app)

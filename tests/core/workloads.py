@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
 from gangsched.core.constraints import Taint, TaintEffect, Toleration, TolerationOperator
-from gangsched.core.decisions import BindPod, Decision, RecordEvent
+from gangsched.core.decisions import BindPod, Decision, EvictPod, RecordEvent
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -146,12 +146,14 @@ class Runner:
                        placeholder_timeout=float(5 + b % 40),
                        waiting_timeout=float(5 + c % 20), creation=self.now)
         w.add_app(app)
-        if c % 2:  # its pods come with it
-            for group in app.task_groups:
-                for _ in range(group.min_member):
-                    w.add_pod(make_pod(self._name("r"), cpu=SIZES[b % 3], app=n,
-                                       task_group=group.name, creation=self.now,
-                                       tolerations=group.tolerations))
+        for group in app.task_groups:
+            # Its pods come with it (all of them, about half: a mixed gang whose other
+            # members come later, or none), held in memory rather than placeholders.
+            present = (0, group.min_member, (group.min_member + 1) // 2, group.min_member)
+            for _ in range(present[c % 4]):
+                w.add_pod(make_pod(self._name("r"), cpu=SIZES[b % 3], app=n,
+                                   task_group=group.name, creation=self.now,
+                                   tolerations=group.tolerations))
 
     def _real(self, a: int, b: int, c: int) -> None:
         gangs = self._gangs()
@@ -275,8 +277,11 @@ class Runner:
         return decisions
 
     def _check_gangs(self, decisions: list[Decision], bound_before: dict[GroupKey, int]) -> None:
-        """Hard gangs and PodGroups: no real member bound before the gang is reserved."""
+        """Hard gangs and PodGroups: no real member bound before the gang is reserved; a
+        member bound directly (held in memory) only when every task group of its gang has
+        ``minMember`` members bound or being bound, or allocated placeholders."""
         w = self.world
+        self._check_direct_binds(decisions)
         binds: dict[GroupKey, int] = {}
         for d in decisions:
             if isinstance(d, RecordEvent) and d.target.kind == "Application":
@@ -307,6 +312,29 @@ class Runner:
                 assert placed >= group.min_member, (
                     f"{key} bound with {member} at {placed}/{group.min_member}")
                 self.gang_bound.add(member)
+
+
+    def _check_direct_binds(self, decisions: list[Decision]) -> None:
+        w = self.world
+        for d in decisions:  # an eviction is for a bound pod: a pending one would be lost
+            if isinstance(d, EvictPod) and d.uid in self.seen:
+                assert self.seen[d.uid].node_name is not None, f"{d.name} evicted unbound"
+        asked = {d.uid for d in decisions if isinstance(d, BindPod)}
+        apps = {self.seen[d.uid].app for d in decisions
+                if isinstance(d, BindPod) and d.reason == "GangReserved" and d.uid in self.seen}
+        for key in sorted(k for k in apps if k is not None and k in w.apps):
+            spec = w.apps[key]
+            for group in spec.task_groups:
+                # Bound, or asked to be bound in this cycle (a failed bind may have made
+                # the world delete it since).
+                held = {p.uid for p in w.pods.values()
+                        if p.app == key and p.task_group == group.name and p.active
+                        and not p.terminating and p.node_name}
+                held.update(uid for uid in asked if (pod := self.seen.get(uid)) is not None
+                            and pod.app == key and pod.task_group == group.name)
+                assert len(held) >= group.min_member, (
+                    f"{key} bound directly with task group {group.name} at "
+                    f"{len(held)}/{group.min_member}")
 
 
 def _cpu(cpu: int | None) -> Resources | None:

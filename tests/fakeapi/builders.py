@@ -136,3 +136,19 @@ def make_crd(*, group: str = "example.dev", plural: str = "widgets", kind: str =
             } for i, v in enumerate(versions)],
         },
     }
+
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+def untaint_ready(node: Obj) -> Obj | None:
+    """The merge patch the node lifecycle controller sends for a Ready node that still has
+    the ``not-ready`` taint the API server added at creation (None when nothing is to
+    remove, or the node is not Ready). Other taints are kept."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = (node.get("spec") or {}).get("taints") or []
+    kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+    if not ready or len(kept) == len(taints):
+        return None
+    return {"spec": {"taints": kept or None}}

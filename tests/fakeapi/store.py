@@ -32,6 +32,7 @@ from fakeapi import (
     errors,
     lifecycle,
     meta,
+    nodes,
     patching,
     pods,
     resources,
@@ -243,6 +244,8 @@ class Store:
             causes += pod_causes
         elif rtype.group == "" and rtype.kind == "Namespace" and old is None:
             obj = lifecycle.namespace_defaults(obj)
+        elif rtype.group == "" and rtype.kind == "Node" and old is None:
+            obj = nodes.taint_at_creation(obj)
         else:
             obj = volumes.admit(rtype, obj, old)
         rule = validation.KIND_RULES.get((rtype.group, rtype.kind))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fakeapi import FakeApiServer
+from fakeapi.builders import untaint_ready
 from gangsched.shell.main import operate
 from gangsched.shell.runtime import Runtime
 from gangsched.shell.settings import OperatorSettings
@@ -121,7 +122,7 @@ async def new_cluster(factory: Callable[..., Any], tmp_path: pathlib.Path, *, no
     api.install_crds_from_dir(ROOT / "crds")
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gangsched-system"}})
     for i in range(nodes):
-        api.create(node(f"node-{i}", cpu=cpu, memory=memory))
+        add_node(api, node(f"node-{i}", cpu=cpu, memory=memory))
     return api, api.write_kubeconfig(tmp_path / "kubeconfig")
 
 
@@ -161,6 +162,17 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
         if found.get("type") == kind:
             return dict(found)
     return {}
+
+
+def add_node(api: FakeApiServer, body: dict[str, Any]) -> dict[str, Any]:
+    """Create a Node as a kubelet registers it, then, if it is Ready, remove the
+    ``not-ready`` taint the API server's admission added, as the node lifecycle
+    controller does. Returns the node as it is then."""
+    created = api.create(body)
+    patch = untaint_ready(created)
+    if patch is None:
+        return created
+    return api.patch("nodes", None, created["metadata"]["name"], patch)
 
 
 def node(name: str, cpu: str = "4", memory: str = "16Gi", pods: str = "110",

@@ -110,10 +110,10 @@ async def test_yunikorn_job(fake_api_factory: Any, tmp_path: pathlib.Path) -> No
         assert app["spec"]["queue"] == "fifo"
         assert app["spec"]["schedulingPolicy"] == {
             "style": "Hard", "placeholderTimeoutSeconds": 60, "waitingTimeoutSeconds": 30}
-        # The gang was reserved whole (4 placeholders bound) before any real pod was.
+        # Every member existed: reserved in memory, bound directly, no placeholder made.
         order = [name for name, code in bind_answers(api) if code < 300]
-        first_real = min(order.index(name) for name in names)
-        assert len([n for n in order[:first_real] if n not in names]) == 4, order
+        assert sorted(order) == sorted(names), order
+        assert api.request_count("create", "pods") == 0  # the operator made no pod
         await wait_for(lambda: status_of(api, "applications", "default", "gang-app-timeout")
                        .get("state") == "Running", what="Running")
     finally:

@@ -22,6 +22,7 @@ from shellkit import (
     ROOT,
     FakeClock,
     OperatorUnderTest,
+    add_node,
     assert_bound_at_most_once,
     condition,
     events,
@@ -222,8 +223,11 @@ async def reserved(w: World, app: str, *, pods_waiting: bool = False) -> Obj:
     return status
 
 
-async def swapped(w: World, app: str, pods: list[str]) -> Obj:
-    """Each real pod took a placeholder's place: bound to that node, placeholders gone."""
+async def swapped(w: World, app: str, pods: list[str], *, running: int | None = None,
+                  groups: tuple[str, ...] | None = None) -> Obj:
+    """Each real pod took a placeholder's place: bound to that node, placeholders gone.
+    ``running``: the pods the app then runs (default: these); ``groups``: the task groups
+    whose members all took placeholders (default: every group)."""
     await wait_for(lambda: w.bound(*pods), what=f"{pods} bound")
     for name in pods:
         event = await w.event(name, "PlaceholderReplaced", "Pod")
@@ -232,10 +236,13 @@ async def swapped(w: World, app: str, pods: list[str]) -> Obj:
         parked = await w.event(name, "WaitingForPlaceholder", "Pod")
         assert parked["note"].endswith("is being deleted to make room for this pod")
     await wait_for(lambda: not w.placeholders(app), what=f"placeholders of {app} deleted")
+    count = len(pods) if running is None else running
     status = dict(await wait_for(
-        lambda: w.app(app).get("state") == "Running" and w.app(app).get("running") == len(pods)
-        and w.app(app), what=f"{app} Running with {len(pods)} pods"))
+        lambda: w.app(app).get("state") == "Running" and w.app(app).get("running") == count
+        and w.app(app), what=f"{app} Running with {count} pods"))
     for group in status["taskGroups"]:
+        if groups is not None and group["name"] not in groups:
+            continue
         assert group["placeholders"]["replaced"] == group["minMember"]
         assert group["placeholders"]["allocated"] == 0
     return status
@@ -279,10 +286,14 @@ async def single_gang_pods_first(w: World) -> None:
     await w.event(pods[0], "ApplicationNotFound", "Pod")
     assert w.unbound(*pods)
     w.apply(w.objects("Application"))
-    await swapped(w, "single-gang", pods)
-    await w.event("single-gang", "GangReserved", "Application")
-    assert w.app("single-gang")["reserved"] == "3/3"
-    assert w.api.request_count("create", "pods") == 3  # the operator made 3 placeholders
+    # Every member exists: held in memory, then bound together; no placeholder at all.
+    await wait_for(lambda: w.bound(*pods), what=f"{pods} bound")
+    event = await w.event("single-gang", "GangReserved", "Application")
+    assert "3 pending members bound" in event["note"]
+    status = await w.state("single-gang", "Running")
+    assert (status["reserved"], status["running"]) == ("3/3", 3)
+    assert w.api.request_count("create", "pods") == 0  # the operator made no pod
+    assert w.binds() == 3 and not w.placeholders()
     await completed(w, "single-gang", pods)
 
 
@@ -301,11 +312,12 @@ async def spark_pods_first(w: World) -> None:
     policy = json.loads(annotations["gangsched.io/scheduling-policy"])
     assert app["spec"]["schedulingPolicy"] == policy
     await w.event("spark-pi", "GangReserved", "Application")
-    # The driver took its placeholder; the executors' two are still held for them.
+    # The driver exists: held in memory and bound directly once the gang is reserved.
+    # The executors do not exist yet: a placeholder holds each one's place.
     await wait_for(lambda: w.bound("spark-pi-driver"), what="driver bound")
-    await w.event("spark-pi-driver", "PlaceholderReplaced", "Pod")
-    await wait_for(lambda: len(w.placeholders("spark-pi")) == 2, what="driver's placeholder gone")
+    assert not w.events("spark-pi-driver", "PlaceholderReplaced")
     held = w.placeholders("spark-pi")
+    assert len(held) == 2
     assert {_annotations(p)["gangsched.io/task-group"] for p in held} == {"executor"}
     await wait_for(lambda: all(p["spec"].get("nodeName") for p in w.placeholders("spark-pi")),
                    what="executor placeholders bound")
@@ -314,7 +326,7 @@ async def spark_pods_first(w: World) -> None:
                    what="spark-pi Running 3/3 with the driver")
     executors = w.real_pod_names("spark-pi-exec-")
     w.apply_pods(*executors)
-    await swapped(w, "spark-pi", ["spark-pi-driver", *executors])
+    await swapped(w, "spark-pi", executors, running=3, groups=("executor",))
     await completed(w, "spark-pi", ["spark-pi-driver", *executors])
 
 
@@ -326,8 +338,11 @@ async def spark_executors_first(w: World) -> None:
     assert w.api.try_get("applications", NS, "spark-pi") is None
     w.apply_pods("spark-pi-driver")
     pods = ["spark-pi-driver", *executors]
-    await swapped(w, "spark-pi", pods)
+    # Every member exists once the driver makes the Application: no placeholder at all.
+    await wait_for(lambda: w.bound(*pods), what=f"{pods} bound")
     await w.event("spark-pi", "GangReserved", "Application")
+    await w.state("spark-pi", "Running")
+    assert w.api.request_count("create", "pods") == 0 and w.binds() == len(pods)
     await completed(w, "spark-pi", pods)
 
 
@@ -373,17 +388,23 @@ async def queue_quota_hold(w: World) -> None:
     w.apply(w.objects("Pod"))
     await swapped(w, "job-a", job_a)
     await w.pending_with("WaitingForGang", *job_b,
-                         message="0/3 placeholders of the gang allocated")
+                         message="waiting until every task group of the gang has its minMember")
     assert w.unbound(*job_b) and not w.placeholders("job-b")
+    # One event on the Application for its waiting pods, none on each pod.
+    await w.event("job-b", "WaitingForGang", "Application")
+    assert not any(w.events(name, "WaitingForGang", "Pod") for name in job_b)
     await wait_for(lambda: status_of(w.api, "queues", None, "research").get("usage")
                    == "cpu 900m/1, memory 192Mi/-", what="queue research usage")
     await w.settle()
     assert w.app("job-b")["state"] == "Accepted" and not w.events("job-b", "GangReserved")
-    # job-a's pods finish: its quota is free, and job-b is reserved and swapped at once.
+    # job-a's pods finish: its quota is free, and job-b, whose pods all exist, is
+    # reserved in memory and bound at once, without a placeholder.
     await w.finish(*job_a)
     await w.state("job-a", "Waiting")
     await reserved(w, "job-b", pods_waiting=True)
-    await swapped(w, "job-b", job_b)
+    await wait_for(lambda: w.bound(*job_b), what=f"{job_b} bound")
+    await w.state("job-b", "Running")
+    assert not w.placeholders("job-b")
     await w.advance(11)
     await w.state("job-a", "Completed")
     await completed(w, "job-b", job_b)
@@ -445,7 +466,8 @@ async def _stuck_gang(w: World, app: str) -> list[str]:
         "node(s) didn't match Pod's node affinity/selector.")
     pods = w.real_pod_names()
     w.apply(w.objects("Pod"))
-    await w.pending_with("WaitingForGang", *pods, message="1/3 placeholders of the gang allocated")
+    await w.pending_with("WaitingForGang", *pods,
+                         message="waiting until every task group of the gang has its minMember")
     assert w.unbound(*pods) and w.binds() == 1
     assert not w.events(app, "GangReserved")
     timeout = w.api.get("applications", NS, app)["spec"]["schedulingPolicy"][
@@ -548,7 +570,7 @@ async def strict_podgroup_rolls_back(w: World) -> None:
     await wait_for(lambda: w.group("strict-gang")["blockingReason"]["reason"] == "Capacity",
                    what="strict-gang blocked by Capacity")
     assert w.binds() == 0
-    w.api.create(node("node-2", cpu="2", memory="4Gi"))
+    add_node(w.api, node("node-2", cpu="2", memory="4Gi"))
     await wait_for(lambda: w.bound(*pods), what="all three bound")
     assert w.binds() == 3
     await w.phase("strict-gang", "Running")
@@ -572,7 +594,7 @@ async def strict_podgroup_times_out(w: World) -> None:
     # Strict: the attempts were rolled back, so nothing is placed when it expires.
     assert event["note"].startswith("0/3 members placed when the 300s schedule timeout expired")
     await w.pending_with("GangTimedOut", *pods)
-    w.api.create(node("node-2", cpu="2", memory="4Gi"))  # room now, but too late
+    add_node(w.api, node("node-2", cpu="2", memory="4Gi"))  # room now, but too late
     await w.settle()
     assert w.unbound(*pods) and w.binds() == 0
 

@@ -20,6 +20,7 @@ from gangsched import cli
 from shellkit import (
     FakeClock,
     OperatorUnderTest,
+    add_node,
     application,
     group,
     new_cluster,
@@ -143,7 +144,7 @@ async def test_explain_prints_why_a_gang_waits(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
     for extra in scenario.extra_nodes:
-        api.create(extra)
+        add_node(api, extra)
     op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
     try:
         *before, last = scenario.objects
@@ -181,7 +182,7 @@ async def test_explain_shows_the_event_history_in_order(
         await wait_for(lambda: status_of(api, "applications", "default", "train")
                        .get("state") == "Accepted", what="accepted")
         await op.advance(10)
-        api.create(node("node-0"))
+        add_node(api, node("node-0"))
         await wait_for(lambda: status_of(api, "applications", "default", "train")
                        .get("reserved") == "2/2", what="reserved")
         await op.advance(61)
@@ -196,7 +197,7 @@ async def test_explain_shows_the_event_history_in_order(
         await op.kill()
     assert code == cli.EXIT_OK
     assert "state:   Killed" in out
-    assert "reason:  PlaceholderTimeout: 2/2 placeholders allocated when the 60s timeout " \
+    assert "reason:  PlaceholderTimeout: 2/2 members reserved when the 60s timeout " \
            "expired" in out
     history = out.split("events (oldest first):\n", 1)[1].splitlines()
     reasons = [line.split()[2].rstrip(":") for line in history]

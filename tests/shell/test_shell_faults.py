@@ -15,6 +15,7 @@ from fakeapi import FakeApiServer
 from shellkit import (
     FakeClock,
     OperatorUnderTest,
+    add_node,
     application,
     assert_bound_at_most_once,
     bind_answers,
@@ -108,7 +109,7 @@ async def test_pod_bound_by_someone_else_meanwhile(cluster, op) -> None:  # type
     """A real 409: the pod was bound elsewhere while our bind was in flight. The operator
     takes the cluster's word for it and never binds that pod again."""
     api, _ = cluster
-    api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "other"},
+    add_node(api, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "other"},
                 "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"},
                            "conditions": [{"type": "Ready", "status": "True"}]}})
     gate = api.faults.add(method="POST", path_regex=r"/pods/raced/binding", times=1, delay=0.3)
@@ -247,7 +248,7 @@ async def test_pending_reason_updates_its_condition_in_place(cluster, op) -> Non
     api.patch("pods", "default", "huge",
               {"status": {"conditions": [{"type": "example.com/Checked", "status": "True"}]}},
               subresource="status", content_type="application/strategic-merge-patch+json")
-    api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+    add_node(api, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
                 "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
                            "conditions": [{"type": "Ready", "status": "True"}]}})
     await wait_for(lambda: "0/2 nodes are available" in condition(

@@ -35,6 +35,7 @@ from shellkit import (
     ROOT,
     FakeClock,
     OperatorUnderTest,
+    add_node,
     application,
     group,
     new_cluster,
@@ -114,7 +115,7 @@ async def test_metrics_after_gang_lifecycles(fake_api_factory: Any, tmp_path: pa
         await wait_for(lambda: state(api, "train") == "Accepted", what="train accepted")
         await op.advance(30)
         for i in range(2):
-            api.create(node(f"node-{i}", cpu="4", memory="16Gi"))
+            add_node(api, node(f"node-{i}", cpu="4", memory="16Gi"))
         await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")])
                        == 3, what="3 placeholders bound")
         await wait_for(lambda: status_of(api, "applications", "default", "train")

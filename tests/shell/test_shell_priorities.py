@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 from fakeapi import FakeApiServer
 from gangsched.core.model import AppKey, GroupKey
-from shellkit import ROOT, FakeClock, OperatorUnderTest, application, group, node, wait_for
+from shellkit import (
+    ROOT,
+    FakeClock,
+    OperatorUnderTest,
+    add_node,
+    application,
+    group,
+    node,
+    wait_for,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -18,7 +27,7 @@ async def cluster(fake_api_factory, tmp_path: pathlib.Path):  # type: ignore[no-
     api: FakeApiServer = await fake_api_factory(auto_run=True)
     api.install_crds_from_dir(ROOT / "crds")
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gangsched-system"}})
-    api.create(node("node-0"))
+    add_node(api, node("node-0"))
     return api, api.write_kubeconfig(tmp_path / "kubeconfig")
 
 

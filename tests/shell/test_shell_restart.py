@@ -20,6 +20,7 @@ from gangsched.translate import times
 from shellkit import (
     FakeClock,
     OperatorUnderTest,
+    add_node,
     application,
     assert_bound_at_most_once,
     bind_answers,
@@ -99,7 +100,7 @@ async def test_restart_with_placeholders_created_but_not_all_bound(cluster) -> N
     before = {p["metadata"]["name"] for p in placeholders(api)}
     await op.kill()
 
-    api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-2"},
+    add_node(api, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-2"},
                 "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
                            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "110"},
                            "conditions": [{"type": "Ready", "status": "True"}]}})
@@ -227,7 +228,7 @@ async def test_placeholder_timer_survives_restart(cluster) -> None:  # type: ign
         await op.advance(6)  # start + 101: the original deadline has passed
         await wait_for(lambda: app_status(api, "big").get("state") == "Killed", what="Killed")
         assert app_status(api, "big")["reason"] == "PlaceholderTimeout"
-        assert "6/8 placeholders allocated" in app_status(api, "big")["message"]
+        assert "6/8 members reserved" in app_status(api, "big")["message"]
         await wait_for(lambda: not placeholders(api), what="placeholders released")
         assert_bound_at_most_once(api)
     finally:

@@ -11,6 +11,7 @@ from shellkit import (
     ROOT,
     FakeClock,
     OperatorUnderTest,
+    add_node,
     bind_answers,
     condition,
     node,
@@ -29,7 +30,7 @@ async def cluster(fake_api_factory, tmp_path: pathlib.Path):  # type: ignore[no-
     api.install_crds_from_dir(ROOT / "crds")
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gangsched-system"}})
     for name in NODES:
-        api.create(node(name, labels={"kubernetes.io/hostname": name}))
+        add_node(api, node(name, labels={"kubernetes.io/hostname": name}))
     return api, api.write_kubeconfig(tmp_path / "kubeconfig")
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
+from gangsched.core.model import PlaceholderPolicy
 from gangsched.sim import generate, parse, results, runner
 from gangsched.sim.jobs import Outcome
 from gangsched.sim.source import Document
@@ -71,10 +73,16 @@ def test_a_small_generated_day_runs() -> None:
     assert out.end == 86_400
 
 
-def _run(name: str, actions: tuple[str, ...] | None = None) -> runner.RunOutput:
+def _run(name: str, actions: tuple[str, ...] | None = None,
+         placeholders: PlaceholderPolicy | None = None) -> runner.RunOutput:
     workload = parse.load(str(EXAMPLES / name))
     if actions is not None:
         workload = runner.with_actions(workload, actions)
+    if placeholders is not None:
+        settings = workload.settings
+        config = dataclasses.replace(settings.config, placeholders=placeholders)
+        workload = dataclasses.replace(workload,
+                                       settings=dataclasses.replace(settings, config=config))
     (out,) = runner.run_all(workload, ["gangsched"])
     return out
 
@@ -109,8 +117,13 @@ def test_enqueue_holds_no_idle_placeholders_and_backfill_places_best_effort_pods
     out = _run("enqueue-backfill.yaml")
     assert results.summarise(out).placeholder_cpu_seconds == 0
     assert _start(out, "monitor") == 30  # placed at once on a full cluster
-    out = _run("enqueue-backfill.yaml", ("allocate", "backfill"))
+    # Placeholders for every member (the gangs' pods exist, so by default there are none):
+    # without enqueue, admitted gangs hold them idle.
+    out = _run("enqueue-backfill.yaml", ("allocate", "backfill"), PlaceholderPolicy.ALWAYS)
     assert results.summarise(out).placeholder_cpu_seconds > 0
+    out = _run("enqueue-backfill.yaml", ("enqueue", "allocate", "backfill"),
+               PlaceholderPolicy.ALWAYS)
+    assert results.summarise(out).placeholder_cpu_seconds == 0
 
 
 def test_preempt_and_reclaim_take_only_what_they_need_and_every_job_completes() -> None:

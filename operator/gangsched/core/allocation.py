@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import gangsched.core.backfill as backfill_logic
 from gangsched.core import reservation, swap
-from gangsched.core.apps import NOT_SCHEDULABLE
+from gangsched.core.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.decisions import BlockingReason, EventType
 from gangsched.core.model import AppKey, SortPolicy
 from gangsched.core.reservation import ref
@@ -163,22 +163,43 @@ def schedule_app(s: Session, unit: AppUnit, gate: StateAwareGate, now: float) ->
         return
     placeholders = [p for p in unit.pending if p.pod.placeholder]
     if spec.gang and rt.state is AppState.ACCEPTED:
-        reservation.reserve(s, rt, placeholders, now)
+        bound = reservation.reserve(s, rt, placeholders, now)
+        for _ in range(bound):
+            real_allocated(s, rt)
         if not rt.reserved:
-            allocated, total = _reservation(s, rt)
-            for ps in reals:
-                if rt.retry_after > now:
-                    s.mark_pending(ps, "DeadlockBackoff", rt.message)
-                else:
-                    s.mark_pending(ps, "WaitingForGang",
-                                   f"{allocated}/{total} placeholders of the gang allocated")
+            _waiting_for_gang(s, rt, reals, now)
             return
     elif placeholders and rt.state is not AppState.RESUMING and not rt.placeholders_expired:
         # A placeholder whose bind failed after the gang was reserved: hold its place again.
         reservation.place_pending(s, rt, placeholders, now)
     free = swap.FreePlaceholders(s, rt)
     for ps in reals:
-        swap.place_real(s, rt, ps, free, now)
+        if ps.pending:
+            swap.place_real(s, rt, ps, free, now)
+
+
+def _waiting_for_gang(s: Session, rt: AppRuntime, reals: list[PodState], now: float) -> None:
+    """Say why the real members of a gang that is not reserved yet wait. The message does
+    not change as the reservation grows (the Application's status counts it), so a pod's
+    condition is written once, not once per member reserved. The pods get no event each:
+    one ``WaitingForGang`` event on the Application says it for those newly waiting."""
+    newly = 0
+    for ps in reals:
+        if rt.retry_after > now:
+            s.mark_pending(ps, "DeadlockBackoff", rt.message)
+            continue
+        before = ps.pending_reason
+        if ps.uid in rt.assumed:
+            message = (f"held on node {ps.node} until every task group of the gang has its "
+                       "minMember")
+        else:
+            message = "waiting until every task group of the gang has its minMember"
+        changed = s.mark_pending(ps, "WaitingForGang", message, event=False)
+        newly += changed and (before is None or before[0] != "WaitingForGang")
+    if newly:
+        s.event(ref(rt), EventType.NORMAL, "WaitingForGang",
+                f"{newly} pods wait until every task group of the gang has its minMember "
+                "(reserved so far: see status.reserved)")
 
 
 def check_sizes(s: Session, rt: AppRuntime, reals: list[PodState]) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import gangsched.core.placeholders as ph
-from gangsched.core.decisions import BlockingReason, DeleteReason, EventType
+from gangsched.core.decisions import BlockingReason, DeleteReason, EventType, RecordEvent
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -36,7 +36,7 @@ from gangsched.core.model import (
     Style,
 )
 from gangsched.core.observations import PlaceholderCreateFailed
-from gangsched.core.reservation import expected_placeholders, gang_ask, members, ref
+from gangsched.core.reservation import expected_placeholders, gang_ask, members, ref, unassume
 from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppEvent, AppState, transition
 
@@ -49,8 +49,13 @@ NOT_SCHEDULABLE = {
 }
 
 
+ROUTINE_MOVES = frozenset({"Accepted", "Starting", "Running"})
+"""Reasons of the moves of a gang getting under way: those of one cycle make one event."""
+
+
 def move(s: Session, rt: AppRuntime, event: AppEvent, reason: str, message: str = "") -> None:
-    """Apply a state-machine event and record it as an event on the Application."""
+    """Apply a state-machine event and record it as an event on the Application; routine
+    moves in one cycle make one event (reason: the last move's)."""
     old = rt.state
     rt.state = transition(old, event)
     rt.reason, rt.message = reason, message
@@ -64,8 +69,30 @@ def move(s: Session, rt: AppRuntime, event: AppEvent, reason: str, message: str 
     if rt.state.terminal or rt.state is AppState.RESUMING:
         rt.blocking.clear()  # the gang no longer waits for placeholders
     warn = rt.state in (AppState.KILLED, AppState.REJECTED)
-    text = f"{old.value} -> {rt.state.value}" + (f": {message}" if message else "")
-    s.event(ref(rt), EventType.WARNING if warn else EventType.NORMAL, reason, text)
+    chain = [old.value, rt.state.value]
+    notes = [message] if message else []
+    target = ref(rt)
+    last = rt.last_move
+    index = len(s.out)
+    if (last is not None and last[0] == s.cycles and last[1] < len(s.out)
+            and reason in ROUTINE_MOVES):
+        earlier = s.out[last[1]]
+        if (isinstance(earlier, RecordEvent) and earlier.target == target
+                and earlier.reason in ROUTINE_MOVES):
+            # Moved again in this cycle (New -> Accepted -> Starting -> Running, as a gang
+            # whose pods all exist is reserved and bound at once): one event, in the
+            # first one's place, says all of it.
+            _, index, chain_before, notes_before, warn_before = last
+            chain = [*chain_before, rt.state.value]
+            notes = [*notes_before, *notes]
+            warn = warn or warn_before
+    text = " -> ".join(chain) + (f": {'; '.join(notes)}" if notes else "")
+    record = RecordEvent(target, EventType.WARNING if warn else EventType.NORMAL, reason, text)
+    rt.last_move = (s.cycles, index, chain, notes, warn)
+    if index == len(s.out):
+        s.out.append(record)
+    else:
+        s.out[index] = record
 
 
 # --- observations -----------------------------------------------------------------------
@@ -180,6 +207,8 @@ def real_pod_confirmed(s: Session, ps: PodState) -> None:
 
 def pod_gone(s: Session, ps: PodState) -> None:
     pod = ps.pod
+    if pod.app is not None and not pod.placeholder:
+        unassume(s, ps)
     if not pod.placeholder or pod.app is None:
         return
     rt = s.apps.get(pod.app)
@@ -305,7 +334,7 @@ def _placeholder_timeout(s: Session, rt: AppRuntime, now: float) -> None:
     placeholders, _ = members(s, rt)
     alive = [p for p in placeholders if p.release_reason is None and not p.pod.terminating]
     total = sum(g.min_member for g in rt.spec.task_groups)
-    allocated = sum(1 for p in alive if p.node is not None)
+    allocated = sum(1 for p in alive if p.node is not None) + len(rt.assumed)
     if rt.state is not AppState.ACCEPTED:
         if alive:
             count = ph.release_all(s, rt, DeleteReason.PLACEHOLDER_TIMEOUT,
@@ -317,7 +346,7 @@ def _placeholder_timeout(s: Session, rt: AppRuntime, now: float) -> None:
                          f"gang not started within {timeout:g}s")
     ph.drop_earmark(s, rt)
     rt.create_asked.clear()
-    detail = f"{allocated}/{total} placeholders allocated when the {timeout:g}s timeout expired"
+    detail = f"{allocated}/{total} members reserved when the {timeout:g}s timeout expired"
     if rt.spec.policy.style is Style.HARD:
         move(s, rt, AppEvent.KILL, "PlaceholderTimeout",
              f"{detail}; Hard style: the application is killed and its pods will not be "

@@ -120,7 +120,9 @@ SCHEDULING_GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling ga
 
 @dataclass(frozen=True, slots=True)
 class PodPending:
-    """Tell users why a pod is not bound (PodScheduled=False and an event).
+    """Tell users why a pod is not bound (PodScheduled=False, and an event on the pod
+    unless ``event`` is False: a gang member waiting for its gang, which one event on
+    its Application or PodGroup says for all of them).
 
     Reason :data:`SCHEDULING_GATED` is the exception: the condition alone, exactly as
     kube-scheduler leaves a gated pod (reason ``SchedulingGated``), and no Event.
@@ -131,6 +133,7 @@ class PodPending:
     name: str
     reason: str
     message: str
+    event: bool = True
 
 
 @dataclass(frozen=True, slots=True)

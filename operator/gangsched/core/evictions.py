@@ -4,9 +4,10 @@ Once :mod:`~gangsched.core.victims` has chosen victims for a preemptor, :func:`c
 records a plan and asks for them to go:
 
 * a not-started gang's reservation: its placeholders are deleted (``DeletePod``, reason
-  ``Preempted`` or ``Reclaimed``; no Eviction is needed for our own placeholders) and the
-  gang is *held* again: not admitted, no earmark, no placeholder timer. It is admitted
-  and reserves again later, like any held gang;
+  ``Preempted`` or ``Reclaimed``; no Eviction is needed for our own placeholders), the
+  members it held in memory are given back (they stay pending), and the gang is *held*
+  again: not admitted, no earmark, no placeholder timer. It is admitted and reserves
+  again later, like any held gang;
 * every other pod: ``EvictPod`` (the shell POSTs an Eviction, so PodDisruptionBudgets
   are respected); a running gang's unused placeholders are deleted.
 
@@ -204,7 +205,8 @@ def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: f
 def _take(s: Session, plan: Plan, unit: Unit, reason: str, delete_reason: DeleteReason,
           text: str) -> None:
     for ps in unit.pods:
-        ps.evicting = plan.key
+        if ps.pod.placeholder or ps.pod.node_name is not None:
+            ps.evicting = plan.key  # a member held in memory is given back, not evicted
         if ps.node is not None:
             plan.victims[ps.uid] = (ps.node, ps.request)
     if unit.tier is Tier.RESERVATION:

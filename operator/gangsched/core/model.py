@@ -86,6 +86,19 @@ class Scoring(_ParsedEnum):
     SPREAD = "spread"
 
 
+class PlaceholderPolicy(_ParsedEnum):
+    """When a gang Application gets placeholder pods.
+
+    ``missing``: only for the members of a task group that do not exist yet (up to its
+    ``minMember``); members already pending are reserved in the scheduler's memory and
+    bound directly once the whole gang is reserved. ``always``: one placeholder per
+    member up to ``minMember``, as YuniKorn does, and real pods swap into their places.
+    """
+
+    MISSING = "missing"
+    ALWAYS = "always"
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A node as the scheduler sees it. ``allocatable`` includes the ``pods`` slot count."""
@@ -335,6 +348,9 @@ class SchedulerConfig:
 
     placeholder_retry: float = 10.0
     """Seconds before a placeholder creation or pod deletion is asked for again."""
+
+    placeholders: PlaceholderPolicy = PlaceholderPolicy.MISSING
+    """Which gang members get a placeholder pod (see :class:`PlaceholderPolicy`)."""
 
     actions: tuple[str, ...] = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
     """The scheduling session's actions, in order (see :mod:`gangsched.core.actions`, and

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.decisions import DeletePod, DeleteReason
-from gangsched.core.reservation import expected_placeholders, members
+from gangsched.core.reservation import expected_placeholders, forget_held, members
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, PodState
 from gangsched.core.states import AppState
@@ -39,7 +39,10 @@ def release(s: Session, rt: AppRuntime, ps: PodState, reason: DeleteReason, mess
 
 
 def release_all(s: Session, rt: AppRuntime, reason: DeleteReason, message: str) -> int:
-    """Ask for the deletion of every placeholder not yet released. Returns how many."""
+    """Ask for the deletion of every placeholder not yet released, and give back the room
+    of the real members held in memory (they are pending again). Returns how many
+    placeholders."""
+    forget_held(s, rt)
     count = 0
     placeholders, _ = members(s, rt)
     for ps in placeholders:

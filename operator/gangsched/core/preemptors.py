@@ -4,9 +4,9 @@ A *preemptor* is a unit that waits for capacity or queue quota (its blocking rea
 ``Capacity`` or ``QueueQuota``) and might be placed if other work made room:
 
 * an Accepted gang Application that is not reserved yet (held for quota, or with
-  placeholders that found no node). Its *items* are the members of every task group that
-  no allocated placeholder or running real pod stands for: ``minResource`` plus a pod
-  slot each, with the task group's constraints;
+  placeholders or pending members that found no node). Its *items* are the members of
+  every task group that no allocated placeholder or real pod (held in memory, or bound)
+  stands for: ``minResource`` plus a pod slot each, with the task group's constraints;
 * a PodGroup, with the rest of its GangGroup, that is not satisfied yet: the first
   pending members of each group up to its ``minMember``, less the members placed;
 * a single pending pod: an ordinary pod, a pod of an Application without task groups,
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING
 
 from gangsched.core.cluster import ONE_POD, Constraints
 from gangsched.core.decisions import ObjectRef
-from gangsched.core.model import DEFAULT_QUEUE, AppKey, GroupKey, PodUID
+from gangsched.core.model import DEFAULT_QUEUE, AppKey, GroupKey, PlaceholderPolicy, PodUID
 from gangsched.core.podgroups import gang_of
-from gangsched.core.reservation import members, taken
+from gangsched.core.reservation import members, taken, waiting_members
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
 from gangsched.core.states import AppState
@@ -219,10 +219,15 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
                 return None
             pending.append(ps)
     items: list[Item] = []
+    direct = (waiting_members(rt, reals)
+              if s.config.placeholders is PlaceholderPolicy.MISSING else {})
     for group in sorted(spec.task_groups, key=lambda g: g.name):
         missing = group.min_member - allocated.get(group.name, 0) - running.get(group.name, 0)
         item = Item(group.min_resource + ONE_POD, Constraints.of_group(group))
         items.extend([item] * max(0, missing))
+        # Pending members stand for the rest, as their placeholders would.
+        asked = sum(1 for ps in pending if ps.pod.task_group == group.name)
+        pending.extend(direct.get(group.name, [])[:max(0, missing - asked)])
     return Preemptor(
         key=app_key(spec.key), kind=Kind.APP, target=app_ref(rt), queue=spec.queue,
         priority=app_priority(s, rt), creation=spec.creation, items=items,

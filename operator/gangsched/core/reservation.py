@@ -11,15 +11,28 @@ Without ``enqueue`` among the actions a gang is admitted as soon as its ask fits
 queue's headroom (the admission that predates the action; the cluster's capacity is not
 checked). A deadlock victim is not admitted again before its backoff ends.
 
-Once admitted, every missing placeholder is asked for (again after
-``placeholder_retry`` seconds if it still has not appeared), and every pending
-placeholder is placed like any pod, binpacked by default. The placeholder timer starts
-at the first allocation (or, after a restart that lost the persisted start, the first
-cycle that sees one allocated). A gang found with allocated placeholders (after a
-restart) is admitted at once: they hold their place. The gang is *reserved* once every
-task group has
-``minMember`` placeholders allocated; a real member already running (found after such a
-restart) stands for one, and its placeholder is not made again.
+Once admitted, each task group's ``minMember`` members hold room in one of two ways:
+
+* a real member that is already pending is placed like any pod, binpacked by default,
+  and *held* in the core only (``AppRuntime.assumed``): it takes capacity and queue
+  quota as its placeholder would, and no bind is asked for;
+* for a member whose pod does not exist yet, a placeholder is asked for (again after
+  ``placeholder_retry`` seconds if it still has not appeared) and placed when it comes.
+  A placeholder asked for before its member appeared is still used: the member takes
+  it after the reservation (:mod:`~gangsched.core.swap`).
+
+With ``SchedulerConfig.placeholders`` = ``always`` every member gets a placeholder, as
+in YuniKorn. The placeholder timer starts at the first allocation or held member (or,
+after a restart that lost the persisted start, the first cycle that sees one). The gang
+is *reserved* once every task group has ``minMember`` members holding room (allocated
+placeholders, held members, members bound or being bound); then every held member is
+bound in that cycle. Nothing is bound before.
+
+Restarts: held members live in memory only. A new core holds them again from the
+pending pods; a member bound before the restart (a crash between the gang's binds)
+stands for one, so the gang is admitted at once and binds the rest when they fit.
+Timeouts, deadlock breaking and preemption give held members back with the
+placeholders (:func:`~gangsched.core.placeholders.release_all`).
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ from typing import TYPE_CHECKING
 from gangsched.core import naming
 from gangsched.core.cluster import ONE_POD
 from gangsched.core.decisions import BlockingReason, CreatePlaceholder, EventType, ObjectRef
-from gangsched.core.model import AppSpec
+from gangsched.core.model import AppSpec, PlaceholderPolicy
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, PodState
 
@@ -74,8 +87,9 @@ def members(s: Session, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]
 def taken(reals: list[PodState]) -> dict[str, int]:
     """Real pods holding a place, by task group: each stands for a member of the gang.
 
-    Normally no real pod runs before the reservation; after a restart whose last status
-    write was lost, some may already have taken their placeholder's place.
+    That is a member held in memory for the reservation, one whose bind is in flight, or
+    one bound: before the reservation only after a restart (its last status write lost,
+    or a crash between the gang's binds).
     """
     found: dict[str, int] = {}
     for ps in reals:
@@ -84,10 +98,17 @@ def taken(reals: list[PodState]) -> dict[str, int]:
     return found
 
 
-def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
-    """Admit, create the missing placeholders, allocate the pending ones, and say whether
-    the gang is reserved: every task group has ``minMember`` allocated placeholders or
-    real pods."""
+def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> int:
+    """Admit, reserve room for every member, and bind the held members once the gang is
+    reserved: every task group has ``minMember`` members held (allocated placeholders,
+    real members held in memory, or real members already bound). Returns how many real
+    members were bound (0 until the gang is reserved).
+
+    A pending real member holds its room in memory (:func:`_allocate` with ``direct``),
+    exactly as a placeholder would; a placeholder is asked for only where no member
+    exists, or where one was asked for before the member appeared (the member then takes
+    it after the reservation, as in the swap).
+    """
     spec = rt.spec
     placeholders, reals = members(s, rt)
     observed = {
@@ -97,40 +118,130 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
     running = taken(reals)
     if not rt.admitted:
         if rt.retry_after > now:
-            return
+            return 0
         remaining = remaining_ask(spec, observed, running)
-        if any(p.node is not None for p in observed.values()):
-            admit(s, rt, remaining)  # found holding placeholders (after a restart)
+        if any(p.node is not None for p in observed.values()) or running:
+            admit(s, rt, remaining)  # found holding part of its minimum (after a restart)
+        elif spec.key in s.evictions.owners() and quota_allows(s, rt, remaining):
+            admit(s, rt, remaining)  # its victims are gone: the room they left is its own
         elif "enqueue" in s.config.actions or not quota_allows(s, rt, remaining):
-            return  # held: the enqueue action admits it when its minimum fits
+            return 0  # held: the enqueue action admits it when its minimum fits
         else:
             admit(s, rt, remaining)
-    names = _create_missing(s, rt, observed, running, now)
+    direct = s.config.placeholders is PlaceholderPolicy.MISSING
+    waiting = waiting_members(rt, reals) if direct else {}
+    names = {group.name: _names(rt, group.name, group.min_member) for group in spec.task_groups}
+    standing: list[PodState] = []
+    for group in spec.task_groups:
+        group_names = names[group.name]
+        present = sum(1 for name in group_names if name in observed)
+        asked = sum(1 for name in group_names if name not in observed
+                    and now - rt.create_asked.get(name, -1e18) < s.config.placeholder_retry)
+        need = group.min_member - running.get(group.name, 0) - present
+        members_here = waiting.get(group.name, [])[:max(0, need - asked)]
+        standing.extend(members_here)
+        missing = need - len(members_here)
+        for index, name in enumerate(group_names):
+            if missing <= 0:
+                break
+            if name in observed:
+                continue
+            missing -= 1
+            when = rt.create_asked.get(name)
+            if when is not None and now - when < s.config.placeholder_retry:
+                continue
+            rt.create_asked[name] = now
+            s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
+                                           group.min_resource))
+    for ps in standing:
+        _allocate(s, rt, ps, now, direct=True)
     expected_names = {name for group_names in names.values() for name in group_names}
     for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
         if ps.pod.name in expected_names and ps.release_reason is None:
             _allocate(s, rt, ps, now)
+    placed = taken(reals)
     allocated = complete = 0
     for group in spec.task_groups:
-        held = sum(1 for name in names[group.name]
+        here = sum(1 for name in names[group.name]
                    if name in observed and observed[name].node is not None)
-        allocated += held
-        complete += held + running.get(group.name, 0) >= group.min_member
-    if allocated and rt.timer_start is None:
+        allocated += here
+        complete += here + placed.get(group.name, 0) >= group.min_member
+    if (allocated or rt.assumed) and rt.timer_start is None:
         rt.timer_start = now  # allocated before a restart that lost the persisted start
     was = rt.reserved
     rt.reserved = complete == len(spec.task_groups)
-    if rt.reserved:
-        rt.blocking.clear()
-        if rt.earmark:
-            s.queues.unearmark(spec.queue, rt.earmark)
-            rt.earmark = Resources.ZERO
-        if not was:
+    if not rt.reserved:
+        return 0
+    rt.blocking.clear()
+    if rt.earmark:
+        s.queues.unearmark(spec.queue, rt.earmark)
+        rt.earmark = Resources.ZERO
+    bound = len(rt.assumed)
+    if not was:
+        rt.dirty = True
+        members_running = sum(placed.values()) - bound
+        parts = [f"{allocated} placeholders allocated"] if allocated or not bound else []
+        if bound:
+            parts.append(f"{bound} pending members bound")
+        if members_running:
+            parts.append(f"{members_running} members already running")
+        s.event(ref(rt), EventType.NORMAL, "GangReserved",
+                f"every task group has its minMember: {', '.join(parts)}; "
+                "the gang's capacity is held")
+    return _bind_held(s, rt)
+
+
+def waiting_members(rt: AppRuntime, reals: list[PodState]) -> dict[str, list[PodState]]:
+    """Pending real members that may hold a member's room in memory, by task group, in
+    the order they are placed (priority, creation, name). Invalid pods, pods that took a
+    placeholder once, and pods of a group the spec does not define are not counted."""
+    found: dict[str, list[PodState]] = {}
+    for ps in reals:
+        pod = ps.pod
+        group = pod.task_group
+        if (group is None or rt.spec.group(group) is None or not ps.pending or pod.invalid
+                or not pod.ours or ps.swapped or ps.parked_on is not None):
+            continue
+        found.setdefault(group, []).append(ps)
+    return found
+
+
+def _bind_held(s: Session, rt: AppRuntime) -> int:
+    """Bind every real member held in memory, in (task group, name) order."""
+    held = sorted((s.pods[uid] for uid in rt.assumed if uid in s.pods),
+                  key=lambda p: (p.pod.task_group or "", p.pod.name))
+    rt.assumed.clear()
+    count = 0
+    for ps in held:
+        if ps.node is not None:
+            s.bind(ps, ps.node, "GangReserved")
+            count += 1
+    return count
+
+
+def forget_held(s: Session, rt: AppRuntime) -> int:
+    """Give back the room of every real member held in memory: they are pending again.
+    Returns how many there were."""
+    count = 0
+    for uid in sorted(rt.assumed):
+        ps = s.pods.get(uid)
+        if ps is not None and ps.pod.node_name is None and not ps.assumed:
+            s.uncharge(ps)
+            s.refresh_pending(ps)
+            count += 1
+    rt.assumed.clear()
+    rt.dirty = True
+    return count
+
+
+def unassume(s: Session, ps: PodState) -> None:
+    """``ps`` is no longer held in memory for its gang: bound by someone, finished, gone
+    or moved to another application (its room is given back by the caller)."""
+    if ps.pod.app is not None:
+        rt = s.apps.get(ps.pod.app)
+        if rt is not None and ps.uid in rt.assumed:
+            rt.assumed.discard(ps.uid)
             rt.dirty = True
-            members_running = sum(running.values())
-            note = f" and {members_running} members already running" if members_running else ""
-            s.event(ref(rt), EventType.NORMAL, "GangReserved",
-                    f"all {allocated} placeholders allocated{note}; the gang's capacity is held")
 
 
 def _create_missing(s: Session, rt: AppRuntime, observed: dict[str, PodState],
@@ -243,11 +354,16 @@ def admit(s: Session, rt: AppRuntime, remaining: Resources) -> None:
     if rt.reason == "DeadlockVictim":
         rt.reason, rt.message = "Accepted", f"queue {spec.queue}"
     rt.blocking.clear()
+    for uid in s.app_members.get(spec.key, ()):
+        s.pods[uid].blocked_epoch = -1  # admission changes what its members may do
     rt.dirty = True
     s.queues_dirty = True
 
 
-def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float) -> None:
+def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float, *,
+              direct: bool = False) -> None:
+    """Place a placeholder (bound at once), or with ``direct`` a pending real member (held
+    in memory only, bound with the rest of the gang)."""
     spec = rt.spec
     group = ps.pod.task_group or ""
     epoch = s.cluster.retry_epoch(ps.info)
@@ -255,9 +371,10 @@ def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float) -> None:
         return
     check = s.queues.fits(spec.queue, ps.request, own_earmark=rt.earmark)
     if not check.ok:
-        message = check.describe(ps.request, "a placeholder")
+        message = check.describe(ps.request, "a member" if direct else "a placeholder")
         rt.blocking[group] = BlockingReason("QueueQuota", message, {"queue": check.queue})
-        s.mark_pending(ps, "QueueQuota", message)
+        if not direct:
+            s.mark_pending(ps, "QueueQuota", message)
         rt.dirty = True
         return
     node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, spec.key,
@@ -269,10 +386,17 @@ def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float) -> None:
         message = diagnosis.message(ps.request)
         details = diagnosis.details()
         rt.blocking[group] = BlockingReason(reason, message, details)
-        s.mark_pending(ps, reason, message)
+        if not direct:
+            s.mark_pending(ps, reason, message)
         rt.dirty = True
         return
-    s.bind(ps, node, "PlaceholderAllocated")
+    if direct:
+        s.charge(ps, node)
+        s.refresh_pending(ps)
+        rt.assumed.add(ps.uid)
+        rt.dirty = True
+    else:
+        s.bind(ps, node, "PlaceholderAllocated")
     if rt.earmark:
         left = (rt.earmark - ps.request).clamp_non_negative()
         s.queues.unearmark(spec.queue, rt.earmark - left)

@@ -143,6 +143,9 @@ class AppRuntime:
     earmark: Resources = Resources.ZERO
     placeholders: dict[str, PodUID] = field(default_factory=dict)
     """Observed placeholder pods by name."""
+    assumed: set[PodUID] = field(default_factory=set)
+    """Pending real members placed in the core only (no bind yet), each holding its room
+    as a placeholder would, until the gang is reserved and they are bound together."""
     create_asked: dict[str, float] = field(default_factory=dict)
     """Placeholder names asked for, and when."""
     counters: dict[str, GroupCounters] = field(default_factory=dict)
@@ -168,6 +171,9 @@ class AppRuntime:
     restored_reservation: tuple[float, tuple[str, ...]] | None = None
     """(expiry, nodes) of a node reservation found in the status at start-up, for
     ``elect`` to take back or clean up once."""
+    last_move: tuple[int, int, list[str], list[str], bool] | None = None
+    """The state move event of this app in cycle N: (N, its place in the cycle's
+    decisions, the states, the messages, a warning), merged with a further move in N."""
 
     def reset_run(self) -> None:
         """Forget a finished run, for a Completed or Rejected app submitted again."""

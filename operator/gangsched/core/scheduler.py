@@ -39,6 +39,7 @@ import gangsched.core.deadlock as deadlock_logic
 import gangsched.core.evictions as eviction_logic
 import gangsched.core.ordinary as ordinary_logic
 import gangsched.core.podgroups as group_logic
+import gangsched.core.reservation as reservation_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
 from gangsched.core import pressure, registry
@@ -107,6 +108,8 @@ class Scheduler:
         self.deleting: dict[PodUID, None] = {}
         """Placeholders whose deletion was asked for and is not yet seen."""
         self.now = 0.0
+        self.cycles = 0
+        """Cycles run so far."""
         self.out: list[Decision] = []
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
@@ -213,10 +216,12 @@ class Scheduler:
                 ps.assumed = False
                 app_logic.real_pod_confirmed(self, ps)
             group_logic.unassume(self, ps)
+            reservation_logic.unassume(self, ps)
         elif not pod.active:
             self.uncharge(ps)
             ps.assumed = False
             group_logic.unassume(self, ps)
+            reservation_logic.unassume(self, ps)
         elif not pod.ours and ps.node != pod.nominated_node:
             # Room that preemption made for another scheduler's pod is taken (as
             # kube-scheduler counts nominated pods); it moves with the nomination.
@@ -262,6 +267,11 @@ class Scheduler:
             members = self.app_members.get(pod.app)
             if members is not None:
                 members.discard(pod.uid)
+            app = self.apps.get(pod.app)
+            if app is not None and pod.uid in app.assumed:
+                reservation_logic.unassume(self, ps)
+                if pod.node_name is None:
+                    self.uncharge(ps)
         if pod.pod_group is not None:
             group_members = self.group_members.get(pod.pod_group)
             if group_members is not None:
@@ -447,19 +457,23 @@ class Scheduler:
     def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None:
         self.out.append(RecordEvent(target, kind, reason, message))
 
-    def mark_pending(self, ps: PodState, reason: str, message: str) -> None:
-        """Say why a pod waits; only a change of reason or message becomes a decision."""
+    def mark_pending(self, ps: PodState, reason: str, message: str, *,
+                     event: bool = True) -> bool:
+        """Say why a pod waits; only a change of reason or message becomes a decision
+        (True then). ``event=False``: no event on the pod (its gang's event says it)."""
         if ps.pending_reason == (reason, message):
-            return
+            return False
         ps.pending_reason = (reason, message)
         pod = ps.pod
-        self.out.append(PodPending(pod.uid, pod.namespace, pod.name, reason, message))
+        self.out.append(PodPending(pod.uid, pod.namespace, pod.name, reason, message, event))
+        return True
 
     # --- the cycle -----------------------------------------------------------------------
 
     def cycle(self, now: float) -> list[Decision]:
         """Run one scheduling cycle at time ``now`` and return the decisions, in order."""
         self.now = now
+        self.cycles += 1
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         eviction_logic.hold(self, now)

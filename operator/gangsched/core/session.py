@@ -42,6 +42,8 @@ class Session(Protocol):
     queue_status: dict[str, Decision]
     now: float
     """The time of the cycle under way."""
+    cycles: int
+    """How many cycles have run (to tell moves of one cycle from another's)."""
 
     # --- what is scheduled ------------------------------------------------------------
     pods: dict[PodUID, PodState]
@@ -81,7 +83,9 @@ class Session(Protocol):
 
     def event(self, target: ObjectRef, kind: EventType, reason: str, message: str) -> None: ...
 
-    def mark_pending(self, ps: PodState, reason: str, message: str) -> None: ...
+    def mark_pending(
+        self, ps: PodState, reason: str, message: str, *, event: bool = True
+    ) -> bool: ...
 
     def sort_key(
         self, queue: str, priority: int, creation: float, ref: str

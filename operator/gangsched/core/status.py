@@ -1,6 +1,8 @@
 """Status decisions: what Applications, PodGroups and Queues report, sent only on change.
 
 Counts are derived from the pods the core sees, so they are right after a restart too;
+a gang's ``reserved`` counts, per task group up to ``minMember``, its allocated
+placeholders, the pending members held in memory for it, and its bound members;
 only the replaced/released counters are the core's own (they count deletions it asked
 for) and start again from zero after a restart.
 
@@ -22,6 +24,7 @@ from gangsched.core.decisions import (
 )
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, GroupRuntime
+from gangsched.core.states import AppState
 
 _NO_RESERVATION: tuple[tuple[str, ...], float | None] = ((), None)
 
@@ -57,7 +60,8 @@ def emit(s: Session, now: float) -> None:
 def app_status(s: Session, rt: AppRuntime) -> SetAppStatus:
     spec = rt.spec
     groups: dict[str, dict[str, int]] = {
-        g.name: {"alive": 0, "allocated": 0, "pending": 0, "bound": 0, "real_pending": 0}
+        g.name: {"alive": 0, "allocated": 0, "pending": 0, "bound": 0, "real_pending": 0,
+                 "held": 0}
         for g in spec.task_groups
     }
     running = 0
@@ -71,15 +75,19 @@ def app_status(s: Session, rt: AppRuntime) -> SetAppStatus:
             counts["alive"] += 1
             counts["allocated" if ps.node is not None else "pending"] += 1
             continue
-        bound = ps.node is not None and pod.active
+        bound = ps.node is not None and pod.active and uid not in rt.assumed
         running += bound
         if counts is not None:
-            if bound:
+            if uid in rt.assumed:  # held in memory for the reservation: still pending
+                counts["held"] += 1
+                counts["real_pending"] += 1
+            elif bound:
                 counts["bound"] += 1
             elif ps.pending or ps.parked_on is not None:
                 counts["real_pending"] += 1
     statuses = []
     reserved = total = 0
+    expired = rt.placeholders_expired or rt.state is AppState.RESUMING
     for group in spec.task_groups:
         counts = groups[group.name]
         counter = rt.counter(group.name)
@@ -98,7 +106,9 @@ def app_status(s: Session, rt: AppRuntime) -> SetAppStatus:
             blocking=rt.blocking.get(group.name, BlockingReason()),
         ))
         total += group.min_member
-        reserved += min(group.min_member, counts["allocated"] + counter.replaced)
+        bound_here = 0 if expired else counts["bound"]  # a timed-out gang reserved nothing
+        reserved += min(group.min_member, counts["allocated"] + counts["held"]
+                        + max(counter.replaced, bound_here))
     nodes, expiry = _reservation(s, spec.key)
     return SetAppStatus(
         key=spec.key,

@@ -2,9 +2,9 @@
 
 Work is taken whole-gang-aware, in *units*, in three tiers:
 
-1. ``Reservation``: the allocated placeholders of a gang that has not started (Accepted,
-   no real pod bound or taking a placeholder). No work is lost: the gang is held again
-   and reserves later.
+1. ``Reservation``: the allocated placeholders and the members held in memory of a gang
+   that has not started (Accepted, no real pod bound or taking a placeholder). No work
+   is lost: the gang is held again and reserves later.
 2. ``Gang``: every pod of a running gang (an Application with task groups that has
    started, or a satisfied PodGroup with its whole GangGroup), placeholders included.
 3. ``Pod``: one pod: an ordinary pod, a pod of an Application without task groups, or
@@ -155,10 +155,12 @@ def pool(s: Session, now: float) -> Pool:
         priority = app_priority(s, rt)
         reals = [ps for ps in pods if not ps.pod.placeholder]
         started = rt.state in STARTED or any(
-            ps.node is not None or ps.parked_on is not None for ps in reals)
+            (ps.node is not None and ps.uid not in rt.assumed) or ps.parked_on is not None
+            for ps in reals)
         if rt.state is AppState.ACCEPTED and not started:
-            held = [ps for ps in bound if ps.pod.placeholder and ps.release_reason is None
-                    and not ps.pod.terminating]
+            # Its reservation: allocated placeholders, and members held in memory.
+            held = [ps for ps in bound if ps.uid in rt.assumed or (
+                ps.pod.placeholder and ps.release_reason is None and not ps.pod.terminating)]
             if held and all(_victim_ok(ps, now) for ps in held):
                 units.append(_unit(Tier.RESERVATION, gang, owner, gang, spec.queue, priority,
                                    spec.creation, held))

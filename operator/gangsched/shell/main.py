@@ -23,6 +23,7 @@ import kopf
 import yaml
 
 from gangsched.core.framework.profile import ProfileConfig
+from gangsched.core.model import PlaceholderPolicy
 from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
 from gangsched.shell.metrics import MetricsServer
@@ -174,8 +175,11 @@ def run_operator(args: argparse.Namespace) -> int:
                              ("deadlock_backoff", "deadlock_backoff"),
                              ("nomination_timeout", "nomination_timeout"),
                              ("eviction_backoff", "eviction_backoff"),
-                             ("demand_placeholders", "demand_placeholders")):
+                             ("demand_placeholders", "demand_placeholders"),
+                             ("placeholders", "placeholders")):
         value = getattr(args, flag, None)
+        if flag == "placeholders" and value is not None:
+            value = PlaceholderPolicy(value)
         if value is not None:
             core[field_name] = value
     profile_file = getattr(args, "profile", None)

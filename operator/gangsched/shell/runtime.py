@@ -723,6 +723,8 @@ class Runtime:
         self.reports.submit(functools.partial(self._write_condition, d, now, 0))
         if d.reason == SCHEDULING_GATED:
             return  # the condition only, as kube-scheduler: no Event for a gated pod
+        if not d.event:
+            return  # a gang member: one event on its Application says it for all
         kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
         self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
                                  d.reason, d.message))

@@ -17,7 +17,14 @@ from collections.abc import Mapping
 from gangsched.core import registry
 from gangsched.core.constraints import ConstraintError, Taint
 from gangsched.core.framework.profile import ProfileConfig
-from gangsched.core.model import Node, QueueSpec, SchedulerConfig, Scoring, SortPolicy
+from gangsched.core.model import (
+    Node,
+    PlaceholderPolicy,
+    QueueSpec,
+    SchedulerConfig,
+    Scoring,
+    SortPolicy,
+)
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
 from gangsched.sim.schema import Reader
 from gangsched.sim.source import Document, Path, read
@@ -31,7 +38,7 @@ SETTINGS = ("until", "gcAfterSeconds", "scheduler")
 SCHEDULER = ("sampleSize", "gangScoring", "podScoring", "defaultQueuePolicy", "actions",
              "overcommitFactor", "starvationThresholdSeconds", "reservationTimeoutSeconds",
              "deadlockBackoffSeconds", "nominationTimeoutSeconds", "evictionBackoffSeconds",
-             "profile")
+             "profile", "placeholders")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
         "taints")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
@@ -130,6 +137,8 @@ class _Builder:
                     eviction_backoff=r.number(sched, spath, "evictionBackoffSeconds",
                                               config.eviction_backoff, positive=True),
                     profile=self.profile(sched, spath),
+                    placeholders=r.choice(sched, spath, "placeholders",
+                                          enum_parser(PlaceholderPolicy), config.placeholders),
                 )
         return Settings(until, gc_after, config)
 
