@@ -188,7 +188,8 @@ class FakeApiServer:
         return response
 
     async def _apply_faults(self, request: web.BaseRequest) -> web.StreamResponse | None:
-        rule = self.faults.take(request.method, request.path_qs)
+        rule = self.faults.take(request.method, request.path_qs,
+                                request.headers.get("User-Agent", ""))
         delay = self.faults.latency + (rule.delay if rule is not None else 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
