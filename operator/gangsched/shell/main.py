@@ -121,7 +121,8 @@ async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
         registry = build_registry(runtime)
         metrics = await _serve_metrics(runtime, settings.metrics_port)
         kopf_task = asyncio.create_task(_kopf(registry, stop), name="kopf")
-        health = await _serve_health(build_health(runtime, kopf_task), liveness)
+        runtime.health = build_health(runtime, kopf_task)
+        health = await _serve_health(runtime.health, liveness)
         try:
             await runtime.run(stop)
         finally:
@@ -145,7 +146,8 @@ async def _serve_health(health: Health, liveness: str | None) -> HealthServer | 
     parts = urllib.parse.urlsplit(liveness)
     if parts.scheme != "http":
         raise ValueError(f"the liveness endpoint must be http://host:port/path, got {liveness}")
-    server = HealthServer(health, host=parts.hostname or "0.0.0.0", port=parts.port or 80,
+    server = HealthServer(health, host=parts.hostname or "0.0.0.0",
+                          port=80 if parts.port is None else parts.port,
                           path=parts.path or "/healthz")
     await server.start()
     return server

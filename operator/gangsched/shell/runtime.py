@@ -68,6 +68,7 @@ from gangsched.shell import leader, logs
 from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.foreign import ForeignGroups
+from gangsched.shell.health import Health
 from gangsched.shell.metrics import Metrics
 from gangsched.shell.pending import PendingReports, Report
 from gangsched.shell.podcache import PodTranslations
@@ -170,6 +171,8 @@ class Runtime:
         self.ready = asyncio.Event()
         self.supervisor: Supervisor | None = None
         """The supervisor of this runtime's tasks while :meth:`run` runs."""
+        self.health: Health | None = None
+        """The liveness checks of this replica, once the operator serves them."""
 
     # --- observations --------------------------------------------------------------------
 
