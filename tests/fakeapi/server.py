@@ -100,6 +100,10 @@ class FakeApiServer:
         self.tokens_seen: collections.Counter[str] = collections.Counter()
         """Bearer tokens presented, accepted or not (while ``accepted_tokens`` is set)."""
         self.flow: flowcontrol.FlowLimiter | None = None
+        self.audit: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
+        """(client, group, resource[/subresource], verb) of every resource request, the
+        client being the ``User-Agent`` product (``gangsched``, ``kopf``...): what RBAC
+        would be asked to authorize."""
         self._watch_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._runner: web.ServerRunner | None = None
         self._host = "127.0.0.1"
@@ -166,6 +170,11 @@ class FakeApiServer:
 
     def count(self, verb: str, resource: str, subresource: str = "") -> None:
         self.requests[(verb, resource, subresource)] += 1
+
+    def authorize(self, agent: str, group: str, resource: str, verb: str) -> None:
+        """Record what RBAC would be asked (nothing is refused: see ``audit``)."""
+        client = agent.split("/", 1)[0].split(" ", 1)[0] or "unknown"
+        self.audit[(client, group, resource, verb)] += 1
 
     def request_count(self, verb: str, resource: str, subresource: str = "") -> int:
         return self.requests[(verb, resource, subresource)]

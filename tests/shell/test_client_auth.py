@@ -19,6 +19,8 @@ from shellkit import FakeClock
 pytestmark = pytest.mark.asyncio
 
 NAMESPACES = ("", "v1", "namespaces", None, "default")
+AGENT = "tests"
+"""Not the operator's requests: reading namespaces is no permission of its own."""
 
 
 def kubeconfig(api: FakeApiServer, path: pathlib.Path, user: dict[str, object]) -> str:
@@ -35,7 +37,7 @@ async def test_a_rotated_token_file_is_read_again_on_401_and_every_minute(
     fake_api.accepted_tokens = {"t1"}
     clock = FakeClock()
     credentials = Credentials(token_file=str(token), period=60, monotonic=clock)
-    async with KubeClient(Connection(fake_api.url, credentials=credentials)) as client:
+    async with KubeClient(Connection(fake_api.url, credentials=credentials), user_agent=AGENT) as client:
         await client.get(*NAMESPACES)
         # The kubelet rotates the projected token; the old one is refused from now on.
         token.write_text("t2\n")
@@ -62,7 +64,8 @@ async def test_a_kubeconfig_token_file_refreshes_and_a_static_token_does_not(
     connection = await load_connection(
         kubeconfig(fake_api, tmp_path / "kc-file", {"tokenFile": str(token)}))
     static = await load_connection(kubeconfig(fake_api, tmp_path / "kc-static", {"token": "t1"}))
-    async with KubeClient(connection) as client, KubeClient(static) as fixed:
+    async with KubeClient(connection, user_agent=AGENT) as client, \
+            KubeClient(static, user_agent=AGENT) as fixed:
         await client.get(*NAMESPACES)
         await fixed.get(*NAMESPACES)
         token.write_text("t2")
@@ -105,7 +108,7 @@ async def test_an_exec_plugin_token_is_refreshed(fake_api: FakeApiServer, tmp_pa
                      "args": [str(tmp_path / "plugin.py"), str(tmp_path)],
                      "interactiveMode": "Never"}}
     connection = await load_connection(kubeconfig(fake_api, tmp_path / "kc", user))
-    async with KubeClient(connection) as client:
+    async with KubeClient(connection, user_agent=AGENT) as client:
         await client.get(*NAMESPACES)
         await client.get(*NAMESPACES)
         (tmp_path / "token").write_text("t2")
@@ -125,7 +128,7 @@ async def test_client_side_rate_limit_keeps_a_burst_under_the_servers_limit(
     20, and answers 429 beyond that (as a full priority level does). The client's own
     burst (10) leaves room for the jitter of connections being opened."""
     fake_api.flow = FlowLimiter(100, 20)
-    async with KubeClient(Connection(fake_api.url), qps=qps, burst=10) as client:
+    async with KubeClient(Connection(fake_api.url), qps=qps, burst=10, user_agent=AGENT) as client:
         answers = await asyncio.gather(*(client.get(*NAMESPACES) for _ in range(40)),
                                        return_exceptions=True)
     codes = [a.code for a in answers if isinstance(a, ApiError)]

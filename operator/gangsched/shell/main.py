@@ -46,7 +46,7 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.level = logging.WARNING
+        settings.posting.enabled = False  # the handlers only relay: gangsched posts Events
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
 

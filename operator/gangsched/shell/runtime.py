@@ -126,9 +126,6 @@ class Runtime:
         self.in_flight: set[tuple[str, str]] = set()
         """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
         core asks again for one not seen in time, which must not queue a duplicate."""
-        self.annotations: dict[tuple[str, str], str | None] = {}
-        """(node, key) -> the value the core last asked for (None: removed), while a patch
-        of that annotation is queued or under way."""
         self.status = StatusWriter(client, self.settings.status_interval,
                                    concurrency=self.settings.status_workers)
         self.events = EventRecorder(client)
@@ -518,9 +515,7 @@ class Runtime:
         elif isinstance(d, EvictPod):
             self._once(("evict", d.uid), functools.partial(self._evict, d))
         elif isinstance(d, AnnotateNode):
-            self.annotations[(d.node, d.key)] = d.value
-            self._once(("annotate", f"{d.node}/{d.key}"),
-                       functools.partial(self._annotate, d.node, d.key))
+            self._record(_node_note(d))
         elif isinstance(d, PodPending):
             self._pending(d, now)
         elif isinstance(d, SetAppStatus):
@@ -646,30 +641,6 @@ class Runtime:
         log.info("evicted pod %s/%s: %s: %s", d.namespace, d.name, d.reason, d.message,
                  extra=fields)
 
-    async def _annotate(self, node: str, key: str) -> None:
-        """Merge-patch a node annotation until it is what the core last asked for: a later
-        decision for the same annotation (a reservation given back right after it was
-        made) may arrive while a patch is under way, and must not be overtaken by it. A
-        node that is gone (404) needs nothing; other errors are logged and dropped (the
-        annotation is for people to read, nothing depends on it)."""
-        fields = {"node": node}
-        while True:
-            value = self.annotations.get((node, key))
-            try:
-                await self.client.patch("", "v1", "nodes", None, node,
-                                        {"metadata": {"annotations": {key: value}}})
-            except ApiError as err:
-                if err.code != 404:
-                    log.warning("annotating node %s (%s=%s) failed: %s", node, key, value, err,
-                                extra={**fields, "code": err.code})
-                self.annotations.pop((node, key), None)
-                return
-            if self.annotations.get((node, key)) == value:
-                self.annotations.pop((node, key), None)
-                log.info("node %s: %s %s", node, key,
-                         "removed" if value is None else f"set to {value}", extra=fields)
-                return
-
     def _pending(self, d: PodPending, now: float) -> None:
         """Write the PodScheduled=False condition and record the Event, when and as
         :mod:`gangsched.shell.pending` says: a new reason at once (within the pod's
@@ -718,6 +689,25 @@ class Runtime:
                 log.info("pod %s/%s condition not written: %s", d.namespace, d.name, err)
         if self.conditions.get(d.uid) is d:
             del self.conditions[d.uid]
+
+
+def _node_note(d: AnnotateNode) -> RecordEvent:
+    """A node reserved for a gang (or given back), told as an Event on the Node.
+
+    Not as a node annotation: patching nodes would need a grant that also lets the
+    operator rewrite any node's labels and taints (RBAC cannot limit a patch to one
+    annotation). ``kubectl describe node`` shows these Events; the gang's status names
+    its reserved nodes.
+    """
+    from gangsched.core.decisions import EventType, ObjectRef
+
+    target = ObjectRef("Node", "", d.node)
+    if d.value is None:
+        return RecordEvent(target, EventType.NORMAL, "NodeReservationReleased",
+                           f"{d.key}: no longer reserved for a gang")
+    return RecordEvent(target, EventType.NORMAL, "NodeReserved",
+                       f"{d.key}: reserved for gang {d.value}; no other pod is placed here "
+                       "until the gang fits or the reservation ends")
 
 
 def _not_cancelled() -> bool:
