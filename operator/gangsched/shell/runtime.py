@@ -201,12 +201,14 @@ class Runtime:
             self.dialect_conflicts.pop(uid, None)
             self.conditions.pop(PodUID(uid), None)
             self.pending.forget(PodUID(uid))
+            self.foreign.pod_seen(uid, None)
             self.pod_locks.pop(PodUID(uid), None)
             self.pod_translations.forget(uid)
             self.metrics.pod_gone(PodUID(uid), self.clock())
             self.submit(PodGone(PodUID(uid)))
             return
         pod, membership = self.pod_translations.translate(obj)
+        self.foreign.pod_seen(pod.uid, pod.pod_group if pod.ours else None)
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
         if pod.ours and not pod.placeholder and pod.node_name is None:
