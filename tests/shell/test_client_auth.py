@@ -37,7 +37,8 @@ async def test_a_rotated_token_file_is_read_again_on_401_and_every_minute(
     fake_api.accepted_tokens = {"t1"}
     clock = FakeClock()
     credentials = Credentials(token_file=str(token), period=60, monotonic=clock)
-    async with KubeClient(Connection(fake_api.url, credentials=credentials), user_agent=AGENT) as client:
+    connection = Connection(fake_api.url, credentials=credentials)
+    async with KubeClient(connection, user_agent=AGENT) as client:
         await client.get(*NAMESPACES)
         # The kubelet rotates the projected token; the old one is refused from now on.
         token.write_text("t2\n")
@@ -128,7 +129,8 @@ async def test_client_side_rate_limit_keeps_a_burst_under_the_servers_limit(
     20, and answers 429 beyond that (as a full priority level does). The client's own
     burst (10) leaves room for the jitter of connections being opened."""
     fake_api.flow = FlowLimiter(100, 20)
-    async with KubeClient(Connection(fake_api.url), qps=qps, burst=10, user_agent=AGENT) as client:
+    connection = Connection(fake_api.url)
+    async with KubeClient(connection, qps=qps, burst=10, user_agent=AGENT) as client:
         answers = await asyncio.gather(*(client.get(*NAMESPACES) for _ in range(40)),
                                        return_exceptions=True)
     codes = [a.code for a in answers if isinstance(a, ApiError)]
