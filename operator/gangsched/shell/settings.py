@@ -116,7 +116,7 @@ class OperatorSettings:
     rewritten while the reason stays the same; an unchanged reason records no Event.
     (kube-scheduler retries an unschedulable pod at least this often.)"""
 
-    placeholder_grace: int = 5
+    placeholder_grace: int = labels.PLACEHOLDER_GRACE_SECONDS
     """``gracePeriodSeconds`` of a placeholder deletion: long enough for the kubelet to
     stop the container and release its devices and CPUs before the pod is gone, so that
     they are never assigned twice; never a forced (0) deletion."""
