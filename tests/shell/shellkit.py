@@ -86,8 +86,9 @@ class OperatorUnderTest:
         tasks are cancelled, nothing is released."""
         if self.task is not None and not self.task.done():
             self.task.cancel()
+            self.stop.set()  # a cancelled task may not release: it is no graceful stop
             with contextlib.suppress(BaseException):
-                await self.task
+                await asyncio.wait_for(self.task, timeout=15)
 
     def wake(self) -> None:
         if self.runtime is not None:

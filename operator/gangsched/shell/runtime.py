@@ -479,7 +479,10 @@ class Runtime:
                 stop.set()
                 return
             try:
-                await asyncio.wait_for(self.wake.wait(), timeout=settings.tick)
+                # asyncio.timeout, not wait_for: wait_for may swallow a cancellation that
+                # arrives as the event is set (Python 3.11), and the loop would go on.
+                async with asyncio.timeout(settings.tick):
+                    await self.wake.wait()
                 if settings.batch_window:
                     await asyncio.sleep(settings.batch_window)
             except TimeoutError:
