@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import pytest
 import pytest_asyncio
 from fakeapi import FakeApiServer
 from gangsched.shell import permissions
@@ -22,6 +23,13 @@ RECORDED: set[tuple[str, str, str]] = set()
 """(group, resource, verb) of every request from the operator in this session."""
 TESTS_RECORDED: list[str] = []
 """The tests whose calls are in RECORDED."""
+TESTS_RUN: list[str] = []
+"""Every shell test run so far in this session."""
+
+
+@pytest.fixture(autouse=True)
+def _ran(request: Any) -> None:
+    TESTS_RUN.append(request.node.nodeid)
 
 
 @pytest_asyncio.fixture
