@@ -4,7 +4,8 @@ Exit codes mean the same for every command:
 
 * 0: done;
 * 1: ``simulate --fail-on-timeout`` finished, but some job failed, was killed, rejected,
-  timed out or stalled under gangsched;
+  timed out or stalled under gangsched; or ``run`` stopped because it must be restarted
+  (leadership lost, a supervised task failed);
 * 2: bad usage or bad input (unknown option, a workload with errors, a file that cannot be
   written, the operator shell not installed);
 * 3: an internal error (a bug: the traceback is printed).
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="A gang scheduler for Kubernetes: all of a job's pods start together, "
                     "or none do.",
-        epilog="Exit codes: 0 ok; 1 jobs failed (simulate --fail-on-timeout); 2 usage or "
+        epilog="Exit codes: 0 ok; 1 jobs failed (simulate --fail-on-timeout) or the "
+               "operator must be restarted (run); 2 usage or "
                "input error; 3 internal error.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -74,6 +76,11 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--metrics-port", type=_port, metavar="PORT",
                      help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics "
                           "(default 9090; 0 for none)")
+    run.add_argument("--kube-api-qps", dest="kube_api_qps", type=_non_negative, metavar="QPS",
+                     help="requests per second to the API server, sustained (default 50, as "
+                          "kube-scheduler; 0 for no client-side limit)")
+    run.add_argument("--kube-api-burst", dest="kube_api_burst", type=int, metavar="N",
+                     help="requests that may go at once above --kube-api-qps (default 100)")
     run.add_argument("--actions", type=_actions, metavar="A,B,...",
                      help="the scheduler's actions, in order (default "
                           "enqueue,allocate,backfill,preempt,reclaim; also elect,reserve)")

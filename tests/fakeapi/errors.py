@@ -13,6 +13,7 @@ from typing import Any
 
 REASONS: dict[int, str] = {
     400: "BadRequest",
+    401: "Unauthorized",
     403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",

@@ -1,11 +1,12 @@
 """Fault injection: scripted errors, delays and dropped connections per request.
 
 Rules are checked in the order they were added; the first rule that matches the
-request's method and path (``re.search`` over the path plus ``?query``) and still
-has uses left is consumed. A rule may delay the request, answer with an error
-``Status`` (``status``: 409, 429 with ``Retry-After``, 500, 503, 504...), close
-the connection without answering, or only delay and then let the request through
-(``status=None``). ``latency`` is added to every request, watches included.
+request's method, path (``re.search`` over the path plus ``?query``) and client
+(``agent``: a substring of its ``User-Agent``) and still has uses left is consumed.
+A rule may delay the request, answer with an error ``Status`` (``status``: 409, 429
+with ``Retry-After``, 500, 503, 504...), close the connection without answering, or
+only delay and then let the request through (``status=None``). ``latency`` is added
+to every request, watches included.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class FaultRule:
     """The ``Status`` message; a generic one if empty."""
     retry_after: int | None = None
     """``Retry-After`` seconds for 429/503 answers (1 by default for 429)."""
+    agent: str | None = None
+    """A substring of the client's ``User-Agent`` to match (any client if None)."""
     hits: int = 0
     """How many requests this rule has affected so far."""
 
@@ -42,8 +45,10 @@ class FaultRule:
     def exhausted(self) -> bool:
         return self.times is not None and self.hits >= self.times
 
-    def matches(self, method: str, path_qs: str) -> bool:
+    def matches(self, method: str, path_qs: str, agent: str = "") -> bool:
         if self.exhausted:
+            return False
+        if self.agent is not None and self.agent not in agent:
             return False
         if self.method is not None and self.method.upper() != method.upper():
             return False
@@ -69,11 +74,12 @@ class Faults:
         drop_connection: bool = False,
         message: str = "",
         retry_after: int | None = None,
+        agent: str | None = None,
     ) -> FaultRule:
         """Append a rule and return it (its ``hits`` count the affected requests)."""
         rule = FaultRule(method=method, path_regex=path_regex, status=status, times=times,
                          delay=delay, drop_connection=drop_connection, message=message,
-                         retry_after=retry_after)
+                         retry_after=retry_after, agent=agent)
         self.rules.append(rule)
         return rule
 
@@ -85,10 +91,10 @@ class Faults:
     def active(self) -> bool:
         return bool(self.rules) or self.latency > 0
 
-    def take(self, method: str, path_qs: str) -> FaultRule | None:
+    def take(self, method: str, path_qs: str, agent: str = "") -> FaultRule | None:
         """The first matching rule with uses left, consumed by one; None if no rule matches."""
         for rule in self.rules:
-            if rule.matches(method, path_qs):
+            if rule.matches(method, path_qs, agent):
                 rule.hits += 1
                 return rule
         return None

@@ -147,6 +147,8 @@ async def dispatch(server: FakeApiServer, request: web.BaseRequest) -> web.Strea
     rtype, store, query, method = route.rtype, server.store, request.query, request.method
     verb = verb_of(method, route, query)
     server.count(verb, rtype.plural, route.sub)
+    server.authorize(request.headers.get("User-Agent", ""), rtype.group,
+                     rtype.plural + (f"/{route.sub}" if route.sub else ""), verb)
     if query.get("dryRun"):
         raise errors.bad_request("dryRun is not supported by this fake API server")
     if rtype.namespaced and route.ns is None and verb not in ("list", "watch"):
@@ -182,6 +184,7 @@ async def dispatch(server: FakeApiServer, request: web.BaseRequest) -> web.Strea
 
     if route.name is None:  # create
         body = await _body(request)
+        _blocking_owners(server, request, body)
         if rtype.plural == "bindings":
             return respond(pods.bind(store, route.ns or "", None, body), 201)
         return respond(present(rtype, store.create(rtype, route.ns, body)), 201)
@@ -216,6 +219,22 @@ async def dispatch(server: FakeApiServer, request: web.BaseRequest) -> web.Strea
             "name": name, "group": rtype.group, "kind": rtype.plural,
             "uid": result["metadata"]["uid"]}))
     raise errors.ApiError(405, f"{method} is not supported here")
+
+
+def _blocking_owners(server: FakeApiServer, request: web.BaseRequest, body: Any) -> None:
+    """OwnerReferencesPermissionEnforcement: setting ``blockOwnerDeletion`` on a reference
+    needs ``update`` on the owner's ``finalizers`` subresource. Recorded in the audit as
+    the admission plugin asks RBAC for it (nothing is refused)."""
+    meta_ = (body or {}).get("metadata") if isinstance(body, dict) else None
+    for ref in (meta_ or {}).get("ownerReferences") or ():
+        if not isinstance(ref, dict) or not ref.get("blockOwnerDeletion"):
+            continue
+        try:
+            owner = server.resolve(str(ref.get("kind", "")), str(ref.get("apiVersion", "")))
+        except KeyError:
+            continue
+        server.authorize(request.headers.get("User-Agent", ""), owner.group,
+                         f"{owner.plural}/finalizers", "update")
 
 
 async def _watch(server: FakeApiServer, request: web.BaseRequest, route: Route,

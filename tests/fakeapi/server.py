@@ -10,6 +10,12 @@ client would get the same ``Status``, and return deep copies.
 verbs (``get``, ``list``, ``watch``, ``create``, ``update``, ``patch``, ``delete``,
 ``deletecollection``); ``log_requests = True`` records method, path and status in
 the bounded ``request_log``. ``faults`` injects errors, delays and disconnects.
+
+``accepted_tokens`` (None: no authentication) makes the server answer 401
+``Unauthorized`` to any request whose ``Authorization: Bearer`` token is not in the
+set, as the real authenticator does; change the set to rotate credentials. ``flow``
+(a :class:`fakeapi.flowcontrol.FlowLimiter`, None: none) answers 429 to requests over
+a per-client rate, as API Priority and Fairness does when a priority level is full.
 An unexpected exception inside the fake becomes a 500 ``InternalError`` and is
 kept in ``internal_errors`` so that tests can assert there were none.
 """
@@ -29,7 +35,18 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from fakeapi import errors, faults, handlers, meta, patching, pods, resources, selectors, store
+from fakeapi import (
+    errors,
+    faults,
+    flowcontrol,
+    handlers,
+    meta,
+    patching,
+    pods,
+    resources,
+    selectors,
+    store,
+)
 
 Obj = dict[str, Any]
 logger = logging.getLogger("fakeapi")
@@ -79,6 +96,14 @@ class FakeApiServer:
         self.default_watch_timeout = default_watch_timeout
         self.active_watches = 0
         """Watch streams open right now."""
+        self.accepted_tokens: set[str] | None = None
+        self.tokens_seen: collections.Counter[str] = collections.Counter()
+        """Bearer tokens presented, accepted or not (while ``accepted_tokens`` is set)."""
+        self.flow: flowcontrol.FlowLimiter | None = None
+        self.audit: collections.Counter[tuple[str, str, str, str]] = collections.Counter()
+        """(client, group, resource[/subresource], verb) of every resource request, the
+        client being the ``User-Agent`` product (``gangsched``, ``kopf``...): what RBAC
+        would be asked to authorize."""
         self._watch_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._runner: web.ServerRunner | None = None
         self._host = "127.0.0.1"
@@ -146,6 +171,11 @@ class FakeApiServer:
     def count(self, verb: str, resource: str, subresource: str = "") -> None:
         self.requests[(verb, resource, subresource)] += 1
 
+    def authorize(self, agent: str, group: str, resource: str, verb: str) -> None:
+        """Record what RBAC would be asked (nothing is refused: see ``audit``)."""
+        client = agent.split("/", 1)[0].split(" ", 1)[0] or "unknown"
+        self.audit[(client, group, resource, verb)] += 1
+
     def request_count(self, verb: str, resource: str, subresource: str = "") -> int:
         return self.requests[(verb, resource, subresource)]
 
@@ -172,7 +202,14 @@ class FakeApiServer:
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         response: web.StreamResponse | None = None
-        if self.faults.active:
+        if self.accepted_tokens is not None:
+            response = self._authenticate(request)
+        if response is None and self.flow is not None:
+            agent = request.headers.get("User-Agent", "")
+            if not self.flow.admit(agent, watch="watch=true" in request.query_string):
+                response = handlers.error_response(errors.ApiError(
+                    429, "Too many requests, please try again later.", retry_after=1))
+        if response is None and self.faults.active:
             response = await self._apply_faults(request)
         if response is None:
             try:
@@ -187,8 +224,18 @@ class FakeApiServer:
             self.request_log.append(LoggedRequest(request.method, request.path_qs, response.status))
         return response
 
+    def _authenticate(self, request: web.BaseRequest) -> web.StreamResponse | None:
+        """None if the request's bearer token is accepted, else the 401 answer."""
+        header = request.headers.get("Authorization", "")
+        token = header[7:] if header.startswith("Bearer ") else ""
+        self.tokens_seen[token] += 1
+        if self.accepted_tokens is not None and token in self.accepted_tokens:
+            return None
+        return handlers.error_response(errors.ApiError(401, "Unauthorized"))
+
     async def _apply_faults(self, request: web.BaseRequest) -> web.StreamResponse | None:
-        rule = self.faults.take(request.method, request.path_qs)
+        rule = self.faults.take(request.method, request.path_qs,
+                                request.headers.get("User-Agent", ""))
         delay = self.faults.latency + (rule.delay if rule is not None else 0.0)
         if delay > 0:
             await asyncio.sleep(delay)

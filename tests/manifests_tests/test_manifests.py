@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gangsched.shell import permissions
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "manifests"
@@ -20,35 +21,18 @@ NAMESPACE = "gangsched-system"
 UID = 65532
 RBAC_FILES = ["clusterrole.yaml", "role.yaml"]
 
-# (apiGroup, resource) -> verbs. Any change to the operator's power shows up here first.
-CLUSTER_GRANTS = {
-    ("", "pods"): {"get", "list", "watch", "create", "delete"},
-    ("", "pods/binding"): {"create"},
-    ("", "pods/eviction"): {"create"},
-    ("", "pods/status"): {"patch"},
-    ("", "nodes"): {"get", "list", "watch", "patch"},
-    ("", "events"): {"create", "patch"},
-    ("events.k8s.io", "events"): {"create", "patch"},
-    ("gangsched.io", "applications"): {"get", "list", "watch", "patch", "create"},
-    ("gangsched.io", "podgroups"): {"get", "list", "watch", "patch", "create"},
-    ("gangsched.io", "queues"): {"get", "list", "watch", "patch"},
-    ("gangsched.io", "applications/status"): {"get", "patch", "update"},
-    ("gangsched.io", "podgroups/status"): {"get", "patch", "update"},
-    ("gangsched.io", "queues/status"): {"get", "patch", "update"},
-    ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
-    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
-    ("scheduling.x-k8s.io", "podgroups/status"): {"get", "patch"},
-    ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch"},
-    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
-    ("", "namespaces"): {"list", "watch"},
-    ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
-    ("", "persistentvolumes"): {"get", "list", "watch", "update"},
-    ("", "persistentvolumeclaims"): {"list", "watch", "patch"},
-    ("storage.k8s.io", "storageclasses"): {"list", "watch"},
-    ("storage.k8s.io", "csinodes"): {"list", "watch"},
-    ("resource.k8s.io", "resourceclaims"): {"list", "watch"},
-}
-LEASE_GRANTS = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+def _table(namespaced: bool) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for p in permissions.NEEDED:
+        if p.namespaced == namespaced:
+            out.setdefault((p.group, p.resource), set()).add(p.verb)
+    return out
+
+
+# (apiGroup, resource) -> verbs: exactly what the code calls (shell/permissions.py, which the
+# shell tests check against every request the operator sends). Both directions compared.
+CLUSTER_GRANTS = _table(namespaced=False)
+LEASE_GRANTS = _table(namespaced=True)
 
 
 def load_all(path: pathlib.Path) -> list[dict[str, Any]]:
@@ -93,7 +77,8 @@ def test_every_manifest_is_one_labelled_object_in_the_right_namespace(name: str)
     if obj["kind"] == "Kustomization":
         return
     assert obj["metadata"]["labels"]["app.kubernetes.io/name"] == "gangsched"
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "FlowSchema",
+                      "PriorityLevelConfiguration"}
     if obj["kind"] not in cluster_scoped:
         assert obj["metadata"]["namespace"] == NAMESPACE
 
@@ -252,3 +237,33 @@ def test_dockerignore_keeps_the_context_to_the_package() -> None:
     assert patterns[0] == "*", "allow-list: ignore everything, then re-include"
     assert {"!pyproject.toml", "!operator/"} <= set(patterns)
     assert not any(p.startswith("!") and p.strip("!/") in {"tests", ".git"} for p in patterns)
+
+
+def test_deployment_is_critical_and_has_time_to_release_the_lease() -> None:
+    """Shutdown takes status flush + kopf stop + Lease release, each bounded by the
+    operator's ``shutdown_timeout``: the grace period must cover them with room."""
+    from gangsched.shell.settings import OperatorSettings
+
+    pod = load_one("deployment.yaml")["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert pod["terminationGracePeriodSeconds"] >= 2 * 3 * OperatorSettings().shutdown_timeout
+
+
+def test_flowschema_sends_the_service_account_to_its_own_priority_level() -> None:
+    flow = load_one("flowschema.yaml")
+    level = load_one("prioritylevel.yaml")
+    assert flow["apiVersion"] == level["apiVersion"] == "flowcontrol.apiserver.k8s.io/v1"
+    assert flow["spec"]["priorityLevelConfiguration"]["name"] == level["metadata"]["name"]
+    assert 800 < flow["spec"]["matchingPrecedence"] < 9000
+    [rule] = flow["spec"]["rules"]
+    [subject] = rule["subjects"]
+    account = load_one("serviceaccount.yaml")["metadata"]
+    assert subject["serviceAccount"] == {"name": account["name"],
+                                         "namespace": account["namespace"]}
+    assert level["spec"]["type"] == "Limited"
+    assert level["spec"]["limited"]["lendablePercent"] == 0
+
+
+def test_kustomization_image_override_names_the_deployments_image() -> None:
+    [image] = load_one("kustomization.yaml")["images"]
+    assert image["name"] == container()["image"].rsplit(":", 1)[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pathlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,11 +35,17 @@ class FakeClock:
 
 
 class OperatorUnderTest:
-    def __init__(self, api: FakeApiServer, kubeconfig: pathlib.Path, clock: FakeClock,
+    def __init__(self, api: FakeApiServer, kubeconfig: pathlib.Path,
+                 clock: Callable[[], float], *, monotonic: Callable[[], float] | None = None,
                  **settings: Any) -> None:
+        """``clock`` is the wall clock (the core's ``now``); ``monotonic`` the clock of
+        Lease expiry, deadlines and liveness: the real one unless given (a test that
+        moves ``clock`` by minutes must not make the Lease look unrenewed)."""
         self.api = api
         self.kubeconfig = kubeconfig
         self.clock = clock
+        self.monotonic = monotonic or time.monotonic
+        self.failed: str | None = None
         options: dict[str, Any] = {"tick": 0.05, "batch_window": 0.0, "status_interval": 0.02,
                                    "renew_interval": 0.2, "namespace": "gangsched-system",
                                    "identity": "op-1", "shutdown_timeout": 0.2,
@@ -55,9 +62,12 @@ class OperatorUnderTest:
         def started(runtime: Runtime) -> None:
             self.runtime = runtime
 
-        self.task = asyncio.create_task(operate(self.settings, self.stop,
-                                                kubeconfig=str(self.kubeconfig),
-                                                clock=self.clock, started=started))
+        async def run() -> None:
+            self.failed = await operate(self.settings, self.stop,
+                                        kubeconfig=str(self.kubeconfig), clock=self.clock,
+                                        monotonic=self.monotonic, started=started)
+
+        self.task = asyncio.create_task(run())
         if wait_ready:
             await wait_for(lambda: self.runtime is not None and self.runtime.ready.is_set(),
                            what="operator ready")
@@ -66,10 +76,19 @@ class OperatorUnderTest:
         return self
 
     async def kill(self) -> None:
-        """Stop the operator abruptly (as a crash would, minus the process exit)."""
+        """Stop the operator gracefully (as SIGTERM does): it releases the Lease."""
         self.stop.set()
-        if self.task is not None:
+        if self.task is not None and not self.task.done():
             with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.task, timeout=15)
+
+    async def crash(self) -> None:
+        """Stop the operator abruptly, as a crash would (minus the process exit): its
+        tasks are cancelled, nothing is released."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            self.stop.set()  # a cancelled task may not release: it is no graceful stop
+            with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self.task, timeout=15)
 
     def wake(self) -> None:

@@ -173,6 +173,36 @@ async def test_coscheduling_podgroup(fake_api_factory: Any, tmp_path: pathlib.Pa
         await op.kill()
 
 
+async def test_coscheduling_podgroup_status_is_written_only_with_a_pod_of_ours(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """A coscheduling PodGroup whose pods the coscheduling plugin schedules is not ours to
+    write; once one of its pods names gangsched, its status is written, in coscheduling's
+    phases (``PreScheduling``, never Volcano's ``Inqueue``)."""
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        podgroup = load(COSCHEDULING_PODGROUP)
+        podgroup["metadata"]["namespace"] = "default"
+        api.create(podgroup)
+        theirs = pods_of(COSCHEDULING_DEPLOYMENT, 2, uids=False)
+        for obj in theirs:
+            obj["spec"]["schedulerName"] = "another-scheduler"
+        create(api, theirs)
+        await op.settle(4)
+        assert api.request_count("patch", "podgroups", "status") == 0
+        ours = create(api, pods_of(COSCHEDULING_DEPLOYMENT, 3, uids=False)[2:])
+        await wait_for(lambda: api.request_count("patch", "podgroups", "status") >= 1,
+                       what="status written")
+        phases = set()
+        await op.settle(2)
+        obj = api.get("podgroups", "default", "pg1", api_version=COSCHEDULING)
+        phases.add((obj.get("status") or {}).get("phase"))
+        assert phases <= {"Pending", "PreScheduling", "Scheduling", "Scheduled", "Running",
+                          "Unknown", "Finished", "Failed"}, phases
+        assert ours
+    finally:
+        await op.kill()
+
+
 async def test_volcano_podgroup_is_read_only(fake_api_factory: Any,
                                              tmp_path: pathlib.Path) -> None:
     api, op = await start(fake_api_factory, tmp_path)

@@ -188,7 +188,7 @@ def assert_hardened_placeholders(w: World, app: str) -> None:
         group = groups[_annotations(ph)["gangsched.io/task-group"]]
         assert spec["schedulerName"] == "gangsched"
         assert spec["restartPolicy"] == "Never"
-        assert spec["terminationGracePeriodSeconds"] == 0
+        assert spec["terminationGracePeriodSeconds"] == 5
         assert spec["automountServiceAccountToken"] is False
         assert spec["enableServiceLinks"] is False
         assert spec["securityContext"]["runAsNonRoot"] is True

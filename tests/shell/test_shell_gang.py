@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer
@@ -54,10 +55,21 @@ async def test_gang_reserves_then_swaps_and_completes(cluster) -> None:  # type:
         for ph in placeholders(api):
             spec = ph["spec"]
             assert spec["restartPolicy"] == "Never"
-            assert spec["terminationGracePeriodSeconds"] == 0
+            assert spec["terminationGracePeriodSeconds"] == 5
             assert spec["automountServiceAccountToken"] is False
             assert ph["metadata"]["ownerReferences"][0]["kind"] == "Application"
 
+        assert op.runtime is not None
+        client = op.runtime.client
+        sent = client.request
+        deletes: list[object] = []
+
+        async def request(method: str, path: str, **kwargs: Any) -> Any:
+            if method == "DELETE":
+                deletes.append(kwargs.get("body"))
+            return await sent(method, path, **kwargs)
+
+        client.request = request  # type: ignore[method-assign]
         api.create(pod("ps-0", labels={"gangsched.io/app": "train"},
                        annotations={"gangsched.io/task-group": "ps"}))
         for i in range(4):
@@ -70,6 +82,10 @@ async def test_gang_reserves_then_swaps_and_completes(cluster) -> None:  # type:
 
         await wait_for(real_bound, what="real pods bound")
         await wait_for(lambda: not placeholders(api), what="placeholders replaced")
+        # Deleted gracefully (never forced), with a UID precondition.
+        assert len(deletes) == 5
+        assert all(isinstance(d, dict) and d["gracePeriodSeconds"] == 5
+                   and d["preconditions"]["uid"] for d in deletes), deletes
         await wait_for(lambda: status_of(api, "applications", "default", "train")
                        .get("state") == "Running", what="Running")
 

@@ -26,7 +26,8 @@ class SlowClient(KubeClient):
         self.deletes: list[str] = []
         self.release = asyncio.Event()
 
-    async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+    async def delete_pod(self, namespace: str, name: str, uid: str, *,
+                         grace_seconds: int | None = None) -> None:
         self.deletes.append(uid)
         await self.release.wait()
 

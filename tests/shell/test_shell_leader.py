@@ -1,8 +1,8 @@
 """Only one active scheduler: leader election on the ``gangsched-leader`` Lease.
 
-Two replicas (``op-1``, ``op-2``) run against one API server with one fake clock: the
-Lease's ``renewTime`` is written with the operators' clock, so its expiry is driven by
-advancing that clock, never by waiting.
+Two replicas (``op-1``, ``op-2``) run against one API server with one fake clock, as
+both their wall clock and their monotonic clock: expiry and the renew deadline are
+driven by advancing that clock, never by waiting.
 """
 
 from __future__ import annotations
@@ -38,6 +38,12 @@ async def cluster(fake_api_factory, tmp_path: pathlib.Path):  # type: ignore[no-
     return await new_cluster(fake_api_factory, tmp_path, nodes=3, cpu="4")
 
 
+def replica(api: FakeApiServer, kubeconfig: pathlib.Path, clock: FakeClock,
+            identity: str) -> OperatorUnderTest:
+    """An operator whose wall and monotonic clocks are both ``clock``."""
+    return OperatorUnderTest(api, kubeconfig, clock, monotonic=clock, identity=identity)
+
+
 def lease(api: FakeApiServer) -> dict[str, Any]:
     return dict(api.get(*LEASE, api_version="coordination.k8s.io/v1")["spec"])
 
@@ -56,8 +62,8 @@ async def lease_attempts(api: FakeApiServer, count: int) -> None:
 async def test_only_the_leader_schedules_and_the_other_takes_over(cluster) -> None:  # type: ignore[no-untyped-def]
     api, kubeconfig = cluster
     clock = FakeClock()
-    one = await OperatorUnderTest(api, kubeconfig, clock, identity="op-1").start()
-    two = await OperatorUnderTest(api, kubeconfig, clock, identity="op-2").start(wait_ready=False)
+    one = await replica(api, kubeconfig, clock, "op-1").start()
+    two = await replica(api, kubeconfig, clock, "op-2").start(wait_ready=False)
     try:
         assert lease(api)["holderIdentity"] == "op-1"
         assert times.parse_time(lease(api)["renewTime"]) == clock.now
@@ -73,7 +79,7 @@ async def test_only_the_leader_schedules_and_the_other_takes_over(cluster) -> No
         assert two.runtime is not None
         assert (two.runtime.cycles, two.runtime.binds.done, two.runtime.api.done) == (0, 0, 0)
 
-        await one.kill()
+        await one.crash()
         for i in range(2):
             api.create(pod(f"worker-{i}", cpu="2", labels={"gangsched.io/app": "train"},
                            annotations={"gangsched.io/task-group": "worker"}))
@@ -103,7 +109,7 @@ async def test_only_the_leader_schedules_and_the_other_takes_over(cluster) -> No
 async def test_two_replicas_started_together_elect_one(cluster) -> None:  # type: ignore[no-untyped-def]
     api, kubeconfig = cluster
     clock = FakeClock()
-    ops = [OperatorUnderTest(api, kubeconfig, clock, identity=f"op-{i}") for i in (1, 2)]
+    ops = [replica(api, kubeconfig, clock, f"op-{i}") for i in (1, 2)]
     for op in ops:
         await op.start(wait_ready=False)
     try:
@@ -124,34 +130,39 @@ async def test_two_replicas_started_together_elect_one(cluster) -> None:  # type
 
 
 async def test_leader_that_cannot_renew_stops_before_the_lease_expires(cluster) -> None:  # type: ignore[no-untyped-def]
-    """The Lease cannot be renewed (API errors): the leader stops scheduling after 2/3
-    of the lease duration, before any other replica may take over."""
+    """The Lease cannot be renewed (API errors): the leader stops scheduling when the
+    renew deadline (10 s) passes, and exits non-zero. Another replica judges expiry on
+    its own clock, from when it saw the Lease change: never by comparing the holder's
+    ``renewTime`` with its clock, however old that looks."""
     api, kubeconfig = cluster
     clock = FakeClock()
-    one = await OperatorUnderTest(api, kubeconfig, clock, identity="op-1").start()
+    one = await replica(api, kubeconfig, clock, "op-1").start()
     two: OperatorUnderTest | None = None
     try:
         api.create(pod("early"))
         await wait_for(lambda: bound(api, "early"), what="op-1 schedules")
-        renewed = times.parse_time(lease(api)["renewTime"])
         refused = api.faults.add(path_regex="/leases", status=503)
         await wait_for(lambda: refused.hits >= 2, what="renewals refused")
         clock.advance(9)
         hits = refused.hits
         await wait_for(lambda: refused.hits >= hits + 2, what="more renewals refused")
-        assert one.leading  # 9 s without renewal: still within 2/3 of 15 s
+        assert one.leading  # 9 s without renewal: within the 10 s renew deadline
         clock.advance(1.5)
         await wait_for(lambda: one.task is not None and one.task.done(),
                        what="op-1 stops itself")
         assert not one.leading
+        assert one.failed is not None and one.failed.startswith("leadership lost")
         api.faults.clear()
         api.create(pod("late"))
-        two = await OperatorUnderTest(api, kubeconfig, clock, identity="op-2").start(
+        clock.advance(100)  # the renewTime in the Lease is now 110 s old
+        two = await replica(api, kubeconfig, clock, "op-2").start(
             wait_ready=False)
         await lease_attempts(api, 3)
-        assert not two.leading  # 10.5 s after the last renewal: not expired yet
-        assert renewed is not None
-        clock.now = renewed + 15.5
+        assert not two.leading  # op-2 saw this record only now
+        clock.advance(14)
+        await lease_attempts(api, 3)
+        assert not two.leading  # 14 s on op-2's clock since it saw the record
+        clock.advance(1.5)
         await wait_for(lambda: bound(api, "late"), what="op-2 schedules")
         assert [p["metadata"]["name"] for p in pods_in(api) if p["spec"].get("nodeName")] \
             == ["early", "late"]
@@ -167,7 +178,7 @@ async def test_leader_stops_at_once_when_another_replica_holds_the_lease(cluster
     leader stops scheduling at its next renewal, without waiting for any timeout."""
     api, kubeconfig = cluster
     clock = FakeClock()
-    one = await OperatorUnderTest(api, kubeconfig, clock, identity="op-1").start()
+    one = await replica(api, kubeconfig, clock, "op-1").start()
     try:
         found = api.get(*LEASE, api_version="coordination.k8s.io/v1")
         found["spec"].update(holderIdentity="intruder",

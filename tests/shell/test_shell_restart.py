@@ -339,7 +339,7 @@ async def test_placeholders_are_hardened_and_recognised_after_a_restart(cluster)
         assert security["capabilities"] == {"drop": ["ALL"]}
         assert spec["securityContext"]["runAsNonRoot"] is True
         assert (spec["restartPolicy"], spec["terminationGracePeriodSeconds"],
-                spec["automountServiceAccountToken"]) == ("Never", 0, False)
+                spec["automountServiceAccountToken"]) == ("Never", 5, False)
         assert spec["nodeSelector"] == {"pool": "gpu"}
         assert spec["affinity"] == affinity
         assert {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]

@@ -90,7 +90,7 @@ def test_placeholder_pod_for_a_worker() -> None:
     }
     assert spec["schedulerName"] == "gangsched"
     assert spec["restartPolicy"] == "Never"
-    assert spec["terminationGracePeriodSeconds"] == 0
+    assert spec["terminationGracePeriodSeconds"] == 5  # never 0: devices freed first
     assert spec["automountServiceAccountToken"] is False
     assert spec["enableServiceLinks"] is False
     assert spec["priorityClassName"] == "batch-high"

@@ -15,13 +15,18 @@ where a method says so.
 from __future__ import annotations
 
 import json
+import pathlib
 import ssl
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
+
+from gangsched.shell.credentials import Credentials
+from gangsched.shell.ratelimit import TokenBucket
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
@@ -40,7 +45,9 @@ class ApiError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """Where and how to reach the API server."""
+    """Where and how to reach the API server. ``credentials`` supply the bearer token
+    (refreshed as :mod:`gangsched.shell.credentials` says); ``token`` is a static one
+    used when there are no credentials."""
 
     host: str
     token: str | None = None
@@ -48,28 +55,52 @@ class Connection:
     cert_file: str | None = None
     key_file: str | None = None
     verify: bool = True
+    credentials: Credentials | None = None
+
+    def auth(self) -> Credentials:
+        return self.credentials or Credentials(token=self.token)
 
 
-async def load_connection(kubeconfig: str | None = None) -> Connection:
-    """From ``kubeconfig`` (or KUBECONFIG / ~/.kube/config), else the in-cluster config."""
+async def load_connection(kubeconfig: str | None = None, *,
+                          token_refresh: float = 60.0) -> Connection:
+    """From ``kubeconfig`` (or KUBECONFIG / ~/.kube/config), else the in-cluster config.
+
+    The token is re-read from its file every ``token_refresh`` seconds (the in-cluster
+    service-account token, or a kubeconfig ``tokenFile``), and an exec plugin is run
+    again before its token expires.
+    """
     from kubernetes_asyncio import client as k8s_client
     from kubernetes_asyncio import config as k8s_config
+    from kubernetes_asyncio.config import incluster_config
 
     cfg = k8s_client.Configuration()
+    credentials: Credentials
     try:
-        await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        loader = await k8s_config.load_kube_config(config_file=kubeconfig,
+                                                   client_configuration=cfg)
+        # kubernetes-asyncio's own refresh_token() reads the user section the same way.
+        user: Any = getattr(loader, "_user", None) or {}
+        token = cfg.api_key.get("authorization") or cfg.api_key.get("BearerToken")
+        if "exec" in user:
+            credentials = Credentials(token=token, loader=loader, period=token_refresh)
+        elif "tokenFile" in user and "token" not in user:
+            path = pathlib.Path(str(user["tokenFile"]))
+            if not path.is_absolute() and getattr(user, "path", None):
+                path = pathlib.Path(str(user.path)).parent / path
+            credentials = Credentials(token=token, token_file=str(path), period=token_refresh)
+        else:
+            credentials = Credentials(token=token)
     except (k8s_config.ConfigException, FileNotFoundError, TypeError):
         k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    token = cfg.api_key.get("authorization") or cfg.api_key.get("BearerToken")
-    if token and token.lower().startswith("bearer "):
-        token = token[7:]
+        credentials = Credentials(token_file=incluster_config.SERVICE_TOKEN_FILENAME,
+                                  period=token_refresh)
     return Connection(
         host=str(cfg.host).rstrip("/"),
-        token=token or None,
         ca_file=cfg.ssl_ca_cert,
         cert_file=cfg.cert_file,
         key_file=cfg.key_file,
         verify=bool(cfg.verify_ssl),
+        credentials=credentials,
     )
 
 
@@ -89,12 +120,25 @@ class KubeClient:
     """One pooled session; every method is a single API call."""
 
     def __init__(self, connection: Connection, *, max_connections: int = 64,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, qps: float = 0.0, burst: int = 1,
+                 user_agent: str = "gangsched",
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        """``qps``/``burst``: the client-side rate limit of every request but watches (0:
+        none), as client-go's; ``user_agent`` names this replica in the API server's
+        logs and flow control."""
         self.connection = connection
+        self.credentials = connection.auth()
         self._max_connections = max_connections
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self.limiter = TokenBucket(qps, burst, monotonic=monotonic) if qps > 0 else None
+        self.user_agent = user_agent
+        self.monotonic = monotonic
         self.requests = 0
+        self.unauthorized = 0
+        """Requests answered 401 (each is retried once with a fresh token)."""
+        self.watch_activity: dict[str, float] = {}
+        """Watch path -> monotonic time a stream of it last opened or delivered."""
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -114,9 +158,7 @@ class KubeClient:
                 if c.cert_file and c.key_file:
                     context.load_cert_chain(c.cert_file, c.key_file)
                 ctx = context
-            headers = {"Accept": "application/json", "User-Agent": "gangsched"}
-            if c.token:
-                headers["Authorization"] = f"Bearer {c.token}"
+            headers = {"Accept": "application/json", "User-Agent": self.user_agent}
             self._session = aiohttp.ClientSession(
                 base_url=None,
                 headers=headers,
@@ -140,23 +182,31 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: float | None = None,
     ) -> JSON:
-        """One call; the decoded JSON answer, or ApiError."""
+        """One call; the decoded JSON answer, or ApiError. Waits for the rate limit
+        first; a 401 is retried once with a freshly obtained token."""
         session = self._open()
         url = self.connection.host + path
         if params:
             url += "?" + urlencode(params)
         data = None if body is None else json.dumps(body, separators=(",", ":"))
-        self.requests += 1
-        try:
-            async with session.request(
-                method, url, data=data,
-                headers={"Content-Type": content_type} if data is not None else None,
-                timeout=aiohttp.ClientTimeout(total=timeout or self._timeout),
-            ) as response:
-                raw = await response.read()
-                status = response.status
-        except (TimeoutError, aiohttp.ClientError) as err:
-            raise ApiError(0, "Transport", str(err) or type(err).__name__) from err
+        for attempt in (0, 1):
+            if self.limiter is not None:
+                await self.limiter.acquire()
+            headers = await self._headers()
+            if data is not None:
+                headers["Content-Type"] = content_type
+            self.requests += 1
+            try:
+                async with session.request(
+                    method, url, data=data, headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=timeout or self._timeout),
+                ) as response:
+                    raw = await response.read()
+                    status = response.status
+            except (TimeoutError, aiohttp.ClientError) as err:
+                raise ApiError(0, "Transport", str(err) or type(err).__name__) from err
+            if status != 401 or not self._refused() or attempt:
+                break
         decoded: JSON = {}
         if raw:
             try:
@@ -167,6 +217,18 @@ class KubeClient:
         if status >= 400:
             raise ApiError(status, str(decoded.get("reason", "")), str(decoded.get("message", "")))
         return decoded
+
+    async def _headers(self) -> dict[str, str]:
+        token = await self.credentials.token()
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _refused(self) -> bool:
+        """A 401: count it, and say whether a fresh token may help."""
+        self.unauthorized += 1
+        if not self.credentials.refreshing:
+            return False
+        self.credentials.invalidate()
+        return True
 
     # --- the calls the operator makes ----------------------------------------------------
 
@@ -189,10 +251,14 @@ class KubeClient:
         return await self.request("POST", resource_path(group, version, plural, namespace),
                                   body=body)
 
-    async def delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        """Delete with a UID precondition, so a re-created pod of that name is safe."""
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
-                "preconditions": {"uid": uid}}
+    async def delete_pod(self, namespace: str, name: str, uid: str, *,
+                         grace_seconds: int | None = None) -> None:
+        """Delete with a UID precondition, so a re-created pod of that name is safe.
+        ``grace_seconds``: the deletion's grace period (None: the pod's own)."""
+        body: JSON = {"apiVersion": "v1", "kind": "DeleteOptions",
+                      "preconditions": {"uid": uid}}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
         await self.request("DELETE", resource_path("", "v1", "pods", namespace, name), body=body)
 
     async def evict_pod(self, namespace: str, name: str, uid: str) -> None:
@@ -253,10 +319,14 @@ class KubeClient:
                      allowWatchBookmarks="true", timeoutSeconds=str(timeout_seconds))
         url = self.connection.host + path + "?" + urlencode(query)
         self.requests += 1
+        headers = await self._headers()
         try:
             async with session.get(
-                url, timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
+                url, headers=headers,
+                timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
             ) as response:
+                if response.status == 401:
+                    self._refused()
                 if response.status >= 400:
                     raw = await response.read()
                     try:
@@ -265,8 +335,10 @@ class KubeClient:
                         status = {}
                     raise ApiError(response.status, str(status.get("reason", "")),
                                    str(status.get("message", "")))
+                self.watch_activity[path] = self.monotonic()
                 buffer = b""
                 async for chunk in response.content.iter_any():
+                    self.watch_activity[path] = self.monotonic()
                     buffer += chunk
                     *lines, buffer = buffer.split(b"\n")
                     for line in lines:

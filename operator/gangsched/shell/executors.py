@@ -5,7 +5,8 @@ The scheduling loop hands work over and goes on; it never awaits the API server.
 * :class:`WorkPool`: a queue drained by N workers (binds have their own pool, so a slow
   status patch never delays a bind).
 * :class:`StatusWriter`: keeps the latest wanted status per object and patches only what
-  changed since the last successful write, every ``interval`` seconds.
+  changed since the last successful write, every ``interval`` seconds, ``concurrency``
+  patches at a time (one object's patches never overlap: one flush at a time).
 * :class:`EventRecorder`: ``events.k8s.io/v1`` Events, aggregated: a repeat of the same
   (object, reason, note) updates the first Event's ``series`` instead of adding one.
 """
@@ -59,6 +60,12 @@ class WorkPool:
     async def drain(self) -> None:
         await self.queue.join()
 
+    def cancel(self) -> None:
+        """Cancel the jobs under way now (their requests are abandoned) and the workers;
+        queued jobs stay queued. Used when leadership is lost: no bind may go on."""
+        for task in self._tasks:
+            task.cancel()
+
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
@@ -78,9 +85,11 @@ class StatusTarget:
 class StatusWriter:
     """The latest wanted ``status`` per object, patched only when it changed."""
 
-    def __init__(self, client: KubeClient, interval: float) -> None:
+    def __init__(self, client: KubeClient, interval: float, *, concurrency: int = 8) -> None:
         self.client = client
         self.interval = interval
+        self.concurrency = max(1, concurrency)
+        self._flushing = asyncio.Lock()
         self.wanted: dict[StatusTarget, dict[str, Any]] = {}
         self.written: dict[StatusTarget, dict[str, Any]] = {}
         self.patches = 0
@@ -98,21 +107,32 @@ class StatusWriter:
         self.written.pop(target, None)
 
     async def flush(self) -> None:
-        batch, self.wanted = self.wanted, {}
-        for target, status in batch.items():
-            try:
-                await self.client.patch(target.group, target.version, target.plural,
-                                        target.namespace, target.name, {"status": status},
-                                        subresource="status")
-                self.written[target] = status
-                self.patches += 1
-            except ApiError as err:
-                if err.code == 404:
-                    self.written.pop(target, None)
-                    continue
-                log.warning("status of %s/%s not written: %s", target.plural, target.name, err)
-                if err.code != 422:
-                    self.wanted.setdefault(target, status)
+        """Patch every changed status, ``concurrency`` at a time. A failed patch is kept
+        for the next flush (unless 404: gone, or 422: invalid, which is logged)."""
+        async with self._flushing:
+            batch, self.wanted = self.wanted, {}
+            slots = asyncio.Semaphore(self.concurrency)
+
+            async def one(target: StatusTarget, status: dict[str, Any]) -> None:
+                async with slots:
+                    await self._patch(target, status)
+
+            await asyncio.gather(*(one(t, s) for t, s in batch.items()))
+
+    async def _patch(self, target: StatusTarget, status: dict[str, Any]) -> None:
+        try:
+            await self.client.patch(target.group, target.version, target.plural,
+                                    target.namespace, target.name, {"status": status},
+                                    subresource="status")
+            self.written[target] = status
+            self.patches += 1
+        except ApiError as err:
+            if err.code == 404:
+                self.written.pop(target, None)
+                return
+            log.warning("status of %s/%s not written: %s", target.plural, target.name, err)
+            if err.code != 422:
+                self.wanted.setdefault(target, status)
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

@@ -9,13 +9,17 @@ Nothing here blocks start-up or the other watches.
 
 Each object becomes a ``PodGroupObserved`` under its foreign key (``namespace/dialect:
 name``) and a deletion a ``PodGroupGone``. The core's status for a coscheduling
-PodGroup is written back through the runtime's status writer, in coscheduling's schema;
-a Volcano PodGroup's status belongs to Volcano and is never written.
+PodGroup is written back through the runtime's status writer, in coscheduling's schema
+and phases, but only while at least one of its pods is ours (its ``schedulerName`` is
+gangsched's): a PodGroup whose pods the coscheduling plugin schedules belongs to that
+plugin, and two writers would fight over its status. A Volcano PodGroup's status
+belongs to Volcano and is never written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
@@ -50,6 +54,9 @@ class ForeignGroups:
         self.objects: dict[str, JSON] = {}
         """The latest object per foreign key."""
         self.priorities: PriorityClasses = NO_CLASSES
+        self.ours: dict[str, str] = {}
+        """uid -> foreign key, for every pod of ours that is a member of a foreign group."""
+        self.ours_per_group: collections.Counter[str] = collections.Counter()
         self.installed: dict[str, bool | None] = {k.dialect: None for k in foreign.KINDS}
         """Per dialect: its CRD answered (True), answered 404 (False), or not asked yet."""
         self.reflectors = {
@@ -90,11 +97,24 @@ class ForeignGroups:
         if kind.status is not None:
             self.status.forget(self._target(kind, key))
 
+    def pod_seen(self, uid: str, group: str | None) -> None:
+        """A pod of ours is a member of ``group`` (None: of none, not ours, or gone)."""
+        old = self.ours.pop(uid, None)
+        if old is not None:
+            self.ours_per_group[old] -= 1
+            if self.ours_per_group[old] <= 0:
+                del self.ours_per_group[old]
+        if group is not None and foreign.kind_of(group) is not None:
+            self.ours[uid] = group
+            self.ours_per_group[group] += 1
+
     def want_status(self, d: SetPodGroupStatus) -> None:
-        """Write the core's status of a foreign PodGroup, if its kind takes one and the
-        object is known."""
+        """Write the core's status of a foreign PodGroup, if its kind takes one, the
+        object is known and at least one of its pods is ours."""
         kind = foreign.kind_of(d.key)
         if kind is None or kind.status is None or d.key not in self.objects:
+            return
+        if not self.ours_per_group.get(d.key):
             return
         self.status.want(self._target(kind, d.key), kind.status(d))
 

@@ -4,6 +4,14 @@ kopf handlers (``on.event``, level-based, no persistence) turn Applications, Pod
 and Queues into observations; they never decide. Pods and nodes are watched by the
 runtime's own reflectors (see :mod:`gangsched.shell.watch` for why). The scheduling
 loop runs only while this replica holds the leader Lease.
+
+kopf logs in through :func:`build_registry`'s login handler, which hands it the same
+refreshing credentials as the runtime's client (kopf asks again on a 401 and when the
+token's expiration passes). The liveness endpoint is served here, not by kopf: it fails
+when kopf's tasks ended, a supervised task failed, or the loop, the Lease or a watch
+stopped making progress (see :mod:`gangsched.shell.health`). :func:`operate` says why
+the operator must exit non-zero, and ``gangsched run`` does so, so that the kubelet
+restarts it.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import logging
 import signal
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +35,7 @@ from gangsched.core.framework.profile import ProfileConfig
 from gangsched.core.model import PlaceholderPolicy
 from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
+from gangsched.shell.health import Health, HealthServer, fresh
 from gangsched.shell.metrics import MetricsServer
 from gangsched.shell.runtime import GROUP, VERSION, Runtime
 from gangsched.shell.settings import OperatorSettings
@@ -40,17 +50,21 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.posting.level = logging.WARNING
+        settings.posting.enabled = False  # the handlers only relay: gangsched posts Events
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
 
     @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
+    async def login(**_: Any) -> kopf.ConnectionInfo:
         c = runtime.client.connection
+        credentials = runtime.client.credentials
+        if credentials.refreshing:
+            credentials.invalidate()  # kopf asks after a 401 or expiry: obtain it afresh
+        token = await credentials.token()
         return kopf.ConnectionInfo(
-            server=c.host, token=c.token, ca_path=c.ca_file, certificate_path=c.cert_file,
+            server=c.host, token=token, ca_path=c.ca_file, certificate_path=c.cert_file,
             private_key_path=c.key_file, insecure=not c.verify,
-            scheme="Bearer" if c.token else None,
+            scheme="Bearer" if token else None, expiration=credentials.expiration,
         )
 
     def relay(handler: Any) -> Any:
@@ -63,39 +77,84 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     kopf.on.event(GROUP, VERSION, "podgroups", registry=registry)(relay(runtime.on_podgroup))
     kopf.on.event(GROUP, VERSION, "queues", registry=registry)(relay(runtime.on_queue))
 
-    @kopf.on.probe(id="scheduler", registry=registry)
-    def probe(**_: Any) -> dict[str, Any]:
-        return {"leading": runtime.leading.is_set(), "cycles": runtime.cycles,
-                "ready": runtime.ready.is_set()}
-
     return registry
+
+
+def build_health(runtime: Runtime, kopf_task: asyncio.Task[None] | None) -> Health:
+    """The liveness checks of one replica (see :mod:`gangsched.shell.health`)."""
+    settings, now = runtime.settings, runtime.monotonic
+    health = Health()
+    health.add("supervision", lambda: runtime.failed)
+    if kopf_task is not None:
+        health.add("kopf", lambda: "kopf stopped" if kopf_task.done() else "")
+    health.add("loop", fresh("scheduling cycle",
+                             lambda: runtime.last_cycle if runtime.leading.is_set() else None,
+                             now, settings.liveness_stale))
+    elector = runtime.elector
+    if elector is not None:
+        health.add("lease", fresh("lease attempt", lambda: elector.last_attempt, now,
+                                  settings.liveness_stale))
+
+    def watches() -> str:
+        if not runtime.leading.is_set():
+            return ""
+        for path, seen in sorted(runtime.client.watch_activity.items()):
+            if now() - seen > settings.liveness_stale:
+                return f"watch {path} silent for {now() - seen:.0f}s"
+        return ""
+
+    health.add("watches", watches)
+    return health
 
 
 async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
                   kubeconfig: str | None = None, liveness: str | None = None,
                   clock: Callable[[], float] = time.time,
-                  started: Callable[[Runtime], None] | None = None) -> None:
-    """Run kopf and the runtime until ``stop`` is set (or leadership is lost)."""
-    connection = await load_connection(kubeconfig)
+                  monotonic: Callable[[], float] = time.monotonic,
+                  started: Callable[[Runtime], None] | None = None) -> str:
+    """Run kopf and the runtime until ``stop`` is set, leadership is lost or a
+    supervised task fails. Returns why the operator must exit non-zero ("" if not)."""
+    connection = await load_connection(kubeconfig, token_refresh=settings.token_refresh)
     async with KubeClient(connection, max_connections=settings.max_connections,
-                          timeout=settings.request_timeout) as client:
-        runtime = Runtime(client, settings, clock=clock)
+                          timeout=settings.request_timeout, qps=settings.qps,
+                          burst=settings.burst, monotonic=monotonic,
+                          user_agent=f"gangsched ({settings.identity})") as client:
+        runtime = Runtime(client, settings, clock=clock, monotonic=monotonic)
         if started is not None:
             started(runtime)
         registry = build_registry(runtime)
         metrics = await _serve_metrics(runtime, settings.metrics_port)
-        kopf_task = asyncio.create_task(_kopf(registry, stop, liveness), name="kopf")
+        kopf_task = asyncio.create_task(_kopf(registry, stop), name="kopf")
+        runtime.health = build_health(runtime, kopf_task)
+        health = await _serve_health(runtime.health, liveness)
         try:
             await runtime.run(stop)
         finally:
             stop.set()
-            if metrics is not None:
-                await metrics.stop()
+            for server in (metrics, health):
+                if server is not None:
+                    await server.stop()
             done, _ = await asyncio.wait({kopf_task}, timeout=settings.shutdown_timeout)
             if not done:
                 kopf_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await kopf_task
+        return runtime.failed
+
+
+async def _serve_health(health: Health, liveness: str | None) -> HealthServer | None:
+    """Serve the liveness endpoint at ``liveness`` (``http://host:port/path``; none if
+    None). A URL that is not ``http`` is a usage error (ValueError)."""
+    if not liveness:
+        return None
+    parts = urllib.parse.urlsplit(liveness)
+    if parts.scheme != "http":
+        raise ValueError(f"the liveness endpoint must be http://host:port/path, got {liveness}")
+    server = HealthServer(health, host=parts.hostname or "0.0.0.0",
+                          port=80 if parts.port is None else parts.port,
+                          path=parts.path or "/healthz")
+    await server.start()
+    return server
 
 
 async def _serve_metrics(runtime: Runtime, port: int) -> MetricsServer | None:
@@ -112,8 +171,7 @@ async def _serve_metrics(runtime: Runtime, port: int) -> MetricsServer | None:
     return server
 
 
-async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
-                liveness: str | None) -> None:
+async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event) -> None:
     """Run kopf's root tasks until one ends; then the whole operator stops.
 
     Not ``kopf.operator()``: when it exits it cancels every task created after its
@@ -123,7 +181,7 @@ async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
     sets ``stop`` first, so that kopf does not treat it as a hung exit.
     """
     tasks = await kopf.spawn_tasks(registry=registry, clusterwide=True, standalone=True,
-                                   liveness_endpoint=liveness, stop_flag=stop)
+                                   stop_flag=stop)
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
@@ -165,6 +223,10 @@ def run_operator(args: argparse.Namespace) -> int:
         or OperatorSettings().placeholder_image,
         leader_election=not getattr(args, "no_leader_election", False),
     )
+    for flag, field_name in (("kube_api_qps", "qps"), ("kube_api_burst", "burst")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            settings = dataclasses.replace(settings, **{field_name: value})
     metrics_port = getattr(args, "metrics_port", None)
     if metrics_port is not None:
         settings = dataclasses.replace(settings, metrics_port=metrics_port)
@@ -193,14 +255,17 @@ def run_operator(args: argparse.Namespace) -> int:
         settings = dataclasses.replace(
             settings, core=dataclasses.replace(settings.core, **core))  # type: ignore[arg-type]
 
-    async def main() -> None:
+    async def main() -> str:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        await operate(settings, stop, kubeconfig=getattr(args, "kubeconfig", None),
-                      liveness=getattr(args, "liveness", None))
+        return await operate(settings, stop, kubeconfig=getattr(args, "kubeconfig", None),
+                             liveness=getattr(args, "liveness", None))
 
-    asyncio.run(main())
+    failed = asyncio.run(main())
+    if failed:
+        log.error("exiting non-zero: %s", failed)
+        return 1
     return 0

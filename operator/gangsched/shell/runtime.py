@@ -73,10 +73,13 @@ from gangsched.shell import leader, logs
 from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.foreign import ForeignGroups
+from gangsched.shell.health import Health
 from gangsched.shell.metrics import Metrics
+from gangsched.shell.pending import PendingReports, Report
 from gangsched.shell.podcache import PodTranslations
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.storage import PRIORITY_CLASSES, StorageWatches, write_volumes
+from gangsched.shell.supervise import Supervisor
 from gangsched.shell.watch import Reflector
 from gangsched.translate import render, times
 from gangsched.translate.apps import app_from_k8s
@@ -108,10 +111,12 @@ class Runtime:
     """One operator instance: the core, its inbox, and the executors."""
 
     def __init__(self, client: KubeClient, settings: OperatorSettings | None = None, *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.settings = settings or OperatorSettings()
         self.clock = clock
+        self.monotonic = monotonic
         self.scheduler = Scheduler(self.settings.core)
         self.inbox: list[Observation] = []
         self.wake = asyncio.Event()
@@ -128,10 +133,8 @@ class Runtime:
         self.in_flight: set[tuple[str, str]] = set()
         """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
         core asks again for one not seen in time, which must not queue a duplicate."""
-        self.annotations: dict[tuple[str, str], str | None] = {}
-        """(node, key) -> the value the core last asked for (None: removed), while a patch
-        of that annotation is queued or under way."""
-        self.status = StatusWriter(client, self.settings.status_interval)
+        self.status = StatusWriter(client, self.settings.status_interval,
+                                   concurrency=self.settings.status_workers)
         self.events = EventRecorder(client)
         self.pods_first_tried: dict[str, str] = {}
         """Pods-first pods by uid -> the gang's key and manifest (or error) last acted on,
@@ -140,6 +143,10 @@ class Runtime:
         """Pods-first pods whose Application or PodGroup cannot be made from them, and why."""
         self.dialect_conflicts: dict[str, str] = {}
         """Pods whose gang dialects disagree, by uid -> the conflict last reported."""
+        self.pending = PendingReports(initial=self.settings.pending_backoff_initial,
+                                      cap=self.settings.pending_backoff_max,
+                                      refresh=self.settings.pending_refresh)
+        """Which pending pods' conditions and Events to write, and when."""
         self.conditions: dict[PodUID, PodPending] = {}
         """The PodScheduled condition each pod should show, until it is written."""
         self.pod_locks: dict[PodUID, asyncio.Lock] = {}
@@ -147,11 +154,12 @@ class Runtime:
         that a slow PodScheduled=False never lands after the bind's True."""
         watch_timeout = self.settings.watch_timeout
         self.pod_translations = PodTranslations(self.settings.scheduler_names)
-        self.pod_watch = Reflector(client, "/api/v1/pods", self.on_pod, name="pods",
-                                   timeout_seconds=watch_timeout)
-        self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes",
-                                    timeout_seconds=watch_timeout)
-        self.namespace_watch = Reflector(client, "/api/v1/namespaces", self.on_namespace,
+        self.pod_watch = Reflector(client, "/api/v1/pods", self._guarded(self.on_pod, "pod"),
+                                   name="pods", timeout_seconds=watch_timeout)
+        self.node_watch = Reflector(client, "/api/v1/nodes", self._guarded(self.on_node, "node"),
+                                    name="nodes", timeout_seconds=watch_timeout)
+        self.namespace_watch = Reflector(client, "/api/v1/namespaces",
+                                         self._guarded(self.on_namespace, "namespace"),
                                          name="namespaces", timeout_seconds=watch_timeout)
         """Namespace labels, for pod affinity terms' ``namespaceSelector``."""
         self.foreign = ForeignGroups(client, self.submit, self.status,
@@ -166,10 +174,33 @@ class Runtime:
                                         name="priorityclasses", timeout_seconds=watch_timeout)
         self.cycles = 0
         self.decisions = 0
-        self.leading = asyncio.Event()
+        self.last_cycle: float | None = None
+        """Monotonic time of the last cycle (None before the first)."""
+        self.elector: leader.LeaderElector | None = None
+        if self.settings.leader_election:
+            self.elector = leader.LeaderElector(client, self.settings, clock=clock,
+                                                monotonic=monotonic, on_lost=self._lost)
+            self.leading = self.elector.leading
+        else:
+            self.leading = asyncio.Event()
         self.ready = asyncio.Event()
+        self.supervisor: Supervisor | None = None
+        """The supervisor of this runtime's tasks while :meth:`run` runs."""
+        self.health: Health | None = None
+        """The liveness checks of this replica, once the operator serves them."""
 
     # --- observations --------------------------------------------------------------------
+
+    def _guarded(self, handle: Callable[[str, JSON], None],
+                 what: str) -> Callable[[str, JSON], None]:
+        """``handle``, with an unexpected exception logged instead of ending the watch
+        that delivers the events: one odd object must not stop the others."""
+        def guarded(kind: str, obj: JSON) -> None:
+            try:
+                handle(kind, obj)
+            except Exception:  # a translation bug: log it, keep watching
+                log.exception("%s %s %s not handled", kind, what, _key(obj))
+        return guarded
 
     def submit(self, observation: Observation) -> None:
         """Queue an observation for the next cycle. A replica that does not lead keeps
@@ -187,12 +218,15 @@ class Runtime:
             self.pods_first_errors.pop(uid, None)
             self.dialect_conflicts.pop(uid, None)
             self.conditions.pop(PodUID(uid), None)
+            self.pending.forget(PodUID(uid))
+            self.foreign.pod_seen(uid, None)
             self.pod_locks.pop(PodUID(uid), None)
             self.pod_translations.forget(uid)
             self.metrics.pod_gone(PodUID(uid), self.clock())
             self.submit(PodGone(PodUID(uid)))
             return
         pod, membership = self.pod_translations.translate(obj)
+        self.foreign.pod_seen(pod.uid, pod.pod_group if pod.ours else None)
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
         if pod.ours and not pod.placeholder and pod.node_name is None:
@@ -428,42 +462,68 @@ class Runtime:
     # --- the loop ------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Run until ``stop``: sync, lead, then cycle; stop everything on the way out."""
+        """Run until ``stop``: sync, lead, then cycle; stop everything on the way out.
+
+        Every task is supervised (see :mod:`gangsched.shell.supervise`): watches, the
+        Lease holder and the status writer are restarted when they fail; the scheduling
+        loop failing stops the operator (:attr:`failed` says why). A graceful stop
+        writes the last statuses and then releases the Lease, after the binds stopped.
+        """
+        supervisor = self.supervisor = Supervisor(stop, monotonic=self.monotonic)
         self.binds.start()
         self.api.start()
         self.reports.start()
-        tasks = [asyncio.create_task(self.status.run(stop), name="status")]
+        supervisor.spawn("status", functools.partial(self.status.run, stop))
         try:
-            if self.settings.leader_election:
-                tasks.append(asyncio.create_task(
-                    leader.hold(self.client, self.settings, self.leading, stop, self.clock),
-                    name="leader"))
+            if self.elector is not None:
+                supervisor.spawn("leader", functools.partial(self.elector.run, stop))
                 await _wait_any(self.leading, stop)
             else:
                 self.leading.set()
             if stop.is_set() or not await self.sync(stop):
                 return
-            tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
-            tasks.append(asyncio.create_task(self.foreign.run(stop), name="foreign-watch"))
-            tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
-            tasks.append(asyncio.create_task(self.storage.run(stop), name="storage-watch"))
-            tasks.append(asyncio.create_task(self.priority_watch.run(stop),
-                                             name="priorityclass-watch"))
-            tasks.append(asyncio.create_task(self.namespace_watch.run(stop),
-                                             name="namespace-watch"))
-            await self._cycles(stop)
+            supervisor.spawn("pod-watch", functools.partial(self.pod_watch.run, stop))
+            supervisor.spawn("foreign-watch", functools.partial(self.foreign.run, stop))
+            supervisor.spawn("node-watch", functools.partial(self.node_watch.run, stop))
+            supervisor.spawn("storage-watch", functools.partial(self.storage.run, stop))
+            supervisor.spawn("priorityclass-watch",
+                             functools.partial(self.priority_watch.run, stop))
+            supervisor.spawn("namespace-watch", functools.partial(self.namespace_watch.run, stop))
+            await supervisor.spawn("cycles", functools.partial(self._cycles, stop),
+                                   critical=True)
         finally:
-            if self.leading.is_set() and self.ready.is_set():
+            graceful = _not_cancelled()
+            if graceful and self.leading.is_set() and self.ready.is_set():
                 # A graceful stop (SIGTERM): write the last statuses, timers included.
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.status.flush(),
                                            timeout=self.settings.shutdown_timeout)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            stop.set()
+            await supervisor.close()
             await self.binds.stop()
             await self.api.stop()
             await self.reports.stop()
+            if graceful and self.elector is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.elector.release(),
+                                           timeout=self.settings.shutdown_timeout)
+
+    @property
+    def failed(self) -> str:
+        """Why this replica must exit non-zero ("" if it need not): a supervised task
+        failed, or leadership was lost (the replica restarts as a follower)."""
+        if self.supervisor is not None and self.supervisor.failed:
+            return self.supervisor.failed
+        if self.elector is not None and self.elector.lost:
+            return f"leadership lost: {self.elector.lost}"
+        return ""
+
+    def _lost(self, why: str) -> None:
+        """Leadership is gone (the renew deadline passed, or another replica holds the
+        Lease): cancel the binds and other writes under way at once, and stop."""
+        self.binds.cancel()
+        self.api.cancel()
+        self.wake.set()
 
     async def _cycles(self, stop: asyncio.Event) -> None:
         settings = self.settings
@@ -473,7 +533,10 @@ class Runtime:
                 stop.set()
                 return
             try:
-                await asyncio.wait_for(self.wake.wait(), timeout=settings.tick)
+                # asyncio.timeout, not wait_for: wait_for may swallow a cancellation that
+                # arrives as the event is set (Python 3.11), and the loop would go on.
+                async with asyncio.timeout(settings.tick):
+                    await self.wake.wait()
                 if settings.batch_window:
                     await asyncio.sleep(settings.batch_window)
             except TimeoutError:
@@ -481,6 +544,7 @@ class Runtime:
             self.wake.clear()
             if self.leading.is_set():
                 self.cycle()
+            self.last_cycle = self.monotonic()
 
     def cycle(self) -> list[Decision]:
         """Drain the inbox, run one core cycle, dispatch its decisions."""
@@ -492,6 +556,8 @@ class Runtime:
         self.decisions += len(decisions)
         for decision in decisions:
             self._dispatch(decision, now)
+        for report in self.pending.due(now):
+            self._report_pending(report, now)
         self.metrics.observe_cycle(time.perf_counter() - started, decisions, now)
         return decisions
 
@@ -510,9 +576,7 @@ class Runtime:
         elif isinstance(d, EvictPod):
             self._once(("evict", d.uid), functools.partial(self._evict, d))
         elif isinstance(d, AnnotateNode):
-            self.annotations[(d.node, d.key)] = d.value
-            self._once(("annotate", f"{d.node}/{d.key}"),
-                       functools.partial(self._annotate, d.node, d.key))
+            self._record(_node_note(d))
         elif isinstance(d, NominatePod):
             self.reports.submit(functools.partial(self._nominate, d))
         elif isinstance(d, PodPending):
@@ -575,6 +639,7 @@ class Runtime:
 
     async def _bind(self, d: BindPod) -> None:
         self.conditions.pop(d.uid, None)  # a pending reason not yet written is moot now
+        self.pending.forget(d.uid)
         async with self._pod_lock(d.uid):
             if not self.leading.is_set():
                 return  # leadership lost: the new leader decides about this pod
@@ -647,7 +712,8 @@ class Runtime:
     async def _delete(self, d: DeletePod) -> None:
         fields = {"pod": f"{d.namespace}/{d.name}", "reason": d.reason.value}
         try:
-            await self.client.delete_pod(d.namespace, d.name, d.uid)
+            await self.client.delete_pod(d.namespace, d.name, d.uid,
+                                         grace_seconds=self.settings.placeholder_grace)
         except ApiError as err:
             if err.code not in (404, 409):
                 log.warning("deleting pod %s/%s (%s) failed: %s", d.namespace, d.name,
@@ -672,30 +738,6 @@ class Runtime:
         log.info("evicted pod %s/%s: %s: %s", d.namespace, d.name, d.reason, d.message,
                  extra=fields)
 
-    async def _annotate(self, node: str, key: str) -> None:
-        """Merge-patch a node annotation until it is what the core last asked for: a later
-        decision for the same annotation (a reservation given back right after it was
-        made) may arrive while a patch is under way, and must not be overtaken by it. A
-        node that is gone (404) needs nothing; other errors are logged and dropped (the
-        annotation is for people to read, nothing depends on it)."""
-        fields = {"node": node}
-        while True:
-            value = self.annotations.get((node, key))
-            try:
-                await self.client.patch("", "v1", "nodes", None, node,
-                                        {"metadata": {"annotations": {key: value}}})
-            except ApiError as err:
-                if err.code != 404:
-                    log.warning("annotating node %s (%s=%s) failed: %s", node, key, value, err,
-                                extra={**fields, "code": err.code})
-                self.annotations.pop((node, key), None)
-                return
-            if self.annotations.get((node, key)) == value:
-                self.annotations.pop((node, key), None)
-                log.info("node %s: %s %s", node, key,
-                         "removed" if value is None else f"set to {value}", extra=fields)
-                return
-
     async def _nominate(self, d: NominatePod) -> None:
         """Patch ``status.nominatedNodeName`` (null clears it). A pod that is gone (404)
         needs nothing; other errors are logged: the nomination informs others, nothing
@@ -709,22 +751,32 @@ class Runtime:
                 log.info("pod %s/%s nomination not written: %s", d.namespace, d.name, err)
 
     def _pending(self, d: PodPending, now: float) -> None:
-        """Write the PodScheduled=False condition (retried on transient errors until
-        written or superseded) and record the Event.
+        """Write the PodScheduled=False condition and record the Event, when and as
+        :mod:`gangsched.shell.pending` says: a new reason at once (within the pod's
+        backoff), a new message with the same reason only every few minutes and with no
+        Event.
 
         A pods-first pod whose Application could not be made from it says why in both.
         """
-        from gangsched.core.decisions import SCHEDULING_GATED, EventType, ObjectRef
-
         why = self.pods_first_errors.get(d.uid)
         if why is not None and d.reason in ("ApplicationNotFound", "PodGroupNotFound"):
             d = dataclasses.replace(d, message=f"{d.message}; {why}")
+        report = self.pending.offer(d, now)
+        if report is not None:
+            self._report_pending(report, now)
+
+    def _report_pending(self, report: Report, now: float) -> None:
+        """Write one pending pod's condition (retried on transient errors until written
+        or superseded), and its Event if the report says so."""
+        from gangsched.core.decisions import SCHEDULING_GATED, EventType, ObjectRef
+
+        d = report.pending
         self.conditions[d.uid] = d
         self.reports.submit(functools.partial(self._write_condition, d, now, 0))
-        if d.reason == SCHEDULING_GATED:
-            return  # the condition only, as kube-scheduler: no Event for a gated pod
-        if not d.event:
-            return  # a gang member: one event on its Application says it for all
+        if not report.event or not d.event or d.reason == SCHEDULING_GATED:
+            # No Event for a gated pod (the condition only, as kube-scheduler), nor for a
+            # gang member (one event on its Application says it for all).
+            return
         kind = EventType.NORMAL if d.reason in WAITING_REASONS else EventType.WARNING
         self._record(RecordEvent(ObjectRef("Pod", d.namespace, d.name, d.uid), kind,
                                  d.reason, d.message))
@@ -748,6 +800,32 @@ class Runtime:
                 log.info("pod %s/%s condition not written: %s", d.namespace, d.name, err)
         if self.conditions.get(d.uid) is d:
             del self.conditions[d.uid]
+
+
+def _node_note(d: AnnotateNode) -> RecordEvent:
+    """A node reserved for a gang (or given back), told as an Event on the Node.
+
+    Not as a node annotation: patching nodes would need a grant that also lets the
+    operator rewrite any node's labels and taints (RBAC cannot limit a patch to one
+    annotation). ``kubectl describe node`` shows these Events; the gang's status names
+    its reserved nodes.
+    """
+    from gangsched.core.decisions import EventType, ObjectRef
+
+    target = ObjectRef("Node", "", d.node)
+    if d.value is None:
+        return RecordEvent(target, EventType.NORMAL, "NodeReservationReleased",
+                           f"{d.key}: no longer reserved for a gang")
+    return RecordEvent(target, EventType.NORMAL, "NodeReserved",
+                       f"{d.key}: reserved for gang {d.value}; no other pod is placed here "
+                       "until the gang fits or the reservation ends")
+
+
+def _not_cancelled() -> bool:
+    """Whether the current task is ending by itself, not being cancelled (a crash, as
+    far as the Lease is concerned: nothing is released)."""
+    task = asyncio.current_task()
+    return task is None or not task.cancelling()
 
 
 async def _wait_any(*events: asyncio.Event) -> None:

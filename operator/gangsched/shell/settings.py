@@ -41,6 +41,21 @@ class OperatorSettings:
     lists excepted). A bind that times out is a failed bind: the pod is tried again after
     a backoff, and a 409 then tells that the first attempt had worked after all."""
 
+    qps: float = 50.0
+    """Sustained API requests per second this replica sends (watches excepted), as
+    kube-scheduler's ``--kube-api-qps``; 0 disables the client-side limit."""
+
+    burst: int = 100
+    """Requests that may be sent at once above ``qps`` after a quiet spell
+    (kube-scheduler's ``--kube-api-burst``)."""
+
+    status_workers: int = 8
+    """Status patches (Applications, PodGroups, Queues) written concurrently per flush."""
+
+    token_refresh: float = 60.0
+    """Seconds after which a token read from a file (the projected service-account token)
+    is read again, as client-go does; a 401 reads it again at once."""
+
     api_retries: int = 8
     """How often a write the core does not ask for again (a pod's PodScheduled
     condition, a pods-first Application) is retried after a transient error."""
@@ -68,11 +83,48 @@ class OperatorSettings:
     """Namespace of the leader-election Lease."""
 
     lease_name: str = "gangsched-leader"
+    """Name of the leader-election Lease."""
+
     identity: str = field(default_factory=lambda: os.environ.get("POD_NAME")
                           or socket.gethostname())
+    """This replica's name in the Lease (the pod name in a cluster)."""
+
     leader_election: bool = True
+    """Hold the Lease before scheduling (off: this replica always schedules)."""
+
     lease_duration: float = 15.0
-    renew_interval: float = 5.0
+    """Seconds another replica waits, on its own monotonic clock from when it saw the
+    Lease last change, before it takes the Lease over (client-go's default)."""
+
+    renew_deadline: float = 10.0
+    """Seconds after the last successful renewal was sent by which the next must have
+    succeeded; when they pass, this replica stops binding at once. Must be shorter than
+    ``lease_duration``: the difference is the safety margin (client-go's default)."""
+
+    renew_interval: float = 2.0
+    """Seconds between attempts to acquire or renew the Lease (client-go's retry period)."""
+
+    pending_backoff_initial: float = 1.0
+    """Seconds a pod's PodScheduled=False condition and Event wait after one is written
+    before a new *reason* is written (kube-scheduler's initial pod backoff)."""
+
+    pending_backoff_max: float = 10.0
+    """The cap on that per-pod backoff, doubled on every write (kube-scheduler's)."""
+
+    pending_refresh: float = 300.0
+    """Seconds after which the condition's message (counts that change under churn) is
+    rewritten while the reason stays the same; an unchanged reason records no Event.
+    (kube-scheduler retries an unschedulable pod at least this often.)"""
+
+    placeholder_grace: int = labels.PLACEHOLDER_GRACE_SECONDS
+    """``gracePeriodSeconds`` of a placeholder deletion: long enough for the kubelet to
+    stop the container and release its devices and CPUs before the pod is gone, so that
+    they are never assigned twice; never a forced (0) deletion."""
+
+    liveness_stale: float = 600.0
+    """Seconds without progress (a cycle of the leader, a Lease attempt, a watch stream
+    opening or delivering) after which the liveness probe fails and the kubelet restarts
+    the operator. Must exceed ``watch_timeout`` for watches."""
 
     shutdown_timeout: float = 5.0
     """Seconds kopf may take to stop its watchers gracefully before it is cancelled."""

@@ -58,6 +58,10 @@ DEFAULT_SCHEDULER_NAME = "gangsched"
 """The ``spec.schedulerName`` of the pods the operator schedules."""
 
 PLACEHOLDER_IMAGE = "registry.k8s.io/pause:3.10"
+PLACEHOLDER_GRACE_SECONDS = 5
+"""Termination grace period of placeholder pods (their spec, and every deletion by the
+operator): the kubelet stops the container and releases its CPUs and devices before the
+pod is gone, so its device and CPU managers never see them assigned twice. Never 0."""
 """The image of the placeholder pods: it does nothing and needs no privileges."""
 
 REPORTING_CONTROLLER = f"{GROUP}/scheduler"

@@ -125,7 +125,7 @@ def placeholder_pod(
         "schedulerName": scheduler_name,
         "containers": [container],
         "restartPolicy": "Never",
-        "terminationGracePeriodSeconds": 0,
+        "terminationGracePeriodSeconds": labels.PLACEHOLDER_GRACE_SECONDS,
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": {

@@ -65,7 +65,8 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
     The spec is checked as a gangsched PodGroup's (``minMember`` from 1 to 10000,
     quantities, a positive timeout); problems, including those of the Koordinator
     annotations, are in ``invalid`` with their paths. Queue ``default``. The persisted
-    ``scheduleStartTime`` and phase come from ``status``, which gangsched writes.
+    ``scheduleStartTime`` and phase come from ``status``, which gangsched writes (its
+    ``PreScheduling`` read back as ``Inqueue``, see :data:`PHASES`).
     """
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
@@ -93,8 +94,11 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
             f"spec.minMember ({result.min_member}), got {total}"
         )
     mode = model.GangMode(extra["mode"]) if "mode" in extra else result.mode
+    persisted = {v: k for k, v in PHASES.items()}.get(str(result.persisted_phase),
+                                                       result.persisted_phase)
     return dataclasses.replace(
         result,
+        persisted_phase=persisted,
         key=foreign_key(COSCHEDULING, namespace, str(meta.get("name") or "")),
         mode=mode,
         total_number=total,
@@ -103,13 +107,20 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
     )
 
 
+PHASES: dict[str, str] = {"Inqueue": "PreScheduling"}
+"""gangsched's PodGroup phases in coscheduling's words, where they differ. coscheduling's
+are Pending, PreScheduling, Scheduling, Scheduled, Running, Unknown, Finished and Failed;
+``Inqueue`` is Volcano's, and coscheduling's ``PreScheduling`` (every member waits to be
+scheduled) is the same moment."""
+
+
 def status_body(d: decisions.SetPodGroupStatus) -> dict[str, Any]:
     """The coscheduling ``status`` for ``d``: only the fields of its schema (the API
-    server would prune any other), for a merge patch of ``/status``. A ``null``
-    ``scheduleStartTime`` removes it."""
+    server would prune any other), for a merge patch of ``/status``, with the phase in
+    coscheduling's words (:data:`PHASES`). A ``null`` ``scheduleStartTime`` removes it."""
     start = d.schedule_start
     return {
-        "phase": d.phase,
+        "phase": PHASES.get(d.phase, d.phase),
         "running": d.running,
         "succeeded": d.succeeded,
         "failed": d.failed,
