@@ -5,7 +5,10 @@ request's method and path (``re.search`` over the path plus ``?query``) and stil
 has uses left is consumed. A rule may delay the request, answer with an error
 ``Status`` (``status``: 409, 429 with ``Retry-After``, 500, 503, 504...), close
 the connection without answering, or only delay and then let the request through
-(``status=None``). ``latency`` is added to every request, watches included.
+(``status=None``). ``in_stream`` answers a watch as the real server reports an error
+that happens after the stream started: 200, then one ``ERROR`` event carrying the
+``Status`` (``status`` 410 is the watch cache's "too old resource version", 500 an
+internal error). ``latency`` is added to every request, watches included.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class FaultRule:
     """The ``Status`` message; a generic one if empty."""
     retry_after: int | None = None
     """``Retry-After`` seconds for 429/503 answers (1 by default for 429)."""
+    in_stream: bool = False
+    """Answer 200 with a single watch ``ERROR`` event carrying the ``Status``."""
     hits: int = 0
     """How many requests this rule has affected so far."""
 
@@ -69,11 +74,12 @@ class Faults:
         drop_connection: bool = False,
         message: str = "",
         retry_after: int | None = None,
+        in_stream: bool = False,
     ) -> FaultRule:
         """Append a rule and return it (its ``hits`` count the affected requests)."""
         rule = FaultRule(method=method, path_regex=path_regex, status=status, times=times,
                          delay=delay, drop_connection=drop_connection, message=message,
-                         retry_after=retry_after)
+                         retry_after=retry_after, in_stream=in_stream)
         self.rules.append(rule)
         return rule
 

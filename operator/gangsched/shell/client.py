@@ -14,9 +14,10 @@ where a method says so.
 
 from __future__ import annotations
 
+import builtins
 import json
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -230,17 +231,30 @@ class KubeClient:
 
     async def list(self, path: str, *, params: Mapping[str, str] | None = None,
                    page: int = 500) -> tuple[list[JSON], str]:
-        """Every item (following ``continue``) and the list's resourceVersion."""
+        """Every item (following ``continue``) and the list's resourceVersion. An expired
+        ``continue`` (410) is an ApiError: see :class:`gangsched.shell.watch.Reflector`
+        for lists that start over."""
         items: list[JSON] = []
+        rv = ""
+        async for chunk, version in self.pages(path, params=params, page=page):
+            items.extend(chunk)
+            rv = version
+        return items, rv
+
+    async def pages(self, path: str, *, params: Mapping[str, str] | None = None,
+                    page: int = 500) -> AsyncGenerator[tuple[builtins.list[JSON], str], None]:
+        """The list, one page (``limit``) at a time, each with the list's
+        resourceVersion (that of the first page's snapshot). ``page`` 0 lists at once."""
         query = dict(params or {})
-        query["limit"] = str(page)
+        if page > 0:
+            query["limit"] = str(page)
         while True:
             answer = await self.request("GET", path, params=query, timeout=120)
-            items.extend(answer.get("items") or [])
             meta = answer.get("metadata") or {}
             token = meta.get("continue")
+            yield list(answer.get("items") or []), str(meta.get("resourceVersion", ""))
             if not token:
-                return items, str(meta.get("resourceVersion", ""))
+                return
             query["continue"] = token
 
     async def watch(self, path: str, resource_version: str, *,

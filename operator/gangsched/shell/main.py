@@ -1,8 +1,9 @@
-"""Running the operator: kopf for the custom resources, the runtime for the rest.
+"""Running the operator: the runtime, and kopf for its probes and liveness endpoint.
 
-kopf handlers (``on.event``, level-based, no persistence) turn Applications, PodGroups
-and Queues into observations; they never decide. Pods and nodes are watched by the
-runtime's own reflectors (see :mod:`gangsched.shell.watch` for why). The scheduling
+Every object the core observes (pods, nodes, Applications, PodGroups, Queues) comes
+through the runtime's own reflectors (see :mod:`gangsched.shell.watch` for why: a kopf
+relist reports no deletions, and one source per object keeps the core consistent). kopf
+keeps what it is good at here: the liveness endpoint and its probes. The scheduling
 loop runs only while this replica holds the leader Lease.
 """
 
@@ -24,14 +25,15 @@ import kopf
 from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
 from gangsched.shell.metrics import MetricsServer
-from gangsched.shell.runtime import GROUP, VERSION, Runtime
+from gangsched.shell.runtime import Runtime
 from gangsched.shell.settings import OperatorSettings
 
 log = logging.getLogger(__name__)
 
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
-    """The kopf handlers, bound to one runtime. They only translate."""
+    """The kopf handlers, bound to one runtime: settings, login and the probe. No resource
+    handlers: the runtime's reflectors watch every kind it needs."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -48,16 +50,6 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
             private_key_path=c.key_file, insecure=not c.verify,
             scheme="Bearer" if c.token else None,
         )
-
-    def relay(handler: Any) -> Any:
-        def on_event(event: dict[str, Any], **_: Any) -> None:
-            kind = event.get("type") or "ADDED"
-            handler(kind, event.get("object") or {})
-        return on_event
-
-    kopf.on.event(GROUP, VERSION, "applications", registry=registry)(relay(runtime.on_app))
-    kopf.on.event(GROUP, VERSION, "podgroups", registry=registry)(relay(runtime.on_podgroup))
-    kopf.on.event(GROUP, VERSION, "queues", registry=registry)(relay(runtime.on_queue))
 
     @kopf.on.probe(id="scheduler", registry=registry)
     def probe(**_: Any) -> dict[str, Any]:

@@ -97,6 +97,19 @@ def _key(obj: JSON) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+def _stale(known: Mapping[str, JSON], key: str, kind: str, obj: JSON) -> bool:
+    """Is this the DELETED of an object no longer known under ``key``, because another
+    (a new UID) was created under its name since? Such a deletion must not remove the
+    new object from the core, whose keys are names."""
+    if kind != "DELETED":
+        return False
+    current = known.get(key)
+    if current is None:
+        return False
+    uid = (obj.get("metadata") or {}).get("uid")
+    return bool(uid) and (current.get("metadata") or {}).get("uid") != uid
+
+
 class Runtime:
     """One operator instance: the core, its inbox, and the executors."""
 
@@ -121,6 +134,8 @@ class Runtime:
         self.in_flight: set[tuple[str, str]] = set()
         """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
         core asks again for one not seen in time, which must not queue a duplicate."""
+        self.node_uids: dict[str, object] = {}
+        """Node name -> the UID last observed under it."""
         self.annotations: dict[tuple[str, str], str | None] = {}
         """(node, key) -> the value the core last asked for (None: removed), while a patch
         of that annotation is queued or under way."""
@@ -140,13 +155,23 @@ class Runtime:
         that a slow PodScheduled=False never lands after the bind's True."""
         watch_timeout = self.settings.watch_timeout
         self.pod_translations = PodTranslations(self.settings.scheduler_names)
-        self.pod_watch = Reflector(client, "/api/v1/pods", self.on_pod, name="pods",
-                                   timeout_seconds=watch_timeout)
-        self.node_watch = Reflector(client, "/api/v1/nodes", self.on_node, name="nodes",
-                                    timeout_seconds=watch_timeout)
+        reflector = functools.partial(
+            Reflector, client, timeout_seconds=watch_timeout,
+            backoff_initial=self.settings.api_retry_initial,
+            backoff_max=self.settings.api_retry_max)
+        self.pod_watch = reflector("/api/v1/pods", self.on_pod, name="pods")
+        self.node_watch = reflector("/api/v1/nodes", self.on_node, name="nodes")
+        self.cr_watches = [
+            reflector(resource_path(GROUP, VERSION, plural), handler, name=plural)
+            for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
+                                    ("podgroups", self.on_podgroup))]
+        """Queues, Applications and PodGroups: listed and watched like pods, so that a
+        deletion missed while a watch was down is reported by the relist's UID diff."""
         self.foreign = ForeignGroups(client, self.submit, self.status,
                                      watch_timeout=watch_timeout)
         """coscheduling and Volcano PodGroups, while their CRDs are installed."""
+        self.syncing = False
+        """True while :meth:`sync` lists: observations go to the core at once."""
         self.cycles = 0
         self.decisions = 0
         self.leading = asyncio.Event()
@@ -158,6 +183,9 @@ class Runtime:
         """Queue an observation for the next cycle. A replica that does not lead keeps
         none: it lists everything again when it takes over (see :meth:`sync`)."""
         if not self.leading.is_set():
+            return
+        if self.syncing:
+            self.scheduler.observe(observation)  # page by page: no backlog to drain later
             return
         self.inbox.append(observation)
         self.wake.set()
@@ -176,6 +204,13 @@ class Runtime:
             self.submit(PodGone(PodUID(uid)))
             return
         pod, membership = self.pod_translations.translate(obj)
+        if (pod.phase.terminal and pod.app is None and pod.pod_group is None
+                and not pod.placeholder):
+            # Finished, in no gang: it holds nothing and no gang counts it. Keep nothing.
+            self.pod_translations.forget(pod.uid)
+            self.metrics.pod_gone(pod.uid, self.clock())
+            self.submit(PodGone(pod.uid))
+            return
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
         if pod.ours and not pod.placeholder and pod.node_name is None:
@@ -185,14 +220,21 @@ class Runtime:
                 self._pods_first(obj, membership)
 
     def on_node(self, kind: str, obj: JSON) -> None:
-        name = str((obj.get("metadata") or {}).get("name", ""))
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
         if kind == "DELETED":
+            if self.node_uids.get(name, meta.get("uid")) != meta.get("uid"):
+                return  # a predecessor of the node now under this name
+            self.node_uids.pop(name, None)
             self.submit(NodeGone(name))
         else:
+            self.node_uids[name] = meta.get("uid")
             self.submit(NodeObserved(node_from_k8s(obj)))
 
     def on_app(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
+        if _stale(self.apps, key, kind, obj):
+            return
         self._track(self.apps, key, kind, obj, "applications")
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
@@ -202,6 +244,8 @@ class Runtime:
 
     def on_podgroup(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
+        if _stale(self.groups, key, kind, obj):
+            return
         self._track(self.groups, key, kind, obj, "podgroups")
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
@@ -211,6 +255,8 @@ class Runtime:
 
     def on_queue(self, kind: str, obj: JSON) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
+        if _stale(self.queues, name, kind, obj):
+            return
         self._track(self.queues, name, kind, obj, "queues")
         if kind == "DELETED":
             self.submit(QueueGone(name))
@@ -331,22 +377,20 @@ class Runtime:
         placeholders that exist. False if ``stop`` was set first.
         """
         self.inbox.clear()
-        for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
-                                ("podgroups", self.on_podgroup)):
-            path = resource_path(GROUP, VERSION, plural)
-            listed: list[JSON] = []
-
-            async def list_crs(path: str = path, listed: list[JSON] = listed) -> None:
-                listed.extend((await self.client.list(path))[0])
-
-            if not await self._until_done(f"list {plural}", list_crs, stop):
-                return False
-            for obj in listed:
-                handler("ADDED", obj)
-        await self.foreign.list()
-        for reflector in (self.node_watch, self.pod_watch):
-            if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
-                return False
+        self.syncing = True
+        try:
+            # Queues, Applications, PodGroups (an Application's first observation restores
+            # its timers), the foreign PodGroups, nodes, then pods: each observed as its
+            # page arrives.
+            for reflector in self.cr_watches:
+                if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
+                    return False
+            await self.foreign.list()
+            for reflector in (self.node_watch, self.pod_watch):
+                if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
+                    return False
+        finally:
+            self.syncing = False
         self._drain()
         self.ready.set()
         return True
@@ -395,6 +439,8 @@ class Runtime:
             if stop.is_set() or not await self.sync(stop):
                 return
             tasks.append(asyncio.create_task(self.pod_watch.run(stop), name="pod-watch"))
+            tasks.extend(asyncio.create_task(r.run(stop), name=f"{r.name}-watch")
+                         for r in self.cr_watches)
             tasks.append(asyncio.create_task(self.foreign.run(stop), name="foreign-watch"))
             tasks.append(asyncio.create_task(self.node_watch.run(stop), name="node-watch"))
             await self._cycles(stop)
