@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import gc
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -101,3 +103,34 @@ def test_forgotten_pods_are_translated_in_full() -> None:
     bind(obj)
     cache.translate(obj)
     assert (cache.fast, cache.full) == (0, 2)
+
+
+def heavy(i: int) -> dict[str, Any]:
+    """A pod as real workloads write them: a long environment and a last-applied
+    annotation, kilobytes the scheduler never reads."""
+    obj = base()
+    obj["metadata"]["uid"] = f"u-{i}"
+    obj["metadata"]["name"] = f"w-{i}"
+    obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = (
+        "x" * 4000 + str(i))
+    obj["spec"]["containers"][0]["env"] = [{"name": f"VAR_{k}", "value": f"{i}-{k}" * 8}
+                                           for k in range(60)]
+    return obj
+
+
+def test_the_cache_keeps_no_raw_pod() -> None:
+    """What stays per pod is its translation, not the raw spec or annotations it came
+    from (about 12 KB each here)."""
+    cache = PodTranslations(NAMES)
+    count = 200
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(count):
+            cache.translate(heavy(i))  # the raw object is dropped right after
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.full == count
+    assert retained / count < 3_000, f"{retained / count:.0f} bytes kept per pod"

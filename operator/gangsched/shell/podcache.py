@@ -7,11 +7,18 @@ changed (the rest of the spec, labels, annotations, creation time), the last
 translation is reused with those three fields replaced, instead of parsing requests,
 constraints and gang membership again. Anything else changed, or anything unusual in
 those fields, takes the full translation.
+
+Lean: per pod the cache keeps the translation (the core's :class:`Pod`: requests,
+constraints, membership, phase, node) and one 64-bit fingerprint of what the
+translation read, never the raw object. A pod's raw spec (containers, env, volumes,
+probes...) and its annotations can weigh kilobytes; 100,000 of them must not stay in
+memory for a comparison.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,19 +31,21 @@ _PHASES = {phase.value: phase for phase in PodPhase}
 
 @dataclasses.dataclass(slots=True)
 class _Last:
-    spec: Mapping[str, Any]
-    labels: object
-    annotations: object
-    created: object
+    fingerprint: int
     pod: Pod
     membership: Membership
 
 
-def _same_spec(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """Equal but for ``nodeName``."""
-    if new.keys() - {"nodeName"} != old.keys() - {"nodeName"}:
-        return False
-    return all(value == old[key] for key, value in new.items() if key != "nodeName")
+def _fingerprint(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
+    """A hash of what the full translation reads but for the fields the fast path replaces:
+    the spec without ``nodeName``, labels, annotations and the creation time. Two pods
+    with equal fingerprints translate alike (a 64-bit collision aside). Keys are not
+    sorted: the API server writes an object's fields in one fixed order (Go structs, maps
+    by key), and a reordering would only cost a full translation."""
+    rest = {key: value for key, value in spec.items() if key != "nodeName"}
+    text = json.dumps([rest, meta.get("labels"), meta.get("annotations"),
+                       meta.get("creationTimestamp")], separators=(",", ":"), default=repr)
+    return hash(text)
 
 
 class PodTranslations:
@@ -52,19 +61,21 @@ class PodTranslations:
         meta = obj.get("metadata")
         spec = obj.get("spec")
         status = obj.get("status") or {}
+        fingerprint = None
         if isinstance(meta, Mapping) and isinstance(spec, Mapping):
+            fingerprint = _fingerprint(meta, spec)
             last = self._last.get(str(meta.get("uid", "")))
-            if last is not None and isinstance(status, Mapping):
+            if (last is not None and last.fingerprint == fingerprint
+                    and isinstance(status, Mapping)):
                 pod = self._moved(last, meta, spec, status)
                 if pod is not None:
-                    last.spec, last.pod = spec, pod
+                    last.pod = pod
                     self.fast += 1
                     return pod, last.membership
         pod, membership = pod_with_membership(obj, scheduler_names=self.scheduler_names)
         self.full += 1
-        if isinstance(meta, Mapping) and isinstance(spec, Mapping) and pod.uid:
-            self._last[pod.uid] = _Last(spec, meta.get("labels"), meta.get("annotations"),
-                                        meta.get("creationTimestamp"), pod, membership)
+        if fingerprint is not None and pod.uid:
+            self._last[pod.uid] = _Last(fingerprint, pod, membership)
         return pod, membership
 
     @staticmethod
@@ -79,10 +90,6 @@ class PodTranslations:
         elif isinstance(raw_phase, str):
             phase = _PHASES.get(raw_phase, PodPhase.UNKNOWN)
         else:
-            return None
-        if (meta.get("labels") != last.labels or meta.get("annotations") != last.annotations
-                or meta.get("creationTimestamp") != last.created
-                or not _same_spec(spec, last.spec)):
             return None
         return dataclasses.replace(last.pod, node_name=node or None, phase=phase,
                                    terminating=meta.get("deletionTimestamp") is not None)
