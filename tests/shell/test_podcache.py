@@ -95,6 +95,20 @@ def test_fast_path_matches_the_full_translation(change: Callable[[dict[str, Any]
     assert (cache.fast == 1) is fast
 
 
+@pytest.mark.parametrize("field", ["labels", "annotations"])
+def test_empty_maps_are_the_same_as_none(field: str) -> None:
+    """Created with ``{}``, bound without the key (``omitempty``): still the fast path."""
+    cache = PodTranslations(NAMES)
+    first = base()
+    first["metadata"][field] = {}
+    cache.translate(first)
+    later = copy.deepcopy(first)
+    del later["metadata"][field]
+    bind(later)
+    assert cache.translate(later) == pod_with_membership(later, scheduler_names=NAMES)
+    assert (cache.fast, cache.full) == (1, 1)
+
+
 def test_forgotten_pods_are_translated_in_full() -> None:
     cache = PodTranslations(NAMES)
     obj = base()

@@ -52,7 +52,18 @@ class Connection:
 
 
 async def load_connection(kubeconfig: str | None = None) -> Connection:
-    """From ``kubeconfig`` (or KUBECONFIG / ~/.kube/config), else the in-cluster config."""
+    """From ``kubeconfig`` (or KUBECONFIG / ~/.kube/config), else the in-cluster config.
+
+    Plain configs are read without importing a client library (see
+    :mod:`gangsched.shell.kubeconfig`: it saves most of a second of start-up); any
+    other form goes through ``kubernetes_asyncio``'s loaders.
+    """
+    from gangsched.shell import kubeconfig as plain
+
+    path = plain.kubeconfig_path(kubeconfig)
+    fields = plain.read_kubeconfig(path) if path is not None else plain.read_in_cluster()
+    if fields is not None:
+        return Connection(**fields)
     from kubernetes_asyncio import client as k8s_client
     from kubernetes_asyncio import config as k8s_config
 

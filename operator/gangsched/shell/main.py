@@ -5,6 +5,11 @@ through the runtime's own reflectors (see :mod:`gangsched.shell.watch` for why: 
 relist reports no deletions, and one source per object keeps the core consistent). kopf
 keeps what it is good at here: the liveness endpoint and its probes. The scheduling
 loop runs only while this replica holds the leader Lease.
+
+Start-up: nothing waits for kopf. Its import (about half a second of CPU) happens in a
+thread once the first cycle has dispatched its decisions (or after
+:data:`KOPF_START_DELAY` seconds, for a replica that does not lead), so that the first
+lists and the first binds are not behind it.
 """
 
 from __future__ import annotations
@@ -13,14 +18,13 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import importlib
 import logging
 import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
-
-import kopf
+from typing import TYPE_CHECKING, Any
 
 from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
@@ -28,12 +32,21 @@ from gangsched.shell.metrics import MetricsServer
 from gangsched.shell.runtime import Runtime
 from gangsched.shell.settings import OperatorSettings
 
+if TYPE_CHECKING:
+    import kopf
+
 log = logging.getLogger(__name__)
+
+KOPF_START_DELAY = 2.0
+"""Seconds after which kopf starts even if no cycle ran yet (a replica that waits for
+the Lease still serves its liveness endpoint)."""
 
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     """The kopf handlers, bound to one runtime: settings, login and the probe. No resource
     handlers: the runtime's reflectors watch every kind it needs."""
+    import kopf
+
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -70,9 +83,9 @@ async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
         runtime = Runtime(client, settings, clock=clock)
         if started is not None:
             started(runtime)
-        registry = build_registry(runtime)
         metrics = await _serve_metrics(runtime, settings.metrics_port)
-        kopf_task = asyncio.create_task(_kopf(registry, stop, liveness), name="kopf")
+        kopf_task = asyncio.create_task(_kopf_after_start(runtime, stop, liveness),
+                                        name="kopf")
         try:
             await runtime.run(stop)
         finally:
@@ -100,6 +113,25 @@ async def _serve_metrics(runtime: Runtime, port: int) -> MetricsServer | None:
     return server
 
 
+async def _kopf_after_start(runtime: Runtime, stop: asyncio.Event,
+                            liveness: str | None) -> None:
+    """Import kopf in a thread and run it, once the first cycle is out (see the module
+    docstring); nothing if ``stop`` is set first."""
+    waiters = [asyncio.create_task(e.wait()) for e in (runtime.cycled, stop)]
+    try:
+        await asyncio.wait(waiters, timeout=KOPF_START_DELAY,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    if stop.is_set():
+        return
+    await asyncio.to_thread(importlib.import_module, "kopf")
+    if stop.is_set():
+        return
+    await _kopf(build_registry(runtime), stop, liveness)
+
+
 async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
                 liveness: str | None) -> None:
     """Run kopf's root tasks until one ends; then the whole operator stops.
@@ -110,6 +142,8 @@ async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event,
     workers. kopf ending for any reason (SIGTERM, which kopf takes over, or a crash)
     sets ``stop`` first, so that kopf does not treat it as a hung exit.
     """
+    import kopf
+
     tasks = await kopf.spawn_tasks(registry=registry, clusterwide=True, standalone=True,
                                    liveness_endpoint=liveness, stop_flag=stop)
     try:

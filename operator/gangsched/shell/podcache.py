@@ -41,9 +41,10 @@ def _fingerprint(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
     the spec without ``nodeName``, labels, annotations and the creation time. Two pods
     with equal fingerprints translate alike (a 64-bit collision aside). Keys are not
     sorted: the API server writes an object's fields in one fixed order (Go structs, maps
-    by key), and a reordering would only cost a full translation."""
+    by key), and a reordering would only cost a full translation. Empty labels or
+    annotations are the same as none (``omitempty``: a server may send either)."""
     rest = {key: value for key, value in spec.items() if key != "nodeName"}
-    text = json.dumps([rest, meta.get("labels"), meta.get("annotations"),
+    text = json.dumps([rest, meta.get("labels") or None, meta.get("annotations") or None,
                        meta.get("creationTimestamp")], separators=(",", ":"), default=repr)
     return hash(text)
 

@@ -176,6 +176,8 @@ class Runtime:
         self.decisions = 0
         self.leading = asyncio.Event()
         self.ready = asyncio.Event()
+        self.cycled = asyncio.Event()
+        """Set once the first cycle has dispatched its decisions."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -484,6 +486,7 @@ class Runtime:
         self.decisions += len(decisions)
         for decision in decisions:
             self._dispatch(decision, now)
+        self.cycled.set()
         self.metrics.observe_cycle(time.perf_counter() - started, decisions, now)
         return decisions
 

@@ -26,9 +26,9 @@ Errors, as client-go's reflector treats them:
   already reported is reported again (the consumer is level-based). Other list errors
   propagate to the caller (:meth:`Reflector.run` backs off and lists again).
 
-Large lists never hold the event loop: between pages the reflector yields to it, and
-each page's objects are handed over as they are decoded, so the loop waits at most for
-one page (``page`` objects, 500 by default) to be translated.
+Large lists never hold the event loop: the reflector yields to it between pages and
+every :data:`YIELD_EVERY` objects within a page, so the loop waits at most for one
+page's JSON decoding or that many objects' translation (about 10 ms each).
 
 Memory: per object the reflector keeps its UID and ``(namespace, name)`` only.
 """
@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 Callback = Callable[[str, Mapping[str, Any]], None]
 Key = tuple[str, str]
+YIELD_EVERY = 100
+"""Objects handed over between two yields to the event loop while listing."""
 
 
 class Backoff:
@@ -133,11 +135,14 @@ class Reflector:
                     raise
                 if first:
                     rv, first = version, False
-                for obj in items:
+                for n, obj in enumerate(items, 1):
                     uid, key = _identity(obj)
                     seen.add(uid)
                     self._report_listed(uid, key, obj)
-                await asyncio.sleep(0)  # one page at a time: let the loop run between
+                    if n % YIELD_EVERY == 0:
+                        await asyncio.sleep(0)  # let the loop run within a page too
+                del items
+                await asyncio.sleep(0)
         finally:
             await pages.aclose()
         for uid in [uid for uid in self.known if uid not in seen]:
