@@ -75,26 +75,61 @@ BIND_KEY = "gangsched create pods binding"
 
 
 class LoopLag:
-    """How late a periodic timer fires: the longest time the loop could not run."""
+    """How late a periodic timer fires: the longest time the loop could not run.
+
+    Each lag is also counted in the process's own CPU time over the same interval
+    (``min(lag, cpu)``): on a loaded machine a process that is runnable but not running
+    is late too, through no work of its own. ``own`` is the stall the operator's own
+    work caused; ``lag`` includes waiting for a core.
+    """
 
     def __init__(self, interval: float = 0.005) -> None:
         self.interval = interval
-        self.worst = 0.0
-        self.phase_worst = 0.0
+        self.worst = (0.0, 0.0)
+        self.phase_worst = (0.0, 0.0)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            start = loop.time()
+            start, cpu = loop.time(), time.process_time()
             await asyncio.sleep(self.interval)
-            lag = loop.time() - start - self.interval
-            self.worst = max(self.worst, lag)
-            self.phase_worst = max(self.phase_worst, lag)
+            lag = max(0.0, loop.time() - start - self.interval)
+            own = min(lag, time.process_time() - cpu)
+            self.worst = (max(self.worst[0], lag), max(self.worst[1], own))
+            self.phase_worst = (max(self.phase_worst[0], lag), max(self.phase_worst[1], own))
 
-    def next_phase(self) -> float:
-        """The worst lag since the last call; starts a new phase."""
-        worst, self.phase_worst = self.phase_worst, 0.0
+    def next_phase(self) -> tuple[float, float]:
+        """The worst (lag, own) since the last call; starts a new phase."""
+        worst, self.phase_worst = self.phase_worst, (0.0, 0.0)
         return worst
+
+
+def _trace_stalls(threshold: float) -> None:
+    """A thread that prints the main thread's stack to stderr (the log) whenever the
+    event loop has not ticked for ``threshold`` seconds: where a stall comes from."""
+    import threading
+    import traceback
+
+    main = threading.main_thread().ident
+    ticks = [time.monotonic()]
+
+    def tick() -> None:
+        ticks[0] = time.monotonic()
+        asyncio.get_running_loop().call_later(0.005, tick)
+
+    def watch() -> None:
+        reported = 0.0
+        while True:
+            time.sleep(threshold / 4)
+            if time.monotonic() - ticks[0] > threshold and ticks[0] != reported:
+                reported = ticks[0]
+                frame = sys._current_frames().get(main or 0)
+                if frame is not None:
+                    print("STALL\n" + "".join(traceback.format_stack(frame)[-12:]),
+                          file=sys.stderr, flush=True)
+
+    threading.Thread(target=watch, daemon=True).start()
+    _trace_stalls.tick = tick  # type: ignore[attr-defined]
 
 
 def role_operator(args: argparse.Namespace) -> None:
@@ -110,9 +145,14 @@ def role_operator(args: argparse.Namespace) -> None:
     runtimes: list[Runtime] = []
     cpu: dict[str, float] = {}
 
+    if os.environ.get("GANGSCHED_BENCH_STALL_TRACE"):
+        _trace_stalls(float(os.environ["GANGSCHED_BENCH_STALL_TRACE"]))
+
     async def body(stop: asyncio.Event) -> None:
         lag = LoopLag()
         monitor = asyncio.create_task(lag.run())
+        if hasattr(_trace_stalls, "tick"):
+            _trace_stalls.tick()
 
         def started(runtime: Runtime) -> None:
             runtimes.append(runtime)
@@ -257,8 +297,10 @@ def _mib(n: int) -> str:
 
 
 def report(result: JSON) -> None:
-    def ms(v: float | None) -> str:
-        return "-" if v is None else f"{v * 1000:.0f} ms"
+    def ms(v: list[float] | None) -> str:
+        if v is None:
+            return "-"
+        return f"{v[1] * 1000:.0f} ms own ({v[0] * 1000:.0f} ms with waiting for a core)"
 
     print(f"\n{result['nodes']} nodes, {result['pods']} pods ({result['pending']} pending); "
           f"{result['observed_pods']} pods observed")

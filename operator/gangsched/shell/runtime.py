@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import gc
 import json
 import logging
 import time
@@ -159,7 +160,12 @@ class Runtime:
             Reflector, client, timeout_seconds=watch_timeout,
             backoff_initial=self.settings.api_retry_initial,
             backoff_max=self.settings.api_retry_max)
-        self.pod_watch = reflector("/api/v1/pods", self.on_pod, name="pods")
+        self.pod_watch = reflector("/api/v1/pods", self.on_pod, name="pods",
+                                   after_page=gc.freeze)
+        """After each page of pods, what it left alive (the core's pods, the caches) is
+        moved out of the cyclic collector's way: a full collection walks every tracked
+        object, and with 100,000 pods cached that was a stall of seconds, growing with
+        the cluster. Frozen objects are still freed by reference counting."""
         self.node_watch = reflector("/api/v1/nodes", self.on_node, name="nodes")
         self.cr_watches = [
             reflector(resource_path(GROUP, VERSION, plural), handler, name=plural)
