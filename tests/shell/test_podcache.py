@@ -109,14 +109,64 @@ def test_empty_maps_are_the_same_as_none(field: str) -> None:
     assert (cache.fast, cache.full) == (1, 1)
 
 
-def test_forgotten_pods_are_translated_in_full() -> None:
+def test_forgotten_pods_are_not_moved_along() -> None:
     cache = PodTranslations(NAMES)
     obj = base()
     cache.translate(obj)
     cache.forget("u-1")
     bind(obj)
-    cache.translate(obj)
-    assert (cache.fast, cache.full) == (0, 2)
+    assert cache.translate(obj) == pod_with_membership(obj, scheduler_names=NAMES)
+    assert cache.fast == 0
+
+
+def other_replica(o: dict[str, Any]) -> None:
+    o["metadata"].update(name="w-1", uid="u-2", creationTimestamp="2026-01-01T00:00:07Z")
+
+
+def other_replica_bound(o: dict[str, Any]) -> None:
+    other_replica(o)
+    run(o)
+
+
+def other_replica_elsewhere(o: dict[str, Any]) -> None:
+    other_replica(o)
+    o["metadata"]["namespace"] = "other"
+
+
+def other_replica_resized(o: dict[str, Any]) -> None:
+    other_replica(o)
+    resize(o)
+
+
+def invalid_replica(o: dict[str, Any]) -> None:
+    other_replica(o)
+    o["spec"]["priority"] = "high"
+
+
+@pytest.mark.parametrize("first_change, change, templated", [
+    pytest.param(None, other_replica, True, id="same-template"),
+    pytest.param(None, other_replica_bound, True, id="same-template-running"),
+    pytest.param(None, other_replica_elsewhere, False, id="other-namespace"),
+    pytest.param(None, other_replica_resized, False, id="other-requests"),
+    pytest.param(invalid_replica, other_replica, False, id="invalid-template"),
+])
+def test_replicas_of_a_template_reuse_its_translation(
+        first_change: Callable[[dict[str, Any]], None] | None,
+        change: Callable[[dict[str, Any]], None], templated: bool) -> None:
+    """Pods that differ only in name, uid, creation, node and phase: one full
+    translation; the others are the same as their full translation."""
+    cache = PodTranslations(NAMES)
+    first = base()
+    if first_change is not None:
+        first_change(first)
+        first["metadata"].update(name="w-9", uid="u-9")
+    cache.translate(first)
+    later = base()
+    change(later)
+    if first_change is not None:
+        first_change(later)
+    assert cache.translate(later) == pod_with_membership(later, scheduler_names=NAMES)
+    assert (cache.templated == 1) is templated
 
 
 def heavy(i: int) -> dict[str, Any]:

@@ -8,6 +8,13 @@ translation is reused with those three fields replaced, instead of parsing reque
 constraints and gang membership again. Anything else changed, or anything unusual in
 those fields, takes the full translation.
 
+Pods made from one template (a ReplicaSet's, a Job's) differ only in name, uid,
+creation time, node, phase and deletion: the first such pod is translated in full, and
+the others reuse its translation with those fields replaced (:class:`_Templates`).
+Only valid pods in no pods-first gang are templates: nothing else of a translation
+depends on the name or uid (the gang dialects read labels, annotations and the
+priority class only, and use the name only to make a gang's custom resource).
+
 Lean: per pod the cache keeps the translation (the core's :class:`Pod`: requests,
 constraints, membership, phase, node) and one 64-bit fingerprint of what the
 translation read, never the raw object. A pod's raw spec (containers, env, volumes,
@@ -22,7 +29,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.model import Pod, PodPhase
+from gangsched.core.model import Pod, PodPhase, PodUID
+from gangsched.translate import times
 from gangsched.translate.dialects import Membership
 from gangsched.translate.pods import pod_with_membership
 
@@ -36,17 +44,44 @@ class _Last:
     membership: Membership
 
 
-def _fingerprint(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
-    """A hash of what the full translation reads but for the fields the fast path replaces:
-    the spec without ``nodeName``, labels, annotations and the creation time. Two pods
-    with equal fingerprints translate alike (a 64-bit collision aside). Keys are not
+def _template(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
+    """What the full translation reads but for the fields a template's user replaces: the
+    namespace, the spec without ``nodeName``, labels and annotations. Keys are not
     sorted: the API server writes an object's fields in one fixed order (Go structs, maps
     by key), and a reordering would only cost a full translation. Empty labels or
-    annotations are the same as none (``omitempty``: a server may send either)."""
+    annotations are the same as none (``omitempty``: a server may send either). Hashed
+    (64 bits): the text can weigh kilobytes."""
     rest = {key: value for key, value in spec.items() if key != "nodeName"}
-    text = json.dumps([rest, meta.get("labels") or None, meta.get("annotations") or None,
-                       meta.get("creationTimestamp")], separators=(",", ":"), default=repr)
-    return hash(text)
+    return hash(json.dumps([meta.get("namespace"), rest, meta.get("labels") or None,
+                            meta.get("annotations") or None], separators=(",", ":"),
+                           default=repr))
+
+
+def _fingerprint(template: int, meta: Mapping[str, Any]) -> int:
+    """The template and the creation time, hashed: two versions of one pod with equal
+    fingerprints translate alike but for node, phase and deletion (a 64-bit collision
+    aside)."""
+    return hash((template, str(meta.get("creationTimestamp"))))
+
+
+class _Templates:
+    """Translations by template (see :func:`_template`), at most ``limit``; when
+    full, it starts over (templates are few; a cluster of unique pods gains nothing)."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self.by_text: dict[int, tuple[Pod, Membership]] = {}
+
+    def get(self, text: int) -> tuple[Pod, Membership] | None:
+        return self.by_text.get(text)
+
+    def add(self, text: int, pod: Pod, membership: Membership) -> None:
+        if (pod.invalid is not None or membership.definer is not None or membership.problems
+                or membership.conflicts):
+            return
+        if len(self.by_text) >= self.limit:
+            self.by_text.clear()
+        self.by_text[text] = (pod, membership)
 
 
 class PodTranslations:
@@ -55,32 +90,50 @@ class PodTranslations:
     def __init__(self, scheduler_names: frozenset[str]) -> None:
         self.scheduler_names = scheduler_names
         self._last: dict[str, _Last] = {}
+        self._templates = _Templates()
         self.fast = 0
         self.full = 0
+        self.templated = 0
 
     def translate(self, obj: Mapping[str, Any]) -> tuple[Pod, Membership]:
         meta = obj.get("metadata")
         spec = obj.get("spec")
         status = obj.get("status") or {}
-        fingerprint = None
-        if isinstance(meta, Mapping) and isinstance(spec, Mapping):
-            fingerprint = _fingerprint(meta, spec)
-            last = self._last.get(str(meta.get("uid", "")))
-            if (last is not None and last.fingerprint == fingerprint
-                    and isinstance(status, Mapping)):
-                pod = self._moved(last, meta, spec, status)
+        if not (isinstance(meta, Mapping) and isinstance(spec, Mapping)):
+            self.full += 1
+            return pod_with_membership(obj, scheduler_names=self.scheduler_names)
+        template = _template(meta, spec)
+        fingerprint = _fingerprint(template, meta)
+        uid = meta.get("uid")
+        last = self._last.get(str(uid or ""))
+        if isinstance(status, Mapping):
+            if last is not None and last.fingerprint == fingerprint:
+                pod = self._moved(last.pod, meta, spec, status)
                 if pod is not None:
                     last.pod = pod
                     self.fast += 1
                     return pod, last.membership
+            known = self._templates.get(template)
+            name = meta.get("name")
+            if (known is not None and isinstance(uid, str) and uid
+                    and isinstance(name, str)):
+                pod = self._moved(known[0], meta, spec, status)
+                if pod is not None:
+                    pod = dataclasses.replace(
+                        pod, uid=PodUID(uid), name=name,
+                        creation=times.parse_time(meta.get("creationTimestamp")) or 0.0)
+                    self._last[uid] = _Last(fingerprint, pod, known[1])
+                    self.templated += 1
+                    return pod, known[1]
         pod, membership = pod_with_membership(obj, scheduler_names=self.scheduler_names)
         self.full += 1
-        if fingerprint is not None and pod.uid:
+        if pod.uid:
             self._last[pod.uid] = _Last(fingerprint, pod, membership)
+            self._templates.add(template, pod, membership)
         return pod, membership
 
     @staticmethod
-    def _moved(last: _Last, meta: Mapping[str, Any], spec: Mapping[str, Any],
+    def _moved(last: Pod, meta: Mapping[str, Any], spec: Mapping[str, Any],
                status: Mapping[str, Any]) -> Pod | None:
         node = spec.get("nodeName")
         raw_phase = status.get("phase")
@@ -92,7 +145,7 @@ class PodTranslations:
             phase = _PHASES.get(raw_phase, PodPhase.UNKNOWN)
         else:
             return None
-        return dataclasses.replace(last.pod, node_name=node or None, phase=phase,
+        return dataclasses.replace(last, node_name=node or None, phase=phase,
                                    terminating=meta.get("deletionTimestamp") is not None)
 
     def forget(self, uid: str) -> None:
