@@ -107,24 +107,22 @@ class PodTranslations:
         uid = meta.get("uid")
         last = self._last.get(str(uid or ""))
         if isinstance(status, Mapping):
-            if last is not None and last.fingerprint == fingerprint:
-                pod = self._moved(last.pod, meta, spec, status)
-                if pod is not None:
-                    last.pod = pod
-                    self.fast += 1
-                    return pod, last.membership
+            moved = self._moved(meta, spec, status)
+            if moved is not None and last is not None and last.fingerprint == fingerprint:
+                pod = dataclasses.replace(last.pod, **moved)
+                last.pod = pod
+                self.fast += 1
+                return pod, last.membership
             known = self._templates.get(template)
             name = meta.get("name")
-            if (known is not None and isinstance(uid, str) and uid
+            if (moved is not None and known is not None and isinstance(uid, str) and uid
                     and isinstance(name, str)):
-                pod = self._moved(known[0], meta, spec, status)
-                if pod is not None:
-                    pod = dataclasses.replace(
-                        pod, uid=PodUID(uid), name=name,
-                        creation=times.parse_time(meta.get("creationTimestamp")) or 0.0)
-                    self._last[uid] = _Last(fingerprint, pod, known[1])
-                    self.templated += 1
-                    return pod, known[1]
+                pod = dataclasses.replace(
+                    known[0], uid=PodUID(uid), name=name,
+                    creation=times.parse_time(meta.get("creationTimestamp")) or 0.0, **moved)
+                self._last[uid] = _Last(fingerprint, pod, known[1])
+                self.templated += 1
+                return pod, known[1]
         pod, membership = pod_with_membership(obj, scheduler_names=self.scheduler_names)
         self.full += 1
         if pod.uid:
@@ -133,8 +131,10 @@ class PodTranslations:
         return pod, membership
 
     @staticmethod
-    def _moved(last: Pod, meta: Mapping[str, Any], spec: Mapping[str, Any],
-               status: Mapping[str, Any]) -> Pod | None:
+    def _moved(meta: Mapping[str, Any], spec: Mapping[str, Any],
+               status: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Node, phase and deletion as the full translation reads them; None for anything
+        unusual there (which takes the full translation)."""
         node = spec.get("nodeName")
         raw_phase = status.get("phase")
         if not (node is None or isinstance(node, str)):
@@ -145,8 +145,8 @@ class PodTranslations:
             phase = _PHASES.get(raw_phase, PodPhase.UNKNOWN)
         else:
             return None
-        return dataclasses.replace(last, node_name=node or None, phase=phase,
-                                   terminating=meta.get("deletionTimestamp") is not None)
+        return {"node_name": node or None, "phase": phase,
+                "terminating": meta.get("deletionTimestamp") is not None}
 
     def forget(self, uid: str) -> None:
         self._last.pop(uid, None)
