@@ -401,6 +401,7 @@ class Runtime:
             self.syncing = False
         self._drain()
         self.ready.set()
+        self.wake.set()  # the first cycle at once, not after a tick
         return True
 
     async def _until_done(self, what: str, call: Callable[[], Awaitable[None]],
