@@ -119,6 +119,23 @@ async def test_relist_reports_a_recreated_object_after_its_predecessor(api, clie
         ("DELETED", "a", old_a), ("DELETED", "b", consumer.seen[-1][2])]
 
 
+async def test_an_object_we_created_is_reported_gone_by_a_relist(api, client) -> None:  # type: ignore[no-untyped-def]
+    """Created by us (noted from the create's answer), deleted before its watch event
+    reached us: the relist still reports it DELETED."""
+    consumer = Consumer()
+    r = reflector(client, consumer)
+    await r.list()
+    created = api.create(pod("ours"))
+    r.observed(created)
+    consumer("ADDED", created)
+    api.delete("pods", "default", "ours")
+    api.compact()
+    async with running(r):
+        await wait_for(lambda: r.lists == 2, what="the relist after 410")
+    assert consumer.by_name == {}
+    assert consumer.seen[-1] == ("DELETED", "ours", created["metadata"]["uid"])
+
+
 @pytest.mark.parametrize("fault", [
     pytest.param({"status": 429}, id="429"),
     pytest.param({"status": 500}, id="500"),

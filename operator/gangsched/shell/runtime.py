@@ -329,6 +329,7 @@ class Runtime:
                 return  # it exists now, or the pod changed (or went) meanwhile
             try:
                 created = await self.client.create(GROUP, VERSION, plural, namespace, manifest)
+                self._cr_watch(plural).observed(created)
                 (self.on_app if is_app else self.on_podgroup)("ADDED", created)
             except ApiError as err:
                 if err.code == 409:
@@ -342,6 +343,9 @@ class Runtime:
                 self._pod_event(obj, "Warning", reason, message)
 
         self.api.submit(create)
+
+    def _cr_watch(self, plural: str) -> Reflector:
+        return next(r for r in self.cr_watches if r.name == plural)
 
     def _made_gang_gone(self, key: str, obj: JSON) -> None:
         """A gang made from another scheduler's pod labels is gone (with the pod that owned

@@ -185,6 +185,15 @@ class Reflector:
             meta["namespace"] = namespace
         self.on_event("DELETED", {"metadata": meta})
 
+    def observed(self, obj: Mapping[str, Any]) -> None:
+        """Note an object learnt outside the stream (the answer to our own create), so
+        that a relist that misses it reports it DELETED even if its watch event never
+        came."""
+        uid, key = _identity(obj)
+        if uid:
+            self.known[uid] = key
+            self.uids[key] = uid
+
     # --- watch ---------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
