@@ -392,15 +392,18 @@ class Runtime:
         self.syncing = True
         try:
             # Queues, Applications, PodGroups (an Application's first observation restores
-            # its timers), the foreign PodGroups, nodes, then pods: each observed as its
-            # page arrives.
+            # its timers), the foreign PodGroups; then nodes and pods together (the core
+            # keeps a pod's usage of a node it does not know yet until the node comes).
+            # Each page is observed as it arrives.
             for reflector in self.cr_watches:
                 if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
                     return False
             await self.foreign.list()
-            for reflector in (self.node_watch, self.pod_watch):
-                if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
-                    return False
+            listed = await asyncio.gather(*(
+                self._until_done(f"list {reflector.name}", reflector.list, stop)
+                for reflector in (self.node_watch, self.pod_watch)))
+            if not all(listed):
+                return False
         finally:
             self.syncing = False
         self._drain()
