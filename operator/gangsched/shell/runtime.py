@@ -2,13 +2,18 @@
 
 Start-up (and every restart) rebuilds all state from the cluster before the first
 cycle: Queues, Applications and PodGroups are listed (their status carries the timers),
-then nodes and pods (placeholders are recognised by their labels, binds by
-``spec.nodeName``). Only then do cycles start, so nothing is bound twice, no timer
-restarts from zero, and a gang that was half-reserved simply carries on.
+then nodes and pods together (placeholders are recognised by their labels, binds by
+``spec.nodeName``), each page observed by the core as it arrives. Only then do cycles
+start, so nothing is bound twice, no timer restarts from zero, and a gang that was
+half-reserved simply carries on. Every kind comes through one
+:class:`~gangsched.shell.watch.Reflector` (list, then watch; a relist diffs by UID), so
+a deletion missed while a watch was down still reaches the core, and the core's keys
+(names) never lose a re-created object to its predecessor's deletion. A pod that has
+finished and is in no gang is forgotten (the core and the caches keep nothing of it).
 
-Everything else is level-based: every watch event and kopf event becomes an observation
-in the inbox; the loop wakes, drains the inbox into the core, runs one cycle at the wall
-clock's ``now`` and hands each decision to an executor. The loop itself never awaits
+Everything else is level-based: every watch event becomes an observation in the inbox;
+the loop wakes, drains the inbox into the core, runs one cycle at the wall clock's
+``now`` and hands each decision to an executor. The loop itself never awaits
 the API server.
 
 Failures: a failed bind goes back to the core (``BindFailed``), which also asks again
