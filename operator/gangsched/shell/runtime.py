@@ -166,11 +166,7 @@ class Runtime:
             backoff_initial=self.settings.api_retry_initial,
             backoff_max=self.settings.api_retry_max)
         self.pod_watch = reflector("/api/v1/pods", self.on_pod, name="pods",
-                                   after_page=gc.freeze)
-        """After each page of pods, what it left alive (the core's pods, the caches) is
-        moved out of the cyclic collector's way: a full collection walks every tracked
-        object, and with 100,000 pods cached that was a stall of seconds, growing with
-        the cluster. Frozen objects are still freed by reference counting."""
+                                   after_page=self._after_pod_page)
         self.node_watch = reflector("/api/v1/nodes", self.on_node, name="nodes")
         self.cr_watches = [
             reflector(resource_path(GROUP, VERSION, plural), handler, name=plural)
@@ -206,23 +202,13 @@ class Runtime:
     def on_pod(self, kind: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}
         if kind == "DELETED":
-            uid = str(meta.get("uid", ""))
-            self.pods_first_tried.pop(uid, None)
-            self.pods_first_errors.pop(uid, None)
-            self.dialect_conflicts.pop(uid, None)
-            self.conditions.pop(PodUID(uid), None)
-            self.pod_locks.pop(PodUID(uid), None)
-            self.pod_translations.forget(uid)
-            self.metrics.pod_gone(PodUID(uid), self.clock())
-            self.submit(PodGone(PodUID(uid)))
+            self._forget_pod(PodUID(str(meta.get("uid", ""))))
             return
         pod, membership = self.pod_translations.translate(obj)
         if (pod.phase.terminal and pod.app is None and pod.pod_group is None
                 and not pod.placeholder):
             # Finished, in no gang: it holds nothing and no gang counts it. Keep nothing.
-            self.pod_translations.forget(pod.uid)
-            self.metrics.pod_gone(pod.uid, self.clock())
-            self.submit(PodGone(pod.uid))
+            self._forget_pod(pod.uid)
             return
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
@@ -231,6 +217,27 @@ class Runtime:
                 self._dialect_conflict(obj, "; ".join(membership.conflicts))
             if membership.definer is not None:
                 self._pods_first(obj, membership)
+
+    def _forget_pod(self, uid: PodUID) -> None:
+        """The pod is gone, or finished in no gang: nothing of it is kept, here or in the
+        core."""
+        self.pods_first_tried.pop(uid, None)
+        self.pods_first_errors.pop(uid, None)
+        self.dialect_conflicts.pop(uid, None)
+        self.conditions.pop(uid, None)
+        self.pod_locks.pop(uid, None)
+        self.pod_translations.forget(uid)
+        self.metrics.pod_gone(uid, self.clock())
+        self.submit(PodGone(uid))
+
+    def _after_pod_page(self) -> None:
+        """While syncing, after each page of pods, what it left alive (the core's pods,
+        the caches) is moved out of the cyclic collector's way: a full collection walks
+        every tracked object, and with 100,000 pods cached that was a stall of seconds,
+        growing with the cluster. Frozen objects are still freed by reference counting;
+        only the first lists freeze (a frozen garbage cycle is never collected)."""
+        if self.syncing:
+            gc.freeze()
 
     def on_node(self, kind: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}
@@ -387,8 +394,9 @@ class Runtime:
     async def sync(self, stop: asyncio.Event | None = None) -> bool:
         """List everything and rebuild the core's state before the first cycle.
 
-        What kopf relayed before is dropped: an Application's first observation is the
-        one its persisted state and timers are restored from, so it must be current.
+        Each page is observed by the core as it arrives (nothing waits in the inbox). An
+        Application's first observation is the one its persisted state and timers are
+        restored from, so it comes from this list.
         A list that fails is tried again (with a backoff) until it succeeds: scheduling
         from part of the cluster could bind on a node that looks free, or re-create
         placeholders that exist. False if ``stop`` was set first.
