@@ -257,3 +257,24 @@ async def test_pages_follow_each_other_without_gaps_or_repeats(api: RawClient) -
         remaining.append(page["metadata"]["remainingItemCount"])
     assert seen == names
     assert remaining == [18, 13, 8, 3]
+
+
+async def test_cluster_wide_pages_across_namespaces_with_changes_between(
+        fake_api: FakeApiServer, api: RawClient) -> None:
+    """Pages resume after the last key of the previous page, across namespaces, whatever
+    was created or deleted in between (as an etcd range over the current state)."""
+    for ns in ("b", "a", "c"):
+        await api.post("/api/v1/namespaces", make_namespace(ns))
+        for i in range(3):
+            await api.post(f"/api/v1/namespaces/{ns}/configmaps",
+                           make_configmap(f"m{i}", namespace=ns))
+    _, first = await api.get("/api/v1/configmaps", limit="4")
+    keys = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in first["items"]]
+    assert keys == [("a", "m0"), ("a", "m1"), ("a", "m2"), ("b", "m0")]
+    assert first["metadata"]["remainingItemCount"] == 5
+    await api.delete("/api/v1/namespaces/b/configmaps/m1")
+    await api.post("/api/v1/namespaces/a/configmaps", make_configmap("m9", namespace="a"))
+    await api.post("/api/v1/namespaces/c/configmaps", make_configmap("m5", namespace="c"))
+    _, rest = await api.get("/api/v1/configmaps", **{"continue": first["metadata"]["continue"]})
+    keys = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in rest["items"]]
+    assert keys == [("b", "m2"), ("c", "m0"), ("c", "m1"), ("c", "m2"), ("c", "m5")]
