@@ -39,6 +39,7 @@ class ApiError(Exception):
         reason: str | None = None,
         details: dict[str, Any] | None = None,
         retry_after: int | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -46,10 +47,16 @@ class ApiError(Exception):
         self.reason = reason or REASONS.get(code, "Unknown")
         self.details = details
         self.retry_after = retry_after
+        self.metadata = metadata
+        """The Status's ``metadata`` (a ListMeta): an expired ``continue`` carries the
+        token that resumes the list inconsistently."""
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` object for this error (a fresh dict every time)."""
-        return status_body(self.code, self.message, reason=self.reason, details=self.details)
+        body = status_body(self.code, self.message, reason=self.reason, details=self.details)
+        if self.metadata:
+            body["metadata"] = dict(self.metadata)
+        return body
 
 
 def status_body(
@@ -138,3 +145,19 @@ def bad_request(message: str) -> ApiError:
 
 def gone(message: str) -> ApiError:
     return ApiError(410, message, reason="Expired")
+
+
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You "
+    "can start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list.")
+
+
+def continue_expired(inconsistent_token: str) -> ApiError:
+    """410 ``Expired`` for a ``continue`` token whose snapshot was compacted away, as etcd3
+    storage answers it: the Status's ``metadata.continue`` resumes at the same position
+    against the current state."""
+    return ApiError(410, CONTINUE_EXPIRED, reason="Expired",
+                    metadata={"continue": inconsistent_token})

@@ -5,8 +5,11 @@ request's method, path (``re.search`` over the path plus ``?query``) and client
 (``agent``: a substring of its ``User-Agent``) and still has uses left is consumed.
 A rule may delay the request, answer with an error ``Status`` (``status``: 409, 429
 with ``Retry-After``, 500, 503, 504...), close the connection without answering, or
-only delay and then let the request through (``status=None``). ``latency`` is added
-to every request, watches included.
+only delay and then let the request through (``status=None``). ``in_stream`` answers
+a watch as the real server reports an error that happens after the stream started:
+200, then one ``ERROR`` event carrying the ``Status`` (``status`` 410 is the watch
+cache's "too old resource version", 500 an internal error). ``latency`` is added to
+every request, watches included.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class FaultRule:
     """``Retry-After`` seconds for 429/503 answers (1 by default for 429)."""
     agent: str | None = None
     """A substring of the client's ``User-Agent`` to match (any client if None)."""
+    in_stream: bool = False
+    """Answer 200 with a single watch ``ERROR`` event carrying the ``Status``."""
     hits: int = 0
     """How many requests this rule has affected so far."""
 
@@ -75,11 +80,12 @@ class Faults:
         message: str = "",
         retry_after: int | None = None,
         agent: str | None = None,
+        in_stream: bool = False,
     ) -> FaultRule:
         """Append a rule and return it (its ``hits`` count the affected requests)."""
         rule = FaultRule(method=method, path_regex=path_regex, status=status, times=times,
                          delay=delay, drop_connection=drop_connection, message=message,
-                         retry_after=retry_after, agent=agent)
+                         retry_after=retry_after, agent=agent, in_stream=in_stream)
         self.rules.append(rule)
         return rule
 

@@ -11,7 +11,12 @@ resource and subresource, and by client ``User-Agent`` product, e.g. ``gangsched
 ``POST /debug/pods?count=N&namespace=NS&prefix=P&rate=R&bind=1`` creates N pods
 in-process (R per second; 0: as fast as the store goes), binds each one after the next
 is created, and answers the commit times: a source of watch events that costs no HTTP
-client. These debug requests are not counted.
+client. ``nodes=K&node_prefix=X`` binds pod i to node ``X{i % K:05d}`` instead of
+``node-0``; ``scheduler=S``, ``cpu=C`` and ``memory=M`` set the pods' schedulerName and
+requests; ``times=0`` answers counts instead of the commit times (for large N). The
+answer also carries the first time each client (``User-Agent`` product) made each
+kind of request (``first`` in ``/debug/requests``: e.g. its first binding). These
+debug requests are not counted.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import json
 import pathlib
 import resource
@@ -33,6 +39,31 @@ from fakeapi.server import FakeApiServer
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+@dataclasses.dataclass(frozen=True)
+class PodTemplate:
+    """The pods ``/debug/pods`` makes: on ``node-0`` with no requests by default."""
+
+    nodes: int = 0
+    node_prefix: str = "node-"
+    scheduler: str = ""
+    cpu: str = ""
+    memory: str = ""
+
+    def node(self, i: int) -> str:
+        return f"{self.node_prefix}{i % self.nodes:05d}" if self.nodes else "node-0"
+
+    def pod(self, name: str, namespace: str) -> dict[str, object]:
+        container: dict[str, object] = {"name": "main", "image": "pause:3.10"}
+        requests = {k: v for k, v in (("cpu", self.cpu), ("memory", self.memory)) if v}
+        if requests:
+            container["resources"] = {"requests": requests}
+        spec: dict[str, object] = {"containers": [container]}
+        if self.scheduler:
+            spec["schedulerName"] = self.scheduler
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
 class ServedFakeApi(FakeApiServer):
     """The fake, plus per-client counters and a ``/debug/requests`` endpoint."""
 
@@ -40,6 +71,8 @@ class ServedFakeApi(FakeApiServer):
         super().__init__(history_limit=history_limit, auto_run=auto_run, seed=seed)
         self.by_agent: collections.Counter[str] = collections.Counter()
         self.by_agent_verb: collections.Counter[str] = collections.Counter()
+        self.first: dict[str, float] = {}
+        """When each ``by_agent_verb`` key was first counted (epoch seconds)."""
         self._agent = ""
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
@@ -48,10 +81,16 @@ class ServedFakeApi(FakeApiServer):
                                 content_type="application/json")
         if request.path == "/debug/pods" and request.method == "POST":
             q = request.query
+            template = PodTemplate(int(q.get("nodes", "0")), q.get("node_prefix", "node-"),
+                                   q.get("scheduler", ""), q.get("cpu", ""), q.get("memory", ""))
             made = await self.make_pods(int(q.get("count", "1")), q.get("namespace", "default"),
                                         q.get("prefix", "pod-"), float(q.get("rate", "0")),
-                                        q.get("bind", "") in ("1", "true"))
-            return web.Response(body=json.dumps(made).encode(), content_type="application/json")
+                                        q.get("bind", "") in ("1", "true"), template)
+            answer: object = made
+            if q.get("times", "1") in ("0", "false"):
+                answer = {key: len(value) for key, value in made.items()}
+            return web.Response(body=json.dumps(answer).encode(),
+                                content_type="application/json")
         agent = request.headers.get("User-Agent", "")
         self._agent = agent.split("/", 1)[0].split(" ", 1)[0] or "unknown"
         self.by_agent[self._agent] += 1
@@ -60,11 +99,14 @@ class ServedFakeApi(FakeApiServer):
     def count(self, verb: str, resource: str, subresource: str = "") -> None:
         # Called by the dispatcher before its first await, so ``_agent`` is this request's.
         super().count(verb, resource, subresource)
-        self.by_agent_verb[" ".join(filter(None, (self._agent, verb, resource,
-                                                  subresource)))] += 1
+        key = " ".join(filter(None, (self._agent, verb, resource, subresource)))
+        self.by_agent_verb[key] += 1
+        if key not in self.first:
+            self.first[key] = time.time()
 
     async def make_pods(self, count: int, namespace: str, prefix: str, rate: float,
-                        bind: bool) -> dict[str, dict[str, float]]:
+                        bind: bool, template: PodTemplate | None = None,
+                        ) -> dict[str, dict[str, float]]:
         """Create ``count`` pods in-process, ``rate`` per second (0: at once, yielding to
         the watches every 100); with ``bind``, each pod is bound to a node right after
         the next one is created (two events per pod, as a scheduler makes). The commit
@@ -74,6 +116,7 @@ class ServedFakeApi(FakeApiServer):
         loop = asyncio.get_running_loop()
         start = loop.time()
         names = [f"{prefix}{i:06d}" for i in range(count)]
+        template = template or PodTemplate()
         for i, name in enumerate(names):
             if rate > 0:
                 delay = start + i / rate - loop.time()
@@ -81,15 +124,13 @@ class ServedFakeApi(FakeApiServer):
                     await asyncio.sleep(delay)
             elif i % 100 == 0:
                 await asyncio.sleep(0)
-            self.create({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": name, "namespace": namespace},
-                         "spec": {"containers": [{"name": "main", "image": "pause:3.10"}]}})
+            self.create(template.pod(name, namespace))
             created[name] = time.time()
             if bind and i > 0:
-                self.bind(namespace, names[i - 1], "node-0")
+                self.bind(namespace, names[i - 1], template.node(i - 1))
                 bound[names[i - 1]] = time.time()
         if bind and names:
-            self.bind(namespace, names[-1], "node-0")
+            self.bind(namespace, names[-1], template.node(len(names) - 1))
             bound[names[-1]] = time.time()
         return {"created": created, "bound": bound}
 
@@ -100,6 +141,7 @@ class ServedFakeApi(FakeApiServer):
             "by_agent": dict(self.by_agent),
             "by_agent_verb": dict(self.by_agent_verb),
             "by_verb": {"/".join(k).rstrip("/"): v for k, v in sorted(self.requests.items())},
+            "first": dict(self.first),
             "active_watches": self.active_watches,
             "cpu_seconds": usage.ru_utime + usage.ru_stime,
             "internal_errors": len(self.internal_errors),

@@ -46,6 +46,7 @@ from fakeapi import (
     resources,
     selectors,
     store,
+    watch,
 )
 
 Obj = dict[str, Any]
@@ -251,6 +252,14 @@ class FakeApiServer:
         if retry_after is None and rule.status == 429:
             retry_after = 1
         message = rule.message or f"fakeapi: injected fault ({rule.status})"
+        if rule.in_stream:
+            if rule.status == 410 and not rule.message:
+                asked = request.query.get("resourceVersion") or "0"
+                message = f"too old resource version: {asked} ({self.store.rv})"
+            error = errors.ApiError(rule.status, message,
+                                    reason="Expired" if rule.status == 410 else None)
+            return web.Response(body=watch.gone_response_line(error),
+                                content_type="application/json")
         return handlers.error_response(errors.ApiError(rule.status, message,
                                                        retry_after=retry_after))
 
@@ -327,6 +336,10 @@ class FakeApiServer:
     def finish_pod(self, namespace: str, name: str, phase: str = "Succeeded") -> Obj:
         """The fake kubelet: the pod's containers exited (``Succeeded`` or ``Failed``)."""
         return meta.copy(pods.finish(self.store, namespace, name, phase))
+
+    def compact(self) -> int:
+        """etcd compaction up to now: older ``continue`` tokens and watch versions get 410."""
+        return self.store.compact()
 
     def install_crds_from_dir(self, path: str | pathlib.Path) -> builtins.list[str]:
         """Create (or replace) every CRD in the ``*.yaml``/``*.yml`` files of a folder."""

@@ -14,7 +14,10 @@ namespace is refused. Deletion, finalizers and garbage collection live in
 
 Simplified: lists always serve the latest state (``resourceVersion``/
 ``resourceVersionMatch`` on lists are ignored) and ``continue`` tokens resume after
-the last key in the *current* state rather than in a snapshot; ``dryRun`` is
+the last key in the *current* state rather than in a snapshot. :meth:`Store.compact`
+is etcd's compaction: a ``continue`` token of an older snapshot gets 410 ``Expired``
+with an inconsistent token in the Status (as etcd3 storage answers), a watch from an
+older version a 410 ERROR event; ``dryRun`` is
 refused with 400; ``managedFields`` are not tracked.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import json
 import random
 import time
@@ -50,23 +54,43 @@ Key = tuple[str, str]  # (group, plural): a storage
 class Bucket:
     """The objects of one storage by namespace ("" for cluster-scoped) and name."""
 
-    __slots__ = ("log", "objects")
+    __slots__ = ("_sorted", "log", "objects")
 
     def __init__(self, history_limit: int) -> None:
         self.objects: dict[str, dict[str, Obj]] = {}
         self.log = watch.EventLog(history_limit)
+        self._sorted: dict[str, list[str]] = {}
+        """Names per namespace in order, kept until a name comes or goes there: a page
+        of a list starts where the last one ended (as an etcd range does) instead of
+        sorting and scanning the whole storage per page."""
 
     def get(self, ns: str, name: str) -> Obj | None:
         names = self.objects.get(ns)
         return None if names is None else names.get(name)
 
-    def iterate(self, ns: str | None) -> Iterator[Obj]:
-        """Objects in (namespace, name) order; all namespaces if ``ns`` is None."""
+    def changed_names(self, ns: str) -> None:
+        self._sorted.pop(ns, None)
+
+    def iterate(self, ns: str | None, after: tuple[str, str] | None = None) -> Iterator[Obj]:
+        """Objects in (namespace, name) order, from just after the key ``after`` if given;
+        all namespaces if ``ns`` is None."""
         namespaces = sorted(self.objects) if ns is None else [ns]
+        if after is not None:
+            namespaces = namespaces[bisect.bisect_left(namespaces, after[0]):]
         for each in namespaces:
-            names = self.objects.get(each) or {}
-            for name in sorted(names):
-                yield names[name]
+            names = self.objects.get(each)
+            if not names:
+                continue
+            ordered = self._sorted.get(each)
+            if ordered is None:
+                ordered = self._sorted[each] = sorted(names)
+            start = 0
+            if after is not None and each == after[0]:
+                start = bisect.bisect_right(ordered, after[1])
+            for i in range(start, len(ordered)):
+                obj = names.get(ordered[i])
+                if obj is not None:
+                    yield obj
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.objects.values())
@@ -92,6 +116,8 @@ class Store:
         self.rng = random.Random(seed)
         self.clock = clock
         self.buckets: dict[Key, Bucket] = {}
+        self.compacted_rv = 0
+        """Snapshots older than this were compacted away (see :meth:`compact`)."""
         self.uids: dict[str, tuple[Key, str, str]] = {}
         self.dependents: dict[str, set[tuple[Key, str, str]]] = {}
         self.schemas: dict[tuple[str, str, str], schema.CompiledSchema] = {}
@@ -153,9 +179,13 @@ class Store:
                 names.pop(name, None)
                 if not names:
                     del bucket.objects[ns]
+            bucket.changed_names(ns)
             self.uids.pop(uid, None)
         else:
-            bucket.objects.setdefault(ns, {})[name] = new
+            names = bucket.objects.setdefault(ns, {})
+            if name not in names:
+                bucket.changed_names(ns)
+            names[name] = new
             self.uids[uid] = (rtype.storage_key, ns, name)
         old_md = (old or {}).get("metadata") or {}
         old_refs = {r.get("uid") for r in old_md.get("ownerReferences") or ()}
@@ -360,20 +390,23 @@ class Store:
         after: tuple[str, str] | None = None
         if continue_token:
             list_rv, after = _decode_continue(continue_token)
+            if list_rv < self.compacted_rv:
+                raise errors.continue_expired(_encode_continue(self.rv, after))
         ns_filter = ns if rtype.namespaced else None
         items: list[Obj] = []
         token, remaining = "", None
         matched_after_limit = 0
-        for obj in self.bucket(rtype).iterate(ns_filter):
+        selective = not (labels.empty and fields.empty)
+        for obj in self.bucket(rtype).iterate(ns_filter, after):
             md = obj["metadata"]
-            key = (md.get("namespace") or "", md["name"])
-            if after is not None and key <= after:
-                continue
             if not labels.matches(md.get("labels")) or not fields.matches(obj):
                 continue
             if limit and len(items) >= limit:
                 matched_after_limit += 1
-                continue
+                if selective:
+                    continue
+                matched_after_limit = _remaining(self.bucket(rtype), ns_filter, obj)
+                break
             items.append(obj)
         if limit and matched_after_limit:
             last = items[-1]["metadata"]
@@ -406,10 +439,30 @@ class Store:
             bookmark_interval=bookmark_interval, current_rv=lambda: self.rv,
         )
 
+    def compact(self) -> int:
+        """Compact history up to now, as etcd does: older ``continue`` tokens and watch
+        versions expire (410). Returns the compacted resourceVersion."""
+        self.compacted_rv = self.rv
+        for bucket in self.buckets.values():
+            bucket.log.compact()
+        return self.rv
+
     def close(self) -> None:
         """End all watches (used when the server stops)."""
         for bucket in self.buckets.values():
             bucket.log.close()
+
+
+def _remaining(bucket: Bucket, ns: str | None, first: Obj) -> int:
+    """How many objects from ``first`` on (in key order) there are, counted without a scan
+    when no selector filters them (``remainingItemCount``)."""
+    if ns is not None:
+        ordered = bucket._sorted.get(ns) or sorted(bucket.objects.get(ns) or ())
+        return len(ordered) - bisect.bisect_left(ordered, first["metadata"]["name"])
+    fns = first["metadata"].get("namespace") or ""
+    later = sum(len(names) for each, names in bucket.objects.items() if each > fns)
+    ordered = bucket._sorted.get(fns) or sorted(bucket.objects.get(fns) or ())
+    return later + len(ordered) - bisect.bisect_left(ordered, first["metadata"]["name"])
 
 
 def _encode_continue(rv: int, key: tuple[str, str]) -> str:

@@ -90,6 +90,14 @@ class EventLog:
         self.closed = True
         self.notify()
 
+    def compact(self) -> None:
+        """Drop every retained event (etcd compaction): watches from an older version get
+        410; a watcher that has sent everything carries on."""
+        if self.events:
+            self.trimmed_rv = max(self.trimmed_rv, self.events[-1].rv)
+            self.offset += len(self.events)
+            self.events = []
+
     def waiter(self) -> asyncio.Event:
         return self._changed
 
@@ -225,5 +233,6 @@ async def stream(request: web.BaseRequest, req: WatchRequest) -> web.StreamRespo
 
 
 def gone_response_line(error: errors.ApiError) -> bytes:
-    """A complete watch body that is just one ERROR event (for too-old versions)."""
+    """A complete watch body that is just one ERROR event carrying the error's ``Status``
+    (too-old versions; any error after the stream started)."""
     return _line("ERROR", error.status())

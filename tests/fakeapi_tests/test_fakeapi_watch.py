@@ -190,3 +190,91 @@ async def test_stopping_the_server_ends_watches(fake_api_factory: ServerFactory)
             await server.wait_for_watches(1)
         await server.stop()
         assert await watcher == []
+
+
+async def test_compaction_expires_continue_tokens_as_etcd_does(
+        fake_api: FakeApiServer, api: RawClient) -> None:
+    """A ``continue`` token of a snapshot older than the compaction: 410 ``Expired`` with
+    etcd3 storage's message, and an inconsistent token in the Status that resumes at the
+    same place against the current state."""
+    for name in ("a", "b", "c"):
+        await api.post(CMS, make_configmap(name))
+    _, first = await api.get(CMS, limit="1")
+    assert [i["metadata"]["name"] for i in first["items"]] == ["a"]
+    await api.post(CMS, make_configmap("d"))
+    fake_api.compact()
+    code, status = await api.get(CMS, limit="1", **{"continue": first["metadata"]["continue"]})
+    assert code == 410
+    assert status["kind"] == "Status" and status["reason"] == "Expired"
+    assert status["message"].startswith(
+        "The provided continue parameter is too old to display a consistent list result.")
+    _, rest = await api.get(CMS, **{"continue": status["metadata"]["continue"]})
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["b", "c", "d"]
+
+
+async def test_compaction_expires_older_watch_versions(
+        fake_api: FakeApiServer, api: RawClient) -> None:
+    _, first = await api.post(CMS, make_configmap("a"))
+    await api.post(CMS, make_configmap("b"))
+    fake_api.compact()
+    events = await api.watch(CMS, 1, resourceVersion=first["metadata"]["resourceVersion"])
+    assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410
+    _, page = await api.get(CMS)
+    await api.post(CMS, make_configmap("c"))
+    events = await api.watch(CMS, 1, resourceVersion=page["metadata"]["resourceVersion"])
+    assert _summary(events) == [("ADDED", "c")]
+
+
+@pytest.mark.parametrize("code, reason, message", [
+    pytest.param(410, "Expired", "too old resource version: 7 (", id="410"),
+    pytest.param(500, "InternalError", "injected fault", id="500"),
+])
+async def test_in_stream_fault_is_one_error_event_with_a_status(
+        fake_api: FakeApiServer, api: RawClient, code: int, reason: str, message: str) -> None:
+    fake_api.faults.add(method="GET", path_regex=r"watch=true", status=code, in_stream=True,
+                        times=1)
+    events = await api.watch(CMS, resourceVersion="7")
+    assert [e["type"] for e in events] == ["ERROR"]
+    status = events[0]["object"]
+    assert (status["kind"], status["code"], status["reason"]) == ("Status", code, reason)
+    assert message in status["message"]
+
+
+async def test_pages_follow_each_other_without_gaps_or_repeats(api: RawClient) -> None:
+    names = [f"c{i:02}" for i in range(23)]
+    for name in reversed(names):
+        await api.post(CMS, make_configmap(name))
+    seen: list[str] = []
+    token = ""
+    remaining = []
+    while True:
+        params = {"limit": "5", **({"continue": token} if token else {})}
+        _, page = await api.get(CMS, **params)
+        seen += [i["metadata"]["name"] for i in page["items"]]
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+        remaining.append(page["metadata"]["remainingItemCount"])
+    assert seen == names
+    assert remaining == [18, 13, 8, 3]
+
+
+async def test_cluster_wide_pages_across_namespaces_with_changes_between(
+        fake_api: FakeApiServer, api: RawClient) -> None:
+    """Pages resume after the last key of the previous page, across namespaces, whatever
+    was created or deleted in between (as an etcd range over the current state)."""
+    for ns in ("b", "a", "c"):
+        await api.post("/api/v1/namespaces", make_namespace(ns))
+        for i in range(3):
+            await api.post(f"/api/v1/namespaces/{ns}/configmaps",
+                           make_configmap(f"m{i}", namespace=ns))
+    _, first = await api.get("/api/v1/configmaps", limit="4")
+    keys = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in first["items"]]
+    assert keys == [("a", "m0"), ("a", "m1"), ("a", "m2"), ("b", "m0")]
+    assert first["metadata"]["remainingItemCount"] == 5
+    await api.delete("/api/v1/namespaces/b/configmaps/m1")
+    await api.post("/api/v1/namespaces/a/configmaps", make_configmap("m9", namespace="a"))
+    await api.post("/api/v1/namespaces/c/configmaps", make_configmap("m5", namespace="c"))
+    _, rest = await api.get("/api/v1/configmaps", **{"continue": first["metadata"]["continue"]})
+    keys = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in rest["items"]]
+    assert keys == [("b", "m2"), ("c", "m0"), ("c", "m1"), ("c", "m2"), ("c", "m5")]

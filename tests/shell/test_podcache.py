@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import gc
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -93,11 +95,106 @@ def test_fast_path_matches_the_full_translation(change: Callable[[dict[str, Any]
     assert (cache.fast == 1) is fast
 
 
-def test_forgotten_pods_are_translated_in_full() -> None:
+@pytest.mark.parametrize("field", ["labels", "annotations"])
+def test_empty_maps_are_the_same_as_none(field: str) -> None:
+    """Created with ``{}``, bound without the key (``omitempty``): still the fast path."""
+    cache = PodTranslations(NAMES)
+    first = base()
+    first["metadata"][field] = {}
+    cache.translate(first)
+    later = copy.deepcopy(first)
+    del later["metadata"][field]
+    bind(later)
+    assert cache.translate(later) == pod_with_membership(later, scheduler_names=NAMES)
+    assert (cache.fast, cache.full) == (1, 1)
+
+
+def test_forgotten_pods_are_not_moved_along() -> None:
     cache = PodTranslations(NAMES)
     obj = base()
     cache.translate(obj)
     cache.forget("u-1")
     bind(obj)
-    cache.translate(obj)
-    assert (cache.fast, cache.full) == (0, 2)
+    assert cache.translate(obj) == pod_with_membership(obj, scheduler_names=NAMES)
+    assert cache.fast == 0
+
+
+def other_replica(o: dict[str, Any]) -> None:
+    o["metadata"].update(name="w-1", uid="u-2", creationTimestamp="2026-01-01T00:00:07Z")
+
+
+def other_replica_bound(o: dict[str, Any]) -> None:
+    other_replica(o)
+    run(o)
+
+
+def other_replica_elsewhere(o: dict[str, Any]) -> None:
+    other_replica(o)
+    o["metadata"]["namespace"] = "other"
+
+
+def other_replica_resized(o: dict[str, Any]) -> None:
+    other_replica(o)
+    resize(o)
+
+
+def invalid_replica(o: dict[str, Any]) -> None:
+    other_replica(o)
+    o["spec"]["priority"] = "high"
+
+
+@pytest.mark.parametrize("first_change, change, templated", [
+    pytest.param(None, other_replica, True, id="same-template"),
+    pytest.param(None, other_replica_bound, True, id="same-template-running"),
+    pytest.param(None, other_replica_elsewhere, False, id="other-namespace"),
+    pytest.param(None, other_replica_resized, False, id="other-requests"),
+    pytest.param(invalid_replica, other_replica, False, id="invalid-template"),
+])
+def test_replicas_of_a_template_reuse_its_translation(
+        first_change: Callable[[dict[str, Any]], None] | None,
+        change: Callable[[dict[str, Any]], None], templated: bool) -> None:
+    """Pods that differ only in name, uid, creation, node and phase: one full
+    translation; the others are the same as their full translation."""
+    cache = PodTranslations(NAMES)
+    first = base()
+    if first_change is not None:
+        first_change(first)
+        first["metadata"].update(name="w-9", uid="u-9")
+    cache.translate(first)
+    later = base()
+    change(later)
+    if first_change is not None:
+        first_change(later)
+    assert cache.translate(later) == pod_with_membership(later, scheduler_names=NAMES)
+    assert (cache.templated == 1) is templated
+
+
+def heavy(i: int) -> dict[str, Any]:
+    """A pod as real workloads write them: a long environment and a last-applied
+    annotation, kilobytes the scheduler never reads."""
+    obj = base()
+    obj["metadata"]["uid"] = f"u-{i}"
+    obj["metadata"]["name"] = f"w-{i}"
+    obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = (
+        "x" * 4000 + str(i))
+    obj["spec"]["containers"][0]["env"] = [{"name": f"VAR_{k}", "value": f"{i}-{k}" * 8}
+                                           for k in range(60)]
+    return obj
+
+
+def test_the_cache_keeps_no_raw_pod() -> None:
+    """What stays per pod is its translation, not the raw spec or annotations it came
+    from (about 12 KB each here)."""
+    cache = PodTranslations(NAMES)
+    count = 200
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(count):
+            cache.translate(heavy(i))  # the raw object is dropped right after
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.full == count
+    assert retained / count < 3_000, f"{retained / count:.0f} bytes kept per pod"

@@ -14,11 +14,12 @@ where a method says so.
 
 from __future__ import annotations
 
+import builtins
 import json
 import pathlib
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -68,7 +69,20 @@ async def load_connection(kubeconfig: str | None = None, *,
     The token is re-read from its file every ``token_refresh`` seconds (the in-cluster
     service-account token, or a kubeconfig ``tokenFile``), and an exec plugin is run
     again before its token expires.
+
+    Plain configs are read without importing a client library (see
+    :mod:`gangsched.shell.kubeconfig`: it saves most of a second of start-up); any
+    other form (exec plugins among them) goes through ``kubernetes_asyncio``'s loaders.
     """
+    from gangsched.shell import kubeconfig as plain
+
+    path = plain.kubeconfig_path(kubeconfig)
+    fields = plain.read_kubeconfig(path) if path is not None else plain.read_in_cluster()
+    if fields is not None:
+        token_file = fields.pop("token_file", None)
+        fresh = (Credentials(token=fields.get("token"), token_file=token_file,
+                             period=token_refresh) if token_file else None)
+        return Connection(**fields, credentials=fresh)
     from kubernetes_asyncio import client as k8s_client
     from kubernetes_asyncio import config as k8s_config
     from kubernetes_asyncio.config import incluster_config
@@ -296,17 +310,30 @@ class KubeClient:
 
     async def list(self, path: str, *, params: Mapping[str, str] | None = None,
                    page: int = 500) -> tuple[list[JSON], str]:
-        """Every item (following ``continue``) and the list's resourceVersion."""
+        """Every item (following ``continue``) and the list's resourceVersion. An expired
+        ``continue`` (410) is an ApiError: see :class:`gangsched.shell.watch.Reflector`
+        for lists that start over."""
         items: list[JSON] = []
+        rv = ""
+        async for chunk, version in self.pages(path, params=params, page=page):
+            items.extend(chunk)
+            rv = version
+        return items, rv
+
+    async def pages(self, path: str, *, params: Mapping[str, str] | None = None,
+                    page: int = 500) -> AsyncGenerator[tuple[builtins.list[JSON], str], None]:
+        """The list, one page (``limit``) at a time, each with the list's
+        resourceVersion (that of the first page's snapshot). ``page`` 0 lists at once."""
         query = dict(params or {})
-        query["limit"] = str(page)
+        if page > 0:
+            query["limit"] = str(page)
         while True:
             answer = await self.request("GET", path, params=query, timeout=120)
-            items.extend(answer.get("items") or [])
             meta = answer.get("metadata") or {}
             token = meta.get("continue")
+            yield list(answer.get("items") or []), str(meta.get("resourceVersion", ""))
             if not token:
-                return items, str(meta.get("resourceVersion", ""))
+                return
             query["continue"] = token
 
     async def watch(self, path: str, resource_version: str, *,

@@ -1,9 +1,9 @@
-"""Running the operator: kopf for the custom resources, the runtime for the rest.
+"""Running the operator: the runtime, its liveness endpoint, and kopf for its login.
 
-kopf handlers (``on.event``, level-based, no persistence) turn Applications, PodGroups
-and Queues into observations; they never decide. Pods and nodes are watched by the
-runtime's own reflectors (see :mod:`gangsched.shell.watch` for why). The scheduling
-loop runs only while this replica holds the leader Lease.
+Every object the core observes (pods, nodes, Applications, PodGroups, Queues) comes
+through the runtime's own reflectors (see :mod:`gangsched.shell.watch` for why: a kopf
+relist reports no deletions, and one source per object keeps the core consistent). The
+scheduling loop runs only while this replica holds the leader Lease.
 
 kopf logs in through :func:`build_registry`'s login handler, which hands it the same
 refreshing credentials as the runtime's client (kopf asks again on a 401 and when the
@@ -12,6 +12,12 @@ when kopf's tasks ended, a supervised task failed, or the loop, the Lease or a w
 stopped making progress (see :mod:`gangsched.shell.health`). :func:`operate` says why
 the operator must exit non-zero, and ``gangsched run`` does so, so that the kubelet
 restarts it.
+
+Start-up: nothing waits for kopf. Its import (about half a second of CPU) happens in a
+thread once the first cycle has dispatched its decisions (or after
+:data:`KOPF_START_DELAY` seconds, for a replica that does not lead), so that the first
+lists and the first binds are not behind it. kopf only logs in and applies its settings:
+the runtime's own reflectors watch every kind, and the liveness endpoint is served here.
 """
 
 from __future__ import annotations
@@ -20,16 +26,14 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import importlib
 import logging
 import signal
 import sys
 import time
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
-
-import kopf
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from gangsched.core.framework.profile import ProfileConfig
 from gangsched.core.model import PlaceholderPolicy
@@ -37,15 +41,25 @@ from gangsched.shell import logs
 from gangsched.shell.client import KubeClient, load_connection
 from gangsched.shell.health import Health, HealthServer, fresh
 from gangsched.shell.metrics import MetricsServer
-from gangsched.shell.runtime import GROUP, VERSION, Runtime
+from gangsched.shell.runtime import Runtime
 from gangsched.shell.settings import OperatorSettings
 from gangsched.translate.profile import profile_from_k8s
 
+if TYPE_CHECKING:
+    import kopf
+
 log = logging.getLogger(__name__)
+
+KOPF_START_DELAY = 2.0
+"""Seconds after which kopf starts even if no cycle ran yet (a replica that waits for
+the Lease still serves its liveness endpoint)."""
 
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
-    """The kopf handlers, bound to one runtime. They only translate."""
+    """The kopf handlers, bound to one runtime: settings and login. No resource handlers:
+    the runtime's reflectors watch every kind it needs."""
+    import kopf
+
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -67,15 +81,6 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
             scheme="Bearer" if token else None, expiration=credentials.expiration,
         )
 
-    def relay(handler: Any) -> Any:
-        def on_event(event: dict[str, Any], **_: Any) -> None:
-            kind = event.get("type") or "ADDED"
-            handler(kind, event.get("object") or {})
-        return on_event
-
-    kopf.on.event(GROUP, VERSION, "applications", registry=registry)(relay(runtime.on_app))
-    kopf.on.event(GROUP, VERSION, "podgroups", registry=registry)(relay(runtime.on_podgroup))
-    kopf.on.event(GROUP, VERSION, "queues", registry=registry)(relay(runtime.on_queue))
 
     return registry
 
@@ -122,9 +127,8 @@ async def operate(settings: OperatorSettings, stop: asyncio.Event, *,
         runtime = Runtime(client, settings, clock=clock, monotonic=monotonic)
         if started is not None:
             started(runtime)
-        registry = build_registry(runtime)
         metrics = await _serve_metrics(runtime, settings.metrics_port)
-        kopf_task = asyncio.create_task(_kopf(registry, stop), name="kopf")
+        kopf_task = asyncio.create_task(_kopf_after_start(runtime, stop), name="kopf")
         runtime.health = build_health(runtime, kopf_task)
         health = await _serve_health(runtime.health, liveness)
         try:
@@ -171,6 +175,24 @@ async def _serve_metrics(runtime: Runtime, port: int) -> MetricsServer | None:
     return server
 
 
+async def _kopf_after_start(runtime: Runtime, stop: asyncio.Event) -> None:
+    """Import kopf in a thread and run it, once the first cycle is out (see the module
+    docstring); nothing if ``stop`` is set first."""
+    waiters = [asyncio.create_task(e.wait()) for e in (runtime.cycled, stop)]
+    try:
+        await asyncio.wait(waiters, timeout=KOPF_START_DELAY,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+    if stop.is_set():
+        return
+    await asyncio.to_thread(importlib.import_module, "kopf")
+    if stop.is_set():
+        return
+    await _kopf(build_registry(runtime), stop)
+
+
 async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event) -> None:
     """Run kopf's root tasks until one ends; then the whole operator stops.
 
@@ -180,6 +202,8 @@ async def _kopf(registry: kopf.OperatorRegistry, stop: asyncio.Event) -> None:
     workers. kopf ending for any reason (SIGTERM, which kopf takes over, or a crash)
     sets ``stop`` first, so that kopf does not treat it as a hung exit.
     """
+    import kopf
+
     tasks = await kopf.spawn_tasks(registry=registry, clusterwide=True, standalone=True,
                                    stop_flag=stop)
     try:
@@ -201,6 +225,8 @@ def read_profile(path: str) -> ProfileConfig:
 
     Raises OSError when the file cannot be read, ValueError (a YAML error, or a
     TranslationError/ConstraintError naming the field) when its content is wrong."""
+    import yaml
+
     with open(path, encoding="utf-8") as stream:
         try:
             raw = yaml.safe_load(stream)

@@ -5,18 +5,34 @@ Most pod events after the first only move the pod along: it is bound
 (``metadata.deletionTimestamp``), preemption nominated a node for it
 (``status.nominatedNodeName``). When nothing else that the translation reads has
 changed (the rest of the spec, labels, annotations, creation time), the last
-translation is reused with those three fields replaced, instead of parsing requests,
+translation is reused with those four fields replaced, instead of parsing requests,
 constraints and gang membership again. Anything else changed, or anything unusual in
 those fields, takes the full translation.
+
+Pods made from one template (a ReplicaSet's, a Job's) differ only in name, uid,
+creation time, node, phase and deletion: the first such pod is translated in full, and
+the others reuse its translation with those fields replaced (:class:`_Templates`).
+Only valid pods in no pods-first gang and with no volumes are templates: nothing else
+of such a translation depends on the name or uid (the gang dialects read labels,
+annotations and the priority class only, and use the name only to make a gang's custom
+resource; a generic ephemeral volume's claim is named after its pod).
+
+Lean: per pod the cache keeps the translation (the core's :class:`Pod`: requests,
+constraints, membership, phase, node) and one 64-bit fingerprint of what the
+translation read, never the raw object. A pod's raw spec (containers, env, volumes,
+probes...) and its annotations can weigh kilobytes; 100,000 of them must not stay in
+memory for a comparison.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.model import Pod, PodPhase
+from gangsched.core.model import Pod, PodPhase, PodUID
+from gangsched.translate import times
 from gangsched.translate.dialects import Membership
 from gangsched.translate.pods import pod_with_membership
 from gangsched.translate.priorities import NO_CLASSES
@@ -26,19 +42,49 @@ _PHASES = {phase.value: phase for phase in PodPhase}
 
 @dataclasses.dataclass(slots=True)
 class _Last:
-    spec: Mapping[str, Any]
-    labels: object
-    annotations: object
-    created: object
+    fingerprint: int
     pod: Pod
     membership: Membership
 
 
-def _same_spec(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """Equal but for ``nodeName``."""
-    if new.keys() - {"nodeName"} != old.keys() - {"nodeName"}:
-        return False
-    return all(value == old[key] for key, value in new.items() if key != "nodeName")
+def _template(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
+    """What the full translation reads but for the fields a template's user replaces: the
+    namespace, the spec without ``nodeName``, labels and annotations. Keys are not
+    sorted: the API server writes an object's fields in one fixed order (Go structs, maps
+    by key), and a reordering would only cost a full translation. Empty labels or
+    annotations are the same as none (``omitempty``: a server may send either). Hashed
+    (64 bits): the text can weigh kilobytes."""
+    rest = {key: value for key, value in spec.items() if key != "nodeName"}
+    return hash(json.dumps([meta.get("namespace"), rest, meta.get("labels") or None,
+                            meta.get("annotations") or None], separators=(",", ":"),
+                           default=repr))
+
+
+def _fingerprint(template: int, meta: Mapping[str, Any]) -> int:
+    """The template and the creation time, hashed: two versions of one pod with equal
+    fingerprints translate alike but for node, phase and deletion (a 64-bit collision
+    aside)."""
+    return hash((template, str(meta.get("creationTimestamp"))))
+
+
+class _Templates:
+    """Translations by template (see :func:`_template`), at most ``limit``; when
+    full, it starts over (templates are few; a cluster of unique pods gains nothing)."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self.by_text: dict[int, tuple[Pod, Membership]] = {}
+
+    def get(self, text: int) -> tuple[Pod, Membership] | None:
+        return self.by_text.get(text)
+
+    def add(self, text: int, pod: Pod, membership: Membership) -> None:
+        if (pod.invalid is not None or membership.definer is not None or membership.problems
+                or membership.conflicts or pod.volumes.any):
+            return  # (a generic ephemeral volume's claim is named after its pod)
+        if len(self.by_text) >= self.limit:
+            self.by_text.clear()
+        self.by_text[text] = (pod, membership)
 
 
 class PodTranslations:
@@ -49,32 +95,53 @@ class PodTranslations:
         self.priorities = NO_CLASSES
         """For pods without ``spec.priority`` (see :mod:`gangsched.translate.priorities`)."""
         self._last: dict[str, _Last] = {}
+        self._templates = _Templates()
         self.fast = 0
         self.full = 0
+        self.templated = 0
 
     def translate(self, obj: Mapping[str, Any]) -> tuple[Pod, Membership]:
         meta = obj.get("metadata")
         spec = obj.get("spec")
         status = obj.get("status") or {}
-        if isinstance(meta, Mapping) and isinstance(spec, Mapping):
-            last = self._last.get(str(meta.get("uid", "")))
-            if last is not None and isinstance(status, Mapping):
-                pod = self._moved(last, meta, spec, status)
-                if pod is not None:
-                    last.spec, last.pod = spec, pod
-                    self.fast += 1
-                    return pod, last.membership
+        if not (isinstance(meta, Mapping) and isinstance(spec, Mapping)):
+            self.full += 1
+            return pod_with_membership(obj, scheduler_names=self.scheduler_names,
+                                       priorities=self.priorities)
+        template = _template(meta, spec)
+        fingerprint = _fingerprint(template, meta)
+        uid = meta.get("uid")
+        last = self._last.get(str(uid or ""))
+        if isinstance(status, Mapping):
+            moved = self._moved(meta, spec, status)
+            if moved is not None and last is not None and last.fingerprint == fingerprint:
+                pod = dataclasses.replace(last.pod, **moved)
+                last.pod = pod
+                self.fast += 1
+                return pod, last.membership
+            known = self._templates.get(template)
+            name = meta.get("name")
+            if (moved is not None and known is not None and isinstance(uid, str) and uid
+                    and isinstance(name, str)):
+                pod = dataclasses.replace(
+                    known[0], uid=PodUID(uid), name=name,
+                    creation=times.parse_time(meta.get("creationTimestamp")) or 0.0, **moved)
+                self._last[uid] = _Last(fingerprint, pod, known[1])
+                self.templated += 1
+                return pod, known[1]
         pod, membership = pod_with_membership(obj, scheduler_names=self.scheduler_names,
                                               priorities=self.priorities)
         self.full += 1
-        if isinstance(meta, Mapping) and isinstance(spec, Mapping) and pod.uid:
-            self._last[pod.uid] = _Last(spec, meta.get("labels"), meta.get("annotations"),
-                                        meta.get("creationTimestamp"), pod, membership)
+        if pod.uid:
+            self._last[pod.uid] = _Last(fingerprint, pod, membership)
+            self._templates.add(template, pod, membership)
         return pod, membership
 
     @staticmethod
-    def _moved(last: _Last, meta: Mapping[str, Any], spec: Mapping[str, Any],
-               status: Mapping[str, Any]) -> Pod | None:
+    def _moved(meta: Mapping[str, Any], spec: Mapping[str, Any],
+               status: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Node, phase and deletion as the full translation reads them; None for anything
+        unusual there (which takes the full translation)."""
         node = spec.get("nodeName")
         raw_phase = status.get("phase")
         if not (node is None or isinstance(node, str)):
@@ -90,13 +157,9 @@ class PodTranslations:
         nominated = status.get("nominatedNodeName")
         if not (nominated is None or isinstance(nominated, str)):
             return None
-        if (meta.get("labels") != last.labels or meta.get("annotations") != last.annotations
-                or meta.get("creationTimestamp") != last.created
-                or not _same_spec(spec, last.spec)):
-            return None
-        return dataclasses.replace(last.pod, node_name=node or None, phase=phase,
-                                   terminating=meta.get("deletionTimestamp") is not None,
-                                   nominated_node=nominated or None)
+        return {"node_name": node or None, "phase": phase,
+                "terminating": meta.get("deletionTimestamp") is not None,
+                "nominated_node": nominated or None}
 
     def forget(self, uid: str) -> None:
         self._last.pop(uid, None)

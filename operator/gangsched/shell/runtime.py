@@ -2,13 +2,18 @@
 
 Start-up (and every restart) rebuilds all state from the cluster before the first
 cycle: Queues, Applications and PodGroups are listed (their status carries the timers),
-then nodes and pods (placeholders are recognised by their labels, binds by
-``spec.nodeName``). Only then do cycles start, so nothing is bound twice, no timer
-restarts from zero, and a gang that was half-reserved simply carries on.
+then nodes and pods together (placeholders are recognised by their labels, binds by
+``spec.nodeName``), each page observed by the core as it arrives. Only then do cycles
+start, so nothing is bound twice, no timer restarts from zero, and a gang that was
+half-reserved simply carries on. Every kind comes through one
+:class:`~gangsched.shell.watch.Reflector` (list, then watch; a relist diffs by UID), so
+a deletion missed while a watch was down still reaches the core, and the core's keys
+(names) never lose a re-created object to its predecessor's deletion. A pod that has
+finished and is in no gang is forgotten (the core and the caches keep nothing of it).
 
-Everything else is level-based: every watch event and kopf event becomes an observation
-in the inbox; the loop wakes, drains the inbox into the core, runs one cycle at the wall
-clock's ``now`` and hands each decision to an executor. The loop itself never awaits
+Everything else is level-based: every watch event becomes an observation in the inbox;
+the loop wakes, drains the inbox into the core, runs one cycle at the wall clock's
+``now`` and hands each decision to an executor. The loop itself never awaits
 the API server.
 
 Failures: a failed bind goes back to the core (``BindFailed``), which also asks again
@@ -26,6 +31,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import gc
 import json
 import logging
 import time
@@ -107,6 +113,19 @@ def _key(obj: JSON) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+def _stale(known: Mapping[str, JSON], key: str, kind: str, obj: JSON) -> bool:
+    """Is this the DELETED of an object no longer known under ``key``, because another
+    (a new UID) was created under its name since? Such a deletion must not remove the
+    new object from the core, whose keys are names."""
+    if kind != "DELETED":
+        return False
+    current = known.get(key)
+    if current is None:
+        return False
+    uid = (obj.get("metadata") or {}).get("uid")
+    return bool(uid) and (current.get("metadata") or {}).get("uid") != uid
+
+
 class Runtime:
     """One operator instance: the core, its inbox, and the executors."""
 
@@ -133,6 +152,8 @@ class Runtime:
         self.in_flight: set[tuple[str, str]] = set()
         """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
         core asks again for one not seen in time, which must not queue a duplicate."""
+        self.node_uids: dict[str, object] = {}
+        """Node name -> the UID last observed under it."""
         self.status = StatusWriter(client, self.settings.status_interval,
                                    concurrency=self.settings.status_workers)
         self.events = EventRecorder(client)
@@ -154,14 +175,26 @@ class Runtime:
         that a slow PodScheduled=False never lands after the bind's True."""
         watch_timeout = self.settings.watch_timeout
         self.pod_translations = PodTranslations(self.settings.scheduler_names)
-        self.pod_watch = Reflector(client, "/api/v1/pods", self._guarded(self.on_pod, "pod"),
-                                   name="pods", timeout_seconds=watch_timeout)
-        self.node_watch = Reflector(client, "/api/v1/nodes", self._guarded(self.on_node, "node"),
-                                    name="nodes", timeout_seconds=watch_timeout)
-        self.namespace_watch = Reflector(client, "/api/v1/namespaces",
+        reflector = functools.partial(
+            Reflector, client, timeout_seconds=watch_timeout,
+            backoff_initial=self.settings.api_retry_initial,
+            backoff_max=self.settings.api_retry_max)
+        self.pod_watch = reflector("/api/v1/pods", self._guarded(self.on_pod, "pod"),
+                                   name="pods", after_page=self._after_pod_page)
+        self.node_watch = reflector("/api/v1/nodes", self._guarded(self.on_node, "node"),
+                                    name="nodes")
+        self.namespace_watch = reflector("/api/v1/namespaces",
                                          self._guarded(self.on_namespace, "namespace"),
-                                         name="namespaces", timeout_seconds=watch_timeout)
+                                         name="namespaces")
         """Namespace labels, for pod affinity terms' ``namespaceSelector``."""
+        self.cr_watches = [
+            reflector(resource_path(GROUP, VERSION, plural), self._guarded(handler, kind),
+                      name=plural)
+            for plural, kind, handler in (("queues", "queue", self.on_queue),
+                                          ("applications", "application", self.on_app),
+                                          ("podgroups", "podgroup", self.on_podgroup))]
+        """Queues, Applications and PodGroups: listed and watched like pods, so that a
+        deletion missed while a watch was down is reported by the relist's UID diff."""
         self.foreign = ForeignGroups(client, self.submit, self.status,
                                      watch_timeout=watch_timeout)
         """coscheduling and Volcano PodGroups, while their CRDs are installed."""
@@ -170,8 +203,11 @@ class Runtime:
         self.priority_classes: dict[str, JSON] = {}
         self.priorities: PriorityClasses = NO_CLASSES
         """What ``priorityClassName`` resolves to, for Applications, PodGroups and pods."""
-        self.priority_watch = Reflector(client, PRIORITY_CLASSES, self.on_priority_class,
-                                        name="priorityclasses", timeout_seconds=watch_timeout)
+        self.priority_watch = reflector(PRIORITY_CLASSES,
+                                        self._guarded(self.on_priority_class, "priorityclass"),
+                                        name="priorityclasses")
+        self.syncing = False
+        """True while :meth:`sync` lists: observations go to the core at once."""
         self.cycles = 0
         self.decisions = 0
         self.last_cycle: float | None = None
@@ -188,6 +224,8 @@ class Runtime:
         """The supervisor of this runtime's tasks while :meth:`run` runs."""
         self.health: Health | None = None
         """The liveness checks of this replica, once the operator serves them."""
+        self.cycled = asyncio.Event()
+        """Set once the first cycle has dispatched its decisions."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -207,25 +245,23 @@ class Runtime:
         none: it lists everything again when it takes over (see :meth:`sync`)."""
         if not self.leading.is_set():
             return
+        if self.syncing:
+            self.scheduler.observe(observation)  # page by page: no backlog to drain later
+            return
         self.inbox.append(observation)
         self.wake.set()
 
     def on_pod(self, kind: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}
         if kind == "DELETED":
-            uid = str(meta.get("uid", ""))
-            self.pods_first_tried.pop(uid, None)
-            self.pods_first_errors.pop(uid, None)
-            self.dialect_conflicts.pop(uid, None)
-            self.conditions.pop(PodUID(uid), None)
-            self.pending.forget(PodUID(uid))
-            self.foreign.pod_seen(uid, None)
-            self.pod_locks.pop(PodUID(uid), None)
-            self.pod_translations.forget(uid)
-            self.metrics.pod_gone(PodUID(uid), self.clock())
-            self.submit(PodGone(PodUID(uid)))
+            self._forget_pod(PodUID(str(meta.get("uid", ""))))
             return
         pod, membership = self.pod_translations.translate(obj)
+        if (pod.phase.terminal and pod.app is None and pod.pod_group is None
+                and not pod.placeholder):
+            # Finished, in no gang: it holds nothing and no gang counts it. Keep nothing.
+            self._forget_pod(pod.uid)
+            return
         self.foreign.pod_seen(pod.uid, pod.pod_group if pod.ours else None)
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
@@ -235,11 +271,37 @@ class Runtime:
             if membership.definer is not None:
                 self._pods_first(obj, membership)
 
+    def _forget_pod(self, uid: PodUID) -> None:
+        """The pod is gone, or finished in no gang: nothing of it is kept, here or in the
+        core."""
+        self.pods_first_tried.pop(uid, None)
+        self.pods_first_errors.pop(uid, None)
+        self.dialect_conflicts.pop(uid, None)
+        self.conditions.pop(uid, None)
+        self.pod_locks.pop(uid, None)
+        self.pod_translations.forget(uid)
+        self.metrics.pod_gone(uid, self.clock())
+        self.submit(PodGone(uid))
+
+    def _after_pod_page(self) -> None:
+        """While syncing, after each page of pods, what it left alive (the core's pods,
+        the caches) is moved out of the cyclic collector's way: a full collection walks
+        every tracked object, and with 100,000 pods cached that was a stall of seconds,
+        growing with the cluster. Frozen objects are still freed by reference counting;
+        only the first lists freeze (a frozen garbage cycle is never collected)."""
+        if self.syncing:
+            gc.freeze()
+
     def on_node(self, kind: str, obj: JSON) -> None:
-        name = str((obj.get("metadata") or {}).get("name", ""))
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
         if kind == "DELETED":
+            if self.node_uids.get(name, meta.get("uid")) != meta.get("uid"):
+                return  # a predecessor of the node now under this name
+            self.node_uids.pop(name, None)
             self.submit(NodeGone(name))
         else:
+            self.node_uids[name] = meta.get("uid")
             self.submit(NodeObserved(node_from_k8s(obj)))
 
     def on_namespace(self, kind: str, obj: JSON) -> None:
@@ -253,6 +315,8 @@ class Runtime:
 
     def on_app(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
+        if _stale(self.apps, key, kind, obj):
+            return
         self._track(self.apps, key, kind, obj, "applications")
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
@@ -262,6 +326,8 @@ class Runtime:
 
     def on_podgroup(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
+        if _stale(self.groups, key, kind, obj):
+            return
         self._track(self.groups, key, kind, obj, "podgroups")
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
@@ -290,6 +356,8 @@ class Runtime:
 
     def on_queue(self, kind: str, obj: JSON) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
+        if _stale(self.queues, name, kind, obj):
+            return
         self._track(self.queues, name, kind, obj, "queues")
         if kind == "DELETED":
             self.submit(QueueGone(name))
@@ -354,6 +422,7 @@ class Runtime:
                 return  # it exists now, or the pod changed (or went) meanwhile
             try:
                 created = await self.client.create(GROUP, VERSION, plural, namespace, manifest)
+                self._cr_watch(plural).observed(created)
                 (self.on_app if is_app else self.on_podgroup)("ADDED", created)
             except ApiError as err:
                 if err.code == 409:
@@ -367,6 +436,9 @@ class Runtime:
                 self._pod_event(obj, "Warning", reason, message)
 
         self.api.submit(create)
+
+    def _cr_watch(self, plural: str) -> Reflector:
+        return next(r for r in self.cr_watches if r.name == plural)
 
     def _made_gang_gone(self, key: str, obj: JSON) -> None:
         """A gang made from another scheduler's pod labels is gone (with the pod that owned
@@ -403,35 +475,40 @@ class Runtime:
     async def sync(self, stop: asyncio.Event | None = None) -> bool:
         """List everything and rebuild the core's state before the first cycle.
 
-        What kopf relayed before is dropped: an Application's first observation is the
-        one its persisted state and timers are restored from, so it must be current.
+        Each page is observed by the core as it arrives (nothing waits in the inbox). An
+        Application's first observation is the one its persisted state and timers are
+        restored from, so it comes from this list.
         A list that fails is tried again (with a backoff) until it succeeds: scheduling
         from part of the cluster could bind on a node that looks free, or re-create
         placeholders that exist. False if ``stop`` was set first.
         """
         self.inbox.clear()
-        if not await self._until_done("list priorityclasses", self.priority_watch.list, stop):
-            return False
-        for plural, handler in (("queues", self.on_queue), ("applications", self.on_app),
-                                ("podgroups", self.on_podgroup)):
-            path = resource_path(GROUP, VERSION, plural)
-            listed: list[JSON] = []
-
-            async def list_crs(path: str = path, listed: list[JSON] = listed) -> None:
-                listed.extend((await self.client.list(path))[0])
-
-            if not await self._until_done(f"list {plural}", list_crs, stop):
+        self.syncing = True
+        try:
+            # Queues, Applications, PodGroups (an Application's first observation restores
+            # its timers), the foreign PodGroups; then nodes and pods together (the core
+            # keeps a pod's usage of a node it does not know yet until the node comes).
+            # Each page is observed as it arrives. PriorityClasses come first: Applications,
+            # PodGroups and pods resolve their priorityClassName against them.
+            if not await self._until_done("list priorityclasses", self.priority_watch.list,
+                                          stop):
                 return False
-            for obj in listed:
-                handler("ADDED", obj)
-        await self.foreign.list()
-        if not await self._until_done("list storage", self.storage.list, stop):
-            return False
-        for reflector in (self.namespace_watch, self.node_watch, self.pod_watch):
-            if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
+            for reflector in self.cr_watches:
+                if not await self._until_done(f"list {reflector.name}", reflector.list, stop):
+                    return False
+            await self.foreign.list()
+            if not await self._until_done("list storage", self.storage.list, stop):
                 return False
+            listed = await asyncio.gather(*(
+                self._until_done(f"list {reflector.name}", reflector.list, stop)
+                for reflector in (self.namespace_watch, self.node_watch, self.pod_watch)))
+            if not all(listed):
+                return False
+        finally:
+            self.syncing = False
         self._drain()
         self.ready.set()
+        self.wake.set()  # the first cycle at once, not after a tick
         return True
 
     async def _until_done(self, what: str, call: Callable[[], Awaitable[None]],
@@ -483,6 +560,8 @@ class Runtime:
             if stop.is_set() or not await self.sync(stop):
                 return
             supervisor.spawn("pod-watch", functools.partial(self.pod_watch.run, stop))
+            for watched in self.cr_watches:
+                supervisor.spawn(f"{watched.name}-watch", functools.partial(watched.run, stop))
             supervisor.spawn("foreign-watch", functools.partial(self.foreign.run, stop))
             supervisor.spawn("node-watch", functools.partial(self.node_watch.run, stop))
             supervisor.spawn("storage-watch", functools.partial(self.storage.run, stop))
@@ -558,6 +637,7 @@ class Runtime:
             self._dispatch(decision, now)
         for report in self.pending.due(now):
             self._report_pending(report, now)
+        self.cycled.set()
         self.metrics.observe_cycle(time.perf_counter() - started, decisions, now)
         return decisions
 
