@@ -256,3 +256,44 @@ def test_a_gang_held_for_capacity_shows_its_demand_as_pending_placeholders(
         w.settle(2)
         assert sorted(w.node_of(p.name) or "" for p in placeholders) == ["n0", "n1"]
         assert created(w, "default/big") == shown  # the same placeholders, placed
+
+
+# --- restart ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("demand", "queue_max", "admitted", "reason"), [
+    pytest.param(False, None, True, "Capacity",
+                 id="found-with-pending-placeholders-keeps-its-admission"),
+    pytest.param(True, None, False, "Capacity",
+                 id="demand-on-held-for-capacity-its-placeholders-say-so"),
+    pytest.param(True, res(4), False, "QueueQuota",
+                 id="demand-on-held-for-quota-its-placeholders-say-so"),
+    pytest.param(False, res(4), True, "QueueQuota",
+                 id="admitted-but-over-quota-its-placeholders-say-so"),
+])
+def test_a_gang_found_with_only_pending_placeholders_after_a_restart(
+    demand: bool, queue_max: Resources | None, admitted: bool, reason: str
+) -> None:
+    """Admitted, its placeholders created but none placed yet when the room went (real
+    pods took both nodes) and the core restarted: each placeholder says why it waits;
+    once the room is back they are placed, none made or bound twice."""
+    w = world(2, 2, queue_max=queue_max, config=SchedulerConfig(demand_placeholders=demand))
+    app = make_app("a", make_group("w", 2, cpu=2), queue="q")
+    w.add_app(app)
+    w.step(0)
+    assert w.scheduler.apps[app.key].admitted
+    assert created(w, app.key) == 2
+    for i in range(2):
+        w.add_pod(make_pod(f"hog{i}", cpu=2, memory="0", queue="q", node=f"n{i}"))
+    w.restart()
+    w.settle(1)
+    assert w.scheduler.apps[app.key].admitted is admitted
+    placeholders = w.placeholders(app.key)
+    assert len(placeholders) == 2 and all(p.node_name is None for p in placeholders)
+    assert [w.pending_reason(p.name) for p in placeholders] == [reason, reason]
+    for i in range(2):
+        w.delete(f"hog{i}")
+    w.settle(2)
+    assert sorted(w.node_of(p.name) or "" for p in placeholders) == ["n0", "n1"]
+    assert created(w, app.key) == 2
+    assert all(w.bind_count.get(p.uid) == 1 for p in placeholders)

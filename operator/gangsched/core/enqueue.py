@@ -199,15 +199,16 @@ def _admit_app(s: Session, rt: AppRuntime, budget: Budget, favoured: frozenset[s
                 if p.release_reason is None and not p.pod.terminating}
     running = reservation.taken(reals)
     remaining = reservation.remaining_ask(spec, observed, running)
-    if not any(p.node is not None for p in observed.values()):
-        # (a gang found with allocated placeholders holds its place already)
+    if not reservation.found_admitted(s, observed):
+        # (a gang found admitted before a restart holds its place already)
         if not reservation.quota_allows(s, rt, remaining):
             return False
         blocking = None if spec.key in favoured else budget.blocking(remaining)
         if blocking is not None:
-            reservation.hold(s, rt, blocking)
             if s.config.demand_placeholders:
                 reservation.show_demand(s, rt, blocking, s.now)
+            else:
+                reservation.hold(s, rt, blocking)
             return False
     reservation.admit(s, rt, remaining)
     budget.take(remaining)

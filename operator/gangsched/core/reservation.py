@@ -31,8 +31,11 @@ bound in that cycle. Nothing is bound before.
 Restarts: held members live in memory only. A new core holds them again from the
 pending pods; a member bound before the restart (a crash between the gang's binds)
 stands for one, so the gang is admitted at once and binds the rest when they fit.
-Timeouts, deadlock breaking and preemption give held members back with the
-placeholders (:func:`~gangsched.core.placeholders.release_all`).
+A gang found with placeholders is admitted at once: they hold their place (with
+``demand_placeholders``, only allocated ones say so: a held gang's pending ones exist
+too). A held gang's pending placeholders (shown as demand, or found after a restart)
+each say why the gang is held. Timeouts, deadlock breaking and preemption give held
+members back with the placeholders (:func:`~gangsched.core.placeholders.release_all`).
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
         if rt.retry_after > now:
             return 0
         remaining = remaining_ask(spec, observed, running)
-        if any(p.node is not None for p in observed.values()) or running:
+        if found_admitted(s, observed) or running:
             admit(s, rt, remaining)  # found holding part of its minimum (after a restart)
         elif spec.key in s.evictions.owners() and quota_allows(s, rt, remaining):
             admit(s, rt, remaining)  # its victims are gone: the room they left is its own
@@ -270,19 +273,16 @@ def _create_missing(s: Session, rt: AppRuntime, observed: dict[str, PodState],
 
 
 def show_demand(s: Session, rt: AppRuntime, blocking: BlockingReason, now: float) -> None:
-    """A gang held for the cluster's capacity, with ``demand_placeholders`` on: create its
-    placeholders anyway and leave them pending, each saying why (``PodScheduled=False``,
-    reason ``Unschedulable``): what cluster-autoscaler and Karpenter scale up for. They
-    are placed only once enqueue admits the gang, and hold nothing until then."""
+    """Hold a gang held for the cluster's capacity, with ``demand_placeholders`` on, and
+    create its placeholders anyway: they stay pending, each saying why
+    (``PodScheduled=False``, reason ``Unschedulable``): what cluster-autoscaler and
+    Karpenter scale up for. They are placed only once enqueue admits the gang, and hold
+    nothing until then."""
     placeholders, reals = members(s, rt)
     observed = {p.pod.name: p for p in placeholders
                 if p.release_reason is None and not p.pod.terminating}
+    hold(s, rt, blocking, demand=True)
     _create_missing(s, rt, observed, taken(reals), now)
-    message = (f"application {rt.spec.key} is not admitted yet: {blocking.message}; this "
-               "placeholder shows the gang's demand to cluster autoscalers")
-    for ps in observed.values():
-        if ps.node is None:
-            s.mark_pending(ps, blocking.reason, message)
 
 
 def _names(rt: AppRuntime, group: str, count: int) -> list[str]:
@@ -320,12 +320,36 @@ def remaining_ask(spec: AppSpec, observed: dict[str, PodState],
     return remaining
 
 
-def hold(s: Session, rt: AppRuntime, blocking: BlockingReason) -> None:
-    """Keep the gang from admission, saying why on every task group."""
+def found_admitted(s: Session, observed: dict[str, PodState]) -> bool:
+    """Do the placeholders ``observed`` of a gang not admitted (in this process) show it
+    was admitted before a restart? Placeholders exist only for admitted gangs, so any of
+    them does; with ``SchedulerConfig.demand_placeholders`` a held gang's pending ones exist
+    too, so only an allocated one does. An empty ``observed`` never does."""
+    if s.config.demand_placeholders:
+        return any(p.node is not None for p in observed.values())
+    return bool(observed)
+
+
+def hold(s: Session, rt: AppRuntime, blocking: BlockingReason, demand: bool = False) -> None:
+    """Keep the gang from admission, saying why on every task group and on each of its
+    pending placeholders (a held gang's may exist: found after a restart, or shown as
+    demand; ``demand`` says so in their message)."""
     for group in rt.spec.task_groups:
         if rt.blocking.get(group.name) != blocking:
             rt.blocking[group.name] = blocking
             rt.dirty = True
+    _say_held(s, rt, blocking, demand)
+
+
+def _say_held(s: Session, rt: AppRuntime, blocking: BlockingReason, demand: bool) -> None:
+    """Mark every pending, unreleased placeholder of the held gang with ``blocking``."""
+    message = f"application {rt.spec.key} is not admitted yet: {blocking.message}"
+    if demand:
+        message += "; this placeholder shows the gang's demand to cluster autoscalers"
+    placeholders, _ = members(s, rt)
+    for ps in placeholders:
+        if ps.node is None and ps.release_reason is None and not ps.pod.terminating:
+            s.mark_pending(ps, blocking.reason, message)
 
 
 def quota_allows(s: Session, rt: AppRuntime, remaining: Resources) -> bool:
