@@ -32,11 +32,11 @@ def created(w: SimWorld, key: str) -> int:
     ("cpus", "queue_max", "factor", "admitted", "reason"),
     [
         pytest.param((8,), None, 1.0, True, "None", id="fits"),
-        pytest.param((2,), None, 1.0, False, "Capacity", id="cluster-too-small"),
-        pytest.param((2, 1), None, 1.0, False, "Capacity", id="sum-of-nodes-too-small"),
+        pytest.param((2,), None, 1.0, False, "Unsatisfiable", id="cluster-too-small"),
+        pytest.param((2, 1), None, 1.0, False, "Unsatisfiable", id="sum-of-nodes-too-small"),
         pytest.param((2,), None, 2.0, True, "None", id="overcommit-lets-it-in"),
         pytest.param((8,), res(5), 1.0, False, "QueueQuota", id="queue-headroom"),
-        pytest.param((2,), res(5), 4.0, False, "QueueQuota", id="quota-is-never-overcommitted"),
+        pytest.param((4,), res(5), 4.0, False, "QueueQuota", id="quota-is-never-overcommitted"),
     ],
 )
 def test_an_application_is_admitted_only_when_its_minimum_fits(
@@ -60,18 +60,19 @@ def test_an_application_is_admitted_only_when_its_minimum_fits(
 
 
 def test_a_held_application_says_how_much_is_missing() -> None:
-    w = world(2)
+    w = world(4)  # 2 of 4 cpu used: a 3-cpu gang could fit the nodes, but not now
+    w.add_pod(make_pod("other", cpu=2, memory="0", node="n0"))
     app = make_app("a", make_group("g", 3), queue="q")
     w.add_app(app)
     w.settle(0)
     blocking = w.app_status[app.key].task_groups[0].blocking
     assert blocking.reason == "Capacity"
     assert blocking.message == (
-        "the cluster has cpu=2, memory=32Gi, pods=110 left for new gangs (allocatable - used "
+        "the cluster has cpu=2, memory=32Gi, pods=109 left for new gangs (allocatable - used "
         "- none still needed by enqueued gangs); the gang needs cpu=3, memory=3Gi, pods=3, "
         "short of cpu=1")
     assert dict(blocking.details) == {"needed": "cpu=3, memory=3Gi, pods=3",
-                                      "free": "cpu=2, memory=32Gi, pods=110",
+                                      "free": "cpu=2, memory=32Gi, pods=109",
                                       "committed": "none", "overcommitFactor": "1"}
 
 
@@ -141,19 +142,24 @@ def members(w: SimWorld, group: str, count: int, cpu: int = 1) -> None:
 
 
 @pytest.mark.parametrize(
-    ("min_resources", "queue_max", "config", "phase", "reason"),
+    ("min_resources", "queue_max", "config", "phase", "reason", "pod_reason"),
     [
-        pytest.param(res(3), None, None, "Running", "None", id="fits"),
-        pytest.param(res(6), None, None, "Pending", "Capacity", id="min-resources-too-big"),
-        pytest.param(res(3), res(4), None, "Pending", "QueueQuota", id="queue-headroom"),
-        pytest.param(res(6), None, SchedulerConfig(overcommit_factor=2.0), "Inqueue", "Capacity",
-                     id="overcommitted-then-waits-for-room"),
-        pytest.param(res(6), None, NO_ENQUEUE, "Inqueue", "Capacity", id="without-enqueue"),
+        pytest.param(res(3), None, None, "Running", "None", "", id="fits"),
+        # 6 cpu on a 4-cpu cluster: the PodGroup says it can never fit as the nodes are;
+        # its pods say what holds them now.
+        pytest.param(res(6), None, None, "Pending", "Unsatisfiable", "Capacity",
+                     id="min-resources-too-big"),
+        pytest.param(res(3), res(4), None, "Pending", "QueueQuota", "QueueQuota",
+                     id="queue-headroom"),
+        pytest.param(res(6), None, SchedulerConfig(overcommit_factor=2.0), "Inqueue",
+                     "Unsatisfiable", "", id="overcommitted-then-waits-for-room"),
+        pytest.param(res(6), None, NO_ENQUEUE, "Inqueue", "Unsatisfiable", "",
+                     id="without-enqueue"),
     ],
 )
 def test_a_podgroup_is_pending_until_enqueued(
     min_resources: Resources, queue_max: Resources | None, config: SchedulerConfig | None,
-    phase: str, reason: str,
+    phase: str, reason: str, pod_reason: str,
 ) -> None:
     w = world(4, queue_max=queue_max, config=config)
     if queue_max is not None:  # 2 cpu of the queue's max are used: 2 left
@@ -165,7 +171,7 @@ def test_a_podgroup_is_pending_until_enqueued(
     assert (status.phase, status.blocking.reason) == (phase, reason)
     if phase == "Pending":  # not one member assumed
         assert status.assumed == 0 and not w.bound_names() - {"other"}
-        assert w.pending_reason("pg-0") == reason
+        assert w.pending_reason("pg-0") == pod_reason
         assert "PodGroup default/pg is not enqueued" in w.pending_reasons[
             w.uid_of("pg-0")].message
 

@@ -374,7 +374,7 @@ def test_nothing_is_evicted_when_the_preemptor_cannot_fit_even_then() -> None:
     gang(w, "huge", ("g", 1), cpu=8, priority=10, creation=10)
     run(w)
     assert evicted(w) == set()
-    assert w.app_status["default/huge"].task_groups[0].blocking.reason == "Capacity"
+    assert w.app_status["default/huge"].task_groups[0].blocking.reason == "Unsatisfiable"
 
 
 def test_without_the_preempt_action_nothing_is_evicted() -> None:

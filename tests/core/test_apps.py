@@ -651,7 +651,7 @@ def test_placeholder_timeout_clears_the_blocking_reason(style: Style, state: set
     app = make_app("tight", make_group("big", 2, cpu=2), style=style, placeholder_timeout=60)
     world.add_app(app)
     world.settle(0.0)
-    assert world.app_status[app.key].task_groups[0].blocking.reason == "Capacity"
+    assert world.app_status[app.key].task_groups[0].blocking.reason == "Unsatisfiable"
     world.settle(61.0)
     status = world.app_status[app.key]
     assert status.state in state

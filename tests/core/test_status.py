@@ -37,7 +37,7 @@ def test_app_status_counts_through_a_gang_life() -> None:
     group = status.task_groups[0]
     assert group.placeholders == PlaceholderCounts(created=4, allocated=3, pending=1)
     assert (group.real_bound, group.real_pending) == (0, 1)
-    assert group.blocking.reason == "Capacity"
+    assert group.blocking.reason == "Unsatisfiable"  # 4 cpu asked of a 3-cpu cluster
     w.add_node(make_node("m", cpu=1))
     w.settle(1)
     status = w.app_status[app.key]

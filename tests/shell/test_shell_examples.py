@@ -567,10 +567,13 @@ async def strict_podgroup_rolls_back(w: World) -> None:
     await w.pending_with("WaitingForGang", *pods,
                          message="gang members placed: default/strict-gang 2/3")
     await w.group_is("strict-gang", phase="Inqueue", members=3, assumed=0, scheduled=0)
-    await wait_for(lambda: w.group("strict-gang")["blockingReason"]["reason"] == "Capacity",
-                   what="strict-gang blocked by Capacity")
+    # The nodes, all together, cannot hold three members: said at once, not failed.
+    await wait_for(lambda: w.group("strict-gang")["blockingReason"]["reason"]
+                   == "Unsatisfiable", what="strict-gang blocked as Unsatisfiable")
+    assert "cannot run until nodes are added" in w.group("strict-gang")["blockingReason"][
+        "message"]
     assert w.binds() == 0
-    add_node(w.api, node("node-2", cpu="2", memory="4Gi"))
+    add_node(w.api, node("node-2", cpu="2", memory="4Gi"))  # as an autoscaler would
     await wait_for(lambda: w.bound(*pods), what="all three bound")
     assert w.binds() == 3
     await w.phase("strict-gang", "Running")

@@ -131,12 +131,21 @@ CASES = [
         "applications", "greedy", {"state": "Rejected", "reason": "QueueQuotaExceeded"},
         "the gang needs cpu=3, memory=3Gi, pods=3, more than queue small's max cpu=2",
         "QueueQuotaExceeded", [no_placeholders_of("greedy")]),
+    Bad("podgroup-over-queue-max",
+        [{"apiVersion": APP, "kind": "Queue", "metadata": {"name": "tiny"},
+          "spec": {"max": {"cpu": "1"}}},
+         podgroup("greedy-pg", minMember=2, queue="tiny", minResources={"cpu": "2"}),
+         pod("greedy-pg-0", labels={"gangsched.io/pod-group": "greedy-pg"})],
+        "podgroups", "greedy-pg", {"phase": "Failed", "reason": "QueueQuotaExceeded"},
+        "minResources cpu=2 exceed queue tiny's max cpu=1", "QueueQuotaExceeded",
+        [unbound("greedy-pg-0")]),
     Bad("member-larger-than-any-node",
         [application("huge", [group("w", 1, cpu="64")])],
         "applications", "huge", {"state": "Accepted"},
         "", "Accepted",
-        # Not enqueued: the whole cluster could not hold it.
-        [blocked("huge", "Capacity", "the gang needs cpu=64, memory=1Gi, pods=1, short of"),
+        # Not enqueued, and said at once: no node could ever hold its member.
+        [blocked("huge", "Unsatisfiable", "task group w needs cpu=64, memory=1Gi, pods=1 per "
+                 "member; the largest of the 3 nodes its constraints allow has cpu=4"),
          no_placeholders_of("huge")]),
     Bad("gang-on-no-node",
         [application("nowhere", [{**group("w", 2), "nodeSelector": {"zone": "mars"}}])],

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import gangsched.core.backfill as backfill_logic
-from gangsched.core import reservation, swap
+from gangsched.core import naming, reservation, swap
 from gangsched.core.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.decisions import BlockingReason, EventType
 from gangsched.core.model import AppKey, SortPolicy
@@ -113,7 +113,7 @@ class StateAwareGate:
         ordered = sorted(
             (rt for rt in s.apps.values()
              if rt.spec.queue == queue and starting(rt, with_work)),
-            key=lambda rt: (rt.spec.creation, rt.spec.key),
+            key=lambda rt: (rt.spec.creation, naming.natural_key(rt.spec.key)),
         )
         for rt in ordered:
             if not self._expired(rt):

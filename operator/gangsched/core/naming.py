@@ -8,11 +8,28 @@ label limit (a pod's hostname comes from its name), by trimming and adding a has
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
 MAX_LABEL = 63
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+@functools.lru_cache(maxsize=65536)
+def natural_key(text: str) -> tuple[tuple[int | str, ...], str]:
+    """``text`` ordered as people read it: ``spark-2`` before ``spark-10``.
+
+    Runs of digits compare as numbers, the rest as text; the parts alternate text and
+    number, so any two keys compare without mixing types. ``text`` itself comes last, so
+    that ``spark-02`` and ``spark-2`` still have a fixed order. Any string is accepted;
+    the empty string sorts first.
+    """
+    parts = _DIGITS.split(text)
+    return (tuple(int(part) if index % 2 else part for index, part in enumerate(parts)), text)
 
 
 def short_hash(text: str, length: int = 5) -> str:

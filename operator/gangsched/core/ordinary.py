@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import gangsched.core.backfill as backfill_logic
+from gangsched.core import naming
 from gangsched.core.model import DEFAULT_QUEUE, Scoring, SortPolicy
 from gangsched.core.runtime import PodState
 from gangsched.core.volumes import placing as volume_placing
@@ -21,11 +22,14 @@ if TYPE_CHECKING:
 def sort_key(s: Session, queue: str, priority: int, creation: float,
              ref: str) -> tuple[object, ...]:
     """Order within a queue: ``priority`` queues by (priority desc, creation, name); the
-    others (fifo, stateaware, fair) by (creation, priority desc, name)."""
+    others (fifo, stateaware, fair) by (creation, priority desc, name). Names compare in
+    natural order (:func:`~gangsched.core.naming.natural_key`): of two gangs submitted at
+    the same instant, ``spark-2`` goes before ``spark-10``."""
     spec = s.queues.spec(queue)
+    name = naming.natural_key(ref)
     if spec is not None and spec.sort_policy is SortPolicy.PRIORITY:
-        return (-priority, creation, ref)
-    return (creation, -priority, ref)
+        return (-priority, creation, name)
+    return (creation, -priority, name)
 
 
 def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:

@@ -14,7 +14,8 @@ bound. Then all assumed members of the whole GangGroup are bound in the same cyc
   that has a bound member when the operator starts counts as satisfied.
 * Phases: ``Pending`` until the ``enqueue`` action lets the gang in (at once without
   it), ``Inqueue`` then, ``Scheduling`` while members are assumed, then ``Scheduled``,
-  ``Running``, ``Finished``; or ``TimedOut``, ``Failed``. Only Inqueue groups get members
+  ``Running``, ``Finished``; or ``TimedOut``, ``Failed`` (an invalid spec, or
+  ``minResources`` above the queue's max: ``QueueQuotaExceeded``). Only Inqueue groups get members
   assumed. An enqueued group earmarks in its queue what it still needs of its minimum.
 * A deadlock victim (:mod:`~gangsched.core.deadlock`) gives back what it assumed and
   goes back to ``Pending`` until its backoff ends.
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from gangsched.core.session import Session
 
 SATISFIED_PHASES = ("Scheduled", "Running", "Finished")
+QUOTA_EXCEEDED = "QueueQuotaExceeded"
+"""A PodGroup whose minResources exceed its queue's max: ``Failed``, as an Application
+larger than its queue is ``Rejected``. Unlike a rejected Application it is checked again
+when the PodGroup or the queue changes, and waits again once it fits the max."""
 ENQUEUED_PHASES = ("Inqueue", "Scheduling")
 
 
@@ -210,15 +215,16 @@ def schedule_group(s: Session, unit: GroupUnit, done: set[GroupKey], now: float)
         if over.problem:
             reason, rt.message = "QueueNotFound", over.problem
         else:
-            reason = "QueueQuotaExceeded"
+            reason = QUOTA_EXCEEDED
             rt.message = (f"minResources {spec.min_resources.format_short()} exceed queue "
                           f"{over.queue}'s max {over.max_text}")
+            _warn_once(s, rt, reason, rt.message)
         rt.reason = reason
         rt.blocking = BlockingReason(reason, rt.message, {"queue": over.queue})
         rt.dirty = True
         _mark_all(s, unit.pending, reason, rt.message)
         return
-    if rt.reason in ("QueueQuotaExceeded", "QueueNotFound"):
+    if rt.reason in (QUOTA_EXCEEDED, "QueueNotFound"):
         rt.reason, rt.message, rt.dirty = "", "", True
     gang = gang_of(s, spec.key)
     if isinstance(gang, str):
@@ -386,8 +392,14 @@ def progress(s: Session, now: float) -> None:
         rt.phase = _phase(s, rt)
 
 
+def _warn_once(s: Session, rt: GroupRuntime, reason: str, message: str) -> None:
+    if f"{reason}:{message}" not in rt.warned:
+        rt.warned.add(f"{reason}:{message}")
+        s.event(ref(rt), EventType.WARNING, reason, message)
+
+
 def _phase(s: Session, rt: GroupRuntime) -> str:
-    if rt.spec.invalid:
+    if rt.spec.invalid or (rt.reason == QUOTA_EXCEEDED and not rt.satisfied):
         return "Failed"
     if rt.timed_out:
         return "TimedOut"

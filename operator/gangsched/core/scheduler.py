@@ -42,6 +42,7 @@ import gangsched.core.podgroups as group_logic
 import gangsched.core.reservation as reservation_logic
 import gangsched.core.status as status_logic
 import gangsched.core.swap as swap_logic
+import gangsched.core.unsatisfiable as unsatisfiable_logic
 from gangsched.core import pressure, registry
 from gangsched.core.cluster import Cluster
 from gangsched.core.decisions import (
@@ -123,6 +124,8 @@ class Scheduler:
         """Binds of one gang being gathered (see :meth:`binding_together`)."""
         self.pressure = pressure.Pressure()
         """Priorities of running and waiting pods: can preemption matter at all?"""
+        self.unsatisfiable = unsatisfiable_logic.Verdicts()
+        """Gangs that cannot fit the nodes as they are (see ``unsatisfiable``)."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -483,6 +486,7 @@ class Scheduler:
         deadlock_logic.after_actions(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
+        unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
         out, self.out = self.out, []
         return out

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gangsched.core.pressure import Pressure
     from gangsched.core.queues import QueueTree
     from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+    from gangsched.core.unsatisfiable import Verdicts
     from gangsched.core.volumes.catalog import VolumeCatalog
 
 
@@ -61,6 +62,8 @@ class Session(Protocol):
     pressure: Pressure
     volumes: VolumeCatalog
     """Volumes, claims and the bindings assumed for placed pods."""
+    unsatisfiable: Verdicts
+    """Gangs that cannot fit the nodes as they are."""
 
     # --- decisions --------------------------------------------------------------------
     out: list[Decision]

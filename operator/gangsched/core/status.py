@@ -103,7 +103,8 @@ def app_status(s: Session, rt: AppRuntime) -> SetAppStatus:
             ),
             real_bound=counts["bound"],
             real_pending=counts["real_pending"],
-            blocking=rt.blocking.get(group.name, BlockingReason()),
+            blocking=(s.unsatisfiable.app_blocking(spec.key, group.name)
+                      or rt.blocking.get(group.name, BlockingReason())),
         ))
         total += group.min_member
         bound_here = 0 if expired else counts["bound"]  # a timed-out gang reserved nothing
@@ -166,7 +167,8 @@ def group_status(s: Session, rt: GroupRuntime) -> SetPodGroupStatus:
         succeeded=succeeded,
         failed=failed,
         schedule_start=rt.schedule_start,
-        blocking=BlockingReason() if rt.satisfied else rt.blocking,
+        blocking=(BlockingReason() if rt.satisfied
+                  else s.unsatisfiable.groups.get(rt.spec.key) or rt.blocking),
         reserved_nodes=nodes,
         reservation_expiry=expiry,
         retry_after=rt.retry_after if rt.retry_after > s.now else None,

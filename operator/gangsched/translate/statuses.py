@@ -37,6 +37,7 @@ BLOCKING_REASONS = frozenset(
         "Deadlock",
         "WaitingForGang",
         "Invalid",
+        "Unsatisfiable",
     }
 )
 """The CRDs' enum of ``blockingReason.reason``."""
