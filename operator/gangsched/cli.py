@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
+import pathlib
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import cast
 
 EXIT_OK = 0
 EXIT_JOBS_FAILED = 1
@@ -121,15 +124,19 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         "simulate", help="run the scheduling core on a workload file under a simulated clock",
         description="Run the real scheduling core, with no cluster, on a workload of nodes, "
                     "queues and jobs arriving over time (see examples/simulations/README.md). "
-                    "Prints a timeline of state changes and a summary: wait to full gang, "
-                    "makespan, timeouts, utilisation, and resources reserved but idle.")
+                    "Prints the verdict first (and the comparison with --compare), then a "
+                    "summary per run (wait to full gang, makespan, timeouts, utilisation, "
+                    "resources reserved but idle), what happened (the timeline with "
+                    "repeated events grouped) and the jobs. Draws the chart beside the "
+                    "workload (WORKLOAD.png) unless --no-plot or --json.")
     sim.add_argument("workload", nargs="?", metavar="WORKLOAD.yaml",
                      help="the workload file (or use --generate)")
     sim.add_argument("--generate", choices=["day"],
                      help="simulate a generated workload instead: 'day' is a day of mixed "
                           "batch and AI jobs")
-    sim.add_argument("--nodes", type=_positive_int, default=1000,
-                     help="nodes of the generated workload (default 1000)")
+    sim.add_argument("--nodes", type=_node_count, default=1000,
+                     help="nodes of the generated workload (default 1000, at most 5000: "
+                          "the largest cluster Kubernetes supports)")
     sim.add_argument("--pods", type=_positive_int, default=10_000,
                      help="pods of the generated workload (default 10000)")
     sim.add_argument("--seed", type=int, default=1, help="seed of the generated workload")
@@ -138,8 +145,12 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     sim.add_argument("--compare", choices=["naive"], action="append", default=[],
                      help="run the same workload under a pod-by-pod scheduler without gangs "
                           "too, and compare")
-    sim.add_argument("--plot", metavar="FILE.png",
-                     help="draw a Gantt chart of the jobs over the cluster utilisation")
+    plot = sim.add_mutually_exclusive_group()
+    plot.add_argument("--plot", metavar="FILE",
+                      help="draw a Gantt chart of the jobs over the cluster utilisation: SVG "
+                           "or PDF by the suffix, else PNG (default: WORKLOAD.png beside the "
+                           "workload file, when matplotlib is installed and not --json)")
+    plot.add_argument("--no-plot", action="store_true", help="draw no chart")
     sim.add_argument("--json", action="store_true",
                      help="print machine-readable results (schema gangsched.sim/v1) instead "
                           "of text")
@@ -148,8 +159,13 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
                           "settings.scheduler.actions), e.g. enqueue,elect,allocate,reserve")
     sim.add_argument("--until", type=_non_negative, metavar="SECONDS",
                      help="stop the clock here (overrides settings.until)")
-    sim.add_argument("--timeline", type=_limit, default=100, metavar="N|all",
-                     help="timeline entries to print per run (default 100; 0 for none)")
+    sim.add_argument("--timeline", type=_limit, nargs="?", const=None, default=0,
+                     metavar="N|all",
+                     help="print the full timeline, every state change the core made, "
+                          "instead of the grouped one (all entries, or the first N per run)")
+    sim.add_argument("--explain", metavar="JOB",
+                     help="explain the job JOB as 'gangsched explain' would, as the "
+                          "gangsched run left it")
     sim.add_argument("--jobs", type=_limit, default=50, metavar="N|all",
                      help="jobs to list per run (default 50; 0 for none)")
     progress = sim.add_mutually_exclusive_group()
@@ -179,6 +195,17 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _node_count(text: str) -> int:
+    from gangsched.sim.parse import MAX_NODES
+
+    value = _positive_int(text)
+    if value > MAX_NODES:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_NODES} (the largest cluster Kubernetes supports), "
+            f"got {value}")
     return value
 
 
@@ -236,8 +263,12 @@ def _actions(text: str) -> tuple[str, ...]:
     """``--actions``: comma-separated action names, each known and none twice."""
     from gangsched.core import registry
 
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"names no action: give at least one of {', '.join(sorted(registry.ACTIONS))}")
     try:
-        return registry.validate(part.strip() for part in text.split(",") if part.strip())
+        return registry.validate(names)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -266,6 +297,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         return _fail("simulate: --write-workload saves a generated workload; use it with "
                      "--generate")
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    plot = args.plot if args.plot is not None else _default_plot(args)
+    plot_by_default = args.plot is None and plot is not None
+    explainer: Callable[..., str] | None = None
+    if args.explain is not None:
+        loaded = _shell("explain", "format_explanation", "simulate --explain")
+        if loaded is None:
+            return EXIT_USAGE
+        explainer = cast(Callable[..., str], loaded)
     options = command.Options(
         workload=args.workload,
         generate=args.generate,
@@ -274,7 +313,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         seed=args.seed,
         write_workload=args.write_workload,
         compare=tuple(dict.fromkeys(args.compare)),
-        plot=args.plot,
+        plot=plot,
+        plot_by_default=plot_by_default,
         json=args.json,
         until=args.until,
         timeline=args.timeline,
@@ -282,8 +322,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         progress=progress,
         fail_on_timeout=args.fail_on_timeout,
         actions=args.actions,
+        explain=args.explain,
+        explainer=explainer,
     )
     return command.simulate(options, sys.stdout, sys.stderr)
+
+
+def _default_plot(args: argparse.Namespace) -> str | None:
+    """WORKLOAD.png beside the workload file, when text is printed and matplotlib is
+    installed; else None (no chart)."""
+    if args.no_plot or args.json or args.workload is None:
+        return None
+    if importlib.util.find_spec("matplotlib") is None:
+        return None
+    return str(pathlib.Path(args.workload).with_suffix(".png"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

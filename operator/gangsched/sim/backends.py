@@ -15,6 +15,8 @@ jump straight to the next instant at which a timer is due.
 from __future__ import annotations
 
 import heapq
+import itertools
+import re
 from typing import Protocol
 
 from gangsched.core.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
@@ -40,6 +42,13 @@ SOURCE = "gangsched"
 PREEMPTION_EVENTS = frozenset({"Preempting", "Preempted", "Reclaimed", "PreemptionFailed",
                                "PreemptionTimedOut"})
 """Events of the preempt and reclaim actions, shown in the timeline."""
+MAX_EVENTS = 50
+NOTED_EVENTS = frozenset({"Unsatisfiable", "QueueQuotaExceeded", "QueueNotFound"})
+"""Warnings on a gang shown in the timeline as they are."""
+_TRANSITION = re.compile(r"^([A-Z][A-Za-z]*(?: -> [A-Z][A-Za-z]*)+)(?:: (.*))?$", re.DOTALL)
+"""The message of the Event the core records for Application state changes: ``Old -> New``,
+or a chain (``New -> Accepted -> Starting -> Running``) for the routine moves of one cycle,
+which one Event says together."""
 
 
 class Backend(Protocol):
@@ -74,6 +83,9 @@ class Backend(Protocol):
         """The earliest instant at which the scheduler has a timer due, if any."""
     def pop_deadlines(self, now: float) -> bool:
         """Forget deadlines up to ``now``; True if there were any."""
+    def removal_cause(self, uid: PodUID) -> str | None:
+        """Why the scheduler removed the running pod ``uid``, when it did (a preemption);
+        None when it did not (the pod's node went away)."""
 
 
 class GangschedBackend:
@@ -102,6 +114,10 @@ class GangschedBackend:
         self.config = config
         self._deadlines: list[float] = []
         self._deadline_set: set[float] = set()
+        self.evicted: dict[PodUID, str] = {}
+        """Pods the core evicted, with why, until the engine asks."""
+        self.events: dict[str, list[tuple[float, RecordEvent]]] = {}
+        """The last MAX_EVENTS Events on each Application and PodGroup (for explain)."""
 
     # --- objects -------------------------------------------------------------------------
 
@@ -157,8 +173,43 @@ class GangschedBackend:
                 self._group_status(d, now)
             elif isinstance(d, EvictPod):
                 self.counters["evictions"] += 1
-            elif isinstance(d, RecordEvent) and d.reason in PREEMPTION_EVENTS:
-                self._preemption(d, now)
+                self.evicted[d.uid] = f"{d.reason.lower()}: {d.message}"
+            elif isinstance(d, RecordEvent):
+                if d.target.kind in ("Application", "PodGroup"):
+                    kept = self.events.setdefault(f"{d.target.namespace}/{d.target.name}", [])
+                    kept.append((now, d))
+                    del kept[:-MAX_EVENTS]
+                if d.target.kind == "Application" and _TRANSITION.match(d.message):
+                    self._transition(d, now)
+                elif d.reason in PREEMPTION_EVENTS:
+                    self._preemption(d, now)
+                elif d.reason in NOTED_EVENTS and d.target.kind in ("Application", "PodGroup"):
+                    self._noted(d, now)
+
+    def _transition(self, d: RecordEvent, now: float) -> None:
+        """Every state change of an Application as the core made it, also those passed
+        through within one cycle (Accepted -> Resuming -> Running): the core records each
+        one as an Event whose message starts ``Old -> New``."""
+        match = _TRANSITION.match(d.message)
+        assert match is not None
+        states, detail = match.group(1).split(" -> "), match.group(2) or ""
+        name = _short(f"{d.target.namespace}/{d.target.name}")
+        for old, new in itertools.pairwise(states):
+            text = new if old == "New" else f"{old} -> {new}"
+            # The detail is the chain's (the first move's reason, as the core words it).
+            shown = f"{text}: {detail}" if detail and old == states[0] else text
+            self.timeline.add(now, f"app {name}", SOURCE, shown)
+            if d.reason == "PlaceholderTimeout" and new in ("Killed", "Resuming"):
+                self.counters["placeholderTimeouts"] += 1
+
+    def _noted(self, d: RecordEvent, now: float) -> None:
+        kind = "app" if d.target.kind == "Application" else "podgroup"
+        name = _short(f"{d.target.namespace}/{d.target.name}")
+        self.timeline.add(now, f"{kind} {name}", SOURCE, f"{d.reason}: {d.message}")
+
+    def removal_cause(self, uid: PodUID) -> str | None:
+        """Why the scheduler removed a running pod (an eviction), if it did."""
+        return self.evicted.pop(uid, None)
 
     def _preemption(self, d: RecordEvent, now: float) -> None:
         """Count plans by action and show them, their victims' owners and their failures
@@ -193,12 +244,6 @@ class GangschedBackend:
         previous = self.app_state.get(key)
         if previous != d.state:
             self.app_state[key] = d.state
-            text = d.state if previous is None else f"{previous} -> {d.state}"
-            detail = d.message or d.reason
-            self.timeline.add(now, f"app {_short(key)}", SOURCE,
-                              f"{text}: {detail}" if detail and detail != d.state else text)
-            if d.reason == "PlaceholderTimeout" and d.state in ("Killed", "Resuming"):
-                self.counters["placeholderTimeouts"] += 1
             if d.state == "Killed":
                 self.counters["killed"] += 1
                 self.verdicts.append((key, Outcome.KILLED, d.message or d.reason))

@@ -8,12 +8,13 @@ progress bar to ``err``, so that ``--json`` output can be piped as it is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 import yaml
 
-from gangsched.sim import generate, parse, plot, report, results, runner
+from gangsched.sim import explained, generate, parse, plot, report, results, runner
 from gangsched.sim.engine import Progress, RunOutput
 from gangsched.sim.progress import ProgressBar
 from gangsched.sim.source import Document, WorkloadError
@@ -38,17 +39,24 @@ class Options:
     compare: tuple[str, ...] = ()
     """Other schedulers to run the workload under (``naive``)."""
     plot: str | None = None
-    """Write the Gantt and utilisation chart here (PNG)."""
+    """Write the Gantt and utilisation chart here (SVG or PDF by the suffix, else PNG)."""
+    plot_by_default: bool = False
+    """``plot`` was chosen for the user (beside the workload): failing to write it is a
+    note, not an error."""
     json: bool = False
     until: float | None = None
-    timeline: int | None = 100
-    """Timeline entries printed per run; None for all."""
+    timeline: int | None = 0
+    """Full timeline entries printed per run; None for all, 0 for the digest instead."""
     jobs: int | None = 50
     """Jobs listed per run; None for all."""
     progress: bool = False
     fail_on_timeout: bool = False
     actions: tuple[str, ...] | None = None
     """The scheduler's actions, overriding the workload's ``settings.scheduler.actions``."""
+    explain: str | None = None
+    """A job to explain as ``gangsched explain`` would, as the gangsched run left it."""
+    explainer: Callable[..., str] | None = None
+    """``format_explanation(obj, events, pods)`` of the operator shell (given by the CLI)."""
 
 
 def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
@@ -56,7 +64,10 @@ def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
     if options.generate is None:
         assert options.workload is not None  # the CLI requires one of the two
         try:
-            return parse.load(options.workload), options.workload
+            workload = parse.load(options.workload)
+            for warning in workload.warnings:
+                print(warning, file=err)
+            return workload, options.workload
         except WorkloadError as error:
             for problem in error.errors:
                 print(problem, file=err)
@@ -84,6 +95,12 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
     if loaded is None:
         return EXIT_USAGE
     workload, name = loaded
+    if options.explain is not None and not any(
+            job.name == options.explain for job in workload.jobs):
+        known = ", ".join(job.name for job in workload.jobs[:10])
+        print(f"gangsched simulate: --explain {options.explain}: no such job in {name} "
+              f"(jobs: {known}{', ...' if len(workload.jobs) > 10 else ''})", file=err)
+        return EXIT_USAGE
     workload = runner.with_until(workload, options.until)
     if options.actions is not None:
         workload = runner.with_actions(workload, options.actions)
@@ -99,23 +116,29 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
 
     try:
         outputs = runner.run_all(workload, schedulers, progress=progress,
-                                 keep_samples=options.plot is not None)
+                                 keep_samples=options.plot is not None or options.json)
     finally:
         for bar in bars:
             bar.close()
+    if options.json:
+        json.dump(results.to_json(name, outputs), out, indent=2)
+        out.write("\n")
+    else:
+        _text(outputs, options, name, out)
+    if options.explain is not None and options.explainer is not None:
+        out.write("\n" + _explain(outputs[0], options.explain, options.explainer))
+    out.flush()
     if options.plot is not None:
         try:
             plot.plot(outputs, options.plot, title=name)
         except OSError as error:
             print(f"gangsched simulate: cannot write {options.plot}: "
                   f"{error.strerror or error}", file=err)
-            return EXIT_USAGE
-        print(f"wrote {options.plot}", file=err)
-    if options.json:
-        json.dump(results.to_json(name, outputs), out, indent=2)
-        out.write("\n")
-    else:
-        _text(outputs, options, out)
+            if not options.plot_by_default:
+                return EXIT_USAGE
+        else:
+            note = " (--no-plot to skip it)" if options.plot_by_default else ""
+            print(f"wrote {options.plot}{note}", file=err)
     main = results.summarise(outputs[0])
     if options.fail_on_timeout and main.bad:
         print(f"gangsched simulate: {main.bad} of {main.jobs} jobs did not complete under "
@@ -124,14 +147,25 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _text(outputs: list[RunOutput], options: Options, out: TextIO) -> None:
-    sections: list[str] = []
+def _text(outputs: list[RunOutput], options: Options, name: str, out: TextIO) -> None:
+    """The verdict first, then the comparison and summaries; then, per run, what
+    happened (or with ``--timeline`` every entry) and the jobs."""
+    sections = [report.verdict(outputs, name)]
+    if len(outputs) > 1:
+        sections.append(report.comparison(outputs))
+    sections += [report.summary(output) for output in outputs]
     for output in outputs:
         if options.timeline != 0:
             sections.append(report.timeline(output, options.timeline))
+        else:
+            sections.append(report.happened(output))
         if options.jobs != 0:
             sections.append(report.jobs(output, options.jobs))
-        sections.append(report.summary(output))
-    if len(outputs) > 1:
-        sections.append(report.comparison(outputs))
     out.write("\n\n".join(sections) + "\n")
+
+
+def _explain(output: RunOutput, job: str, explainer: Callable[..., str]) -> str:
+    obj, events, pods = explained.objects(output, job)
+    head = (f"Explain {job} ({output.scheduler}, as the run left it at "
+            f"{report.duration(output.end)}; times are seconds since the start)\n")
+    return head + explainer(obj, events, pods)

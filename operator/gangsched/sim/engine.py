@@ -74,6 +74,8 @@ class RunOutput:
     wall_seconds: float
     until_reached: bool
     counters: dict[str, int]
+    backend: Backend | None = None
+    """The scheduler and its cluster as the run left them (for ``--explain``)."""
 
 
 def simulate(workload: Workload, make_backend: BackendFactory, *,
@@ -105,6 +107,8 @@ class Engine:
         self.nodes = {node.name: node for node in workload.nodes}
         self.down: set[str] = set()
         self.ended = 0
+        self._in_cycle = False
+        self._removed: list[tuple[PodRun, str]] = []
         self.last = 0.0
         """The last instant at which some job had not ended: the run's end."""
 
@@ -157,12 +161,17 @@ class Engine:
         return RunOutput(self.backend.name, self.workload, self.jobs, self.timeline,
                          self.usage, end, self.backend.cycles,
                          time.perf_counter() - started, until_reached,
-                         dict(self.backend.counters))
+                         dict(self.backend.counters), self.backend)
 
     def _settle(self, t: float) -> None:
         for _ in range(MAX_CYCLES_PER_INSTANT):
             self.dirty = False
-            self.backend.cycle(t)
+            self._in_cycle = True
+            try:
+                self.backend.cycle(t)
+            finally:
+                self._in_cycle = False
+            self._explain_removals()
             verdicts, self.backend.verdicts = self.backend.verdicts, []
             for key, outcome, reason in verdicts:
                 run = self.by_key.get(key)
@@ -205,7 +214,7 @@ class Engine:
             return
         job = run.job
         self._hold(pod, job, "busy" if job.gang_running else "idle")
-        run.status, run.started = PodStatus.RUNNING, self.now
+        run.status, run.started, run.node = PodStatus.RUNNING, self.now, pod.node_name
         job.running[run.gang_key] = job.running.get(run.gang_key, 0) + 1
         if job.first_start is None:
             job.first_start = self.now
@@ -241,8 +250,21 @@ class Engine:
                 record.job.held -= 1
         run = self.pods.get(pod.uid)
         if run is not None and run.status is PodStatus.RUNNING:
-            node = pod.node_name or "?"
-            self._lost(run, f"pod {run.member} was lost with node {node}")
+            if self._in_cycle:  # the scheduler removed it: it says why once the cycle ends
+                self._removed.append((run, pod.node_name or "?"))
+            else:
+                self._lost(run, f"pod {run.member} was lost with node {pod.node_name or '?'}")
+
+    def _explain_removals(self) -> None:
+        """Running pods the scheduler removed in the last cycle: preempted or reclaimed
+        (with by whom and why), else lost with their node."""
+        removed, self._removed = self._removed, []
+        for run, node in removed:
+            cause = self.backend.removal_cause(run.uid)
+            if cause is None:
+                self._lost(run, f"pod {run.member} was lost with node {node}")
+            else:
+                self._lost(run, f"pod {run.member} on {node} was {cause}")
 
     # --- the job model -------------------------------------------------------------------
 
@@ -294,8 +316,10 @@ class Engine:
             queue=job.queue if job.kind is JobKind.PODS else None,
         )
         pod_run = PodRun(run, uid, pod.name, member, template)
+        pod_run.created = self.now
         self.pods[uid] = pod_run
         run.pods[uid] = pod_run
+        run.history.append(pod_run)
         self.backend.add_pod(pod)
 
     def _gang_started(self, run: JobRun) -> None:
@@ -323,7 +347,7 @@ class Engine:
         if run.token != token or run.status is not PodStatus.RUNNING:
             return
         job = run.job
-        run.status = PodStatus.SUCCEEDED
+        run.status, run.ended = PodStatus.SUCCEEDED, self.now
         job.running[run.gang_key] -= 1
         job.succeeded.add(run.member)
         self.backend.set_phase(run.uid, PodPhase.SUCCEEDED)
@@ -334,7 +358,7 @@ class Engine:
 
     def _lost(self, run: PodRun, why: str) -> None:
         job = run.job
-        run.status = PodStatus.FAILED
+        run.status, run.ended = PodStatus.FAILED, self.now
         run.token += 1
         job.running[run.gang_key] -= 1
         job.pod_failures += 1
@@ -396,7 +420,8 @@ class Engine:
     def _delete(self, pod_run: PodRun) -> None:
         if pod_run.status is PodStatus.RUNNING:
             pod_run.job.running[pod_run.gang_key] -= 1
-        pod_run.status = PodStatus.GONE
+        if pod_run.status in (PodStatus.PENDING, PodStatus.RUNNING):
+            pod_run.status, pod_run.ended = PodStatus.GONE, self.now
         pod_run.token += 1
         if self.backend.has_pod(pod_run.uid):
             self.backend.delete_pod(pod_run.uid)

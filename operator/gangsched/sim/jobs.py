@@ -62,8 +62,8 @@ class Segment:
 class PodRun:
     """One real pod of a job's attempt."""
 
-    __slots__ = ("gang_key", "job", "member", "name", "started", "status", "template",
-                 "token", "uid")
+    __slots__ = ("attempt", "created", "ended", "gang_key", "job", "member", "name", "node",
+                 "started", "status", "template", "token", "uid")
 
     def __init__(self, job: JobRun, uid: PodUID, name: str, member: str,
                  template: PodTemplate) -> None:
@@ -77,6 +77,12 @@ class PodRun:
         self.gang_key = template.task_group if job.job.gang.keys() != {None} else None
         self.status = PodStatus.PENDING
         self.started: float | None = None
+        self.attempt = job.attempt
+        self.created = 0.0
+        self.node: str | None = None
+        """The node it ran on (the last one, for a pod bound twice)."""
+        self.ended: float | None = None
+        """When it finished, failed, was lost or deleted (None while it lives)."""
         self.token = 0
         """Bumped whenever a scheduled finish becomes stale."""
 
@@ -93,6 +99,8 @@ class JobRun:
     finished_at: float | None = None
     pods: dict[PodUID, PodRun] = field(default_factory=dict)
     """Pods of the current attempt, by uid."""
+    history: list[PodRun] = field(default_factory=list)
+    """Every real pod of every attempt, in creation order (for ``--json``)."""
     running: dict[str | None, int] = field(default_factory=dict)
     """Running pods of the current attempt by gang key."""
     succeeded: set[str] = field(default_factory=set)

@@ -148,6 +148,9 @@ class NaiveBackend:
     def has_pod(self, uid: PodUID) -> bool:
         return uid in self.pods
 
+    def removal_cause(self, uid: PodUID) -> str | None:
+        return None  # it never removes a running pod
+
     def state_of(self, key: str) -> str:
         return ""
 

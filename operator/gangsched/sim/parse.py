@@ -44,6 +44,11 @@ NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "l
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
          "stateAwareTimeoutSeconds", "weight", "reclaimable")
 EVENT = ("at", "nodeDown", "nodeUp", "podFails")
+MAX_NODES = 5000
+"""The most nodes a workload may have: Kubernetes' own documented limit for one cluster
+(https://kubernetes.io/docs/setup/best-practices/cluster-large/). The core's placement
+and diagnosis are O(nodes) per pod tried, so a typo (``count: 100000``) would otherwise
+run for hours before saying anything."""
 
 
 def natural(name: str) -> tuple[tuple[int, int | str], ...]:
@@ -91,8 +96,11 @@ class _Builder:
         events = self.events(top, {n.name for n in nodes}, seen)
         r.raise_if_failed()
         jobs.sort(key=lambda j: (j.submit_at, natural(j.name)))
+        warnings = sorted(r.warnings, key=lambda e: (e.mark.line, e.mark.column)
+                          if e.mark is not None else (0, 0))
         return Workload(self.doc.file, tuple(nodes), tuple(jobs), tuple(queues),
-                        tuple(sorted(events, key=lambda e: e.at)), settings)
+                        tuple(sorted(events, key=lambda e: e.at)), settings,
+                        tuple(str(w) for w in warnings))
 
     # --- settings, nodes, queues ----------------------------------------------------------
 
@@ -200,6 +208,11 @@ class _Builder:
             taints = r.k8s(obj, path, "taints", k8s_constraints.taints_from_k8s, no_taints)
             if not base:
                 continue
+            if len(nodes) + count > MAX_NODES:
+                r.fail((*path, "count") if has_pool else path,
+                       f"the workload would have {len(nodes) + count:,} nodes, more than "
+                       f"{MAX_NODES:,} (the largest cluster Kubernetes supports)")
+                continue
             for i in range(count):
                 name = f"{base}-{i}" if has_pool else base
                 if name in names:
@@ -214,6 +227,8 @@ class _Builder:
         r = self.r
         queues: list[QueueSpec] = []
         paths: dict[str, Path] = {}
+        where: list[Path] = []
+        """The path of each queue in ``queues``: errors name the entry they are about."""
         for path, item in r.items(top, (), "queues"):
             obj = r.mapping(item, path, QUEUE, required=("name",))
             if obj is None:
@@ -221,7 +236,8 @@ class _Builder:
             name = r.string(obj, path, "name", pattern=NAME, what=NAME_WHAT)
             if name in paths:
                 r.fail((*path, "name"), f'queue "{name}" is defined twice')
-            paths[name] = path
+            paths.setdefault(name, path)
+            where.append(path)
             queues.append(QueueSpec(
                 name=name,
                 parent=r.string(obj, path, "parent") or None,
@@ -234,10 +250,9 @@ class _Builder:
                 weight=r.integer(obj, path, "weight", 1, minimum=1),
                 reclaimable=self.flag(obj, path, "reclaimable", True),
             ))
-        for queue in queues:
+        for path, queue in zip(where, queues, strict=True):
             if queue.parent is not None and queue.parent not in paths:
-                r.fail((*paths[queue.name], "parent"),
-                       f'no queue named "{queue.parent}" is defined')
+                r.fail((*path, "parent"), f'no queue named "{queue.parent}" is defined')
         return queues
 
     def flag(self, obj: Mapping[str, object], path: Path, key: str, default: bool) -> bool:

@@ -147,6 +147,13 @@ class JobReader:
             gang = {g.name: min(g.min_member, sum(t.count for t in templates
                                                   if t.task_group == g.name))
                     for g in groups}
+            for index, g in enumerate(groups):
+                if templates and gang[g.name] < g.min_member:
+                    r.warn((*path, "taskGroups", index, "minMember"),
+                           f"task group {g.name} has minMember {g.min_member} but only "
+                           f"{gang[g.name]} pods: {g.min_member - gang[g.name]} of its "
+                           "placeholders are never taken (they hold their room until the "
+                           "application completes)")
         jobs = []
         for name, submit in common.replicas:
             app = AppSpec(AppKey(f"{common.namespace}/{name}"), uid=f"{name}-uid",

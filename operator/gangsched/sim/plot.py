@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gangsched.sim.engine import RunOutput
+from gangsched.sim.results import thin
 from gangsched.sim.usage import Sample
 
 COLOURS = {"queued": "#d0d0d0", "holding": "#f28e2b", "running": "#59a14f"}
@@ -22,18 +23,21 @@ USAGE_COLOURS = {"busy": "#59a14f", "idle": "#e15759", "placeholder": "#f28e2b"}
 USAGE_LABELS = {"busy": "busy", "idle": "pods waiting for their gang",
                 "placeholder": "placeholders"}
 MAX_LABELLED_ROWS = 40
-MAX_SAMPLES = 20_000
+FORMATS = {".svg": "svg", ".pdf": "pdf", ".png": "png"}
+"""The file's suffix picks the format; any other suffix gets a PNG."""
 
 
-def _thin(samples: Sequence[Sample]) -> Sequence[Sample]:
-    if len(samples) <= MAX_SAMPLES:
-        return samples
-    step = len(samples) // MAX_SAMPLES + 1
-    return [*samples[::step], samples[-1]]
+def image_format(path: str) -> str:
+    """``svg``, ``pdf`` or ``png``, by the suffix of ``path`` (case-insensitive)."""
+    for suffix, name in FORMATS.items():
+        if path.lower().endswith(suffix):
+            return name
+    return "png"
 
 
 def plot(outputs: Sequence[RunOutput], path: str, *, title: str = "") -> None:
-    """Draw every run and write a PNG to ``path`` (OSError if it cannot be written)."""
+    """Draw every run and write it to ``path``: SVG or PDF by its suffix, else PNG
+    (OSError if it cannot be written)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
@@ -74,12 +78,12 @@ def plot(outputs: Sequence[RunOutput], path: str, *, title: str = "") -> None:
                                label="failed / timed out")],
                      loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=7, ncols=4,
                      frameon=False, borderaxespad=0.2)
-        _usage(usage, _thin(out.usage.samples), end)
+        _usage(usage, thin(out.usage.samples), end)
     axes[-1][0].set_xlabel("simulated time (s)")
     axes[-1][0].set_xlim(0, end * 1.01)
     if title:
         figure.suptitle(title, fontsize=11)
-    figure.savefig(path, format="png", dpi=110)
+    figure.savefig(path, format=image_format(path), dpi=110)
 
 
 def _usage(ax: object, samples: Sequence[Sample], end: float) -> None:

@@ -1,15 +1,20 @@
-"""Human-readable output of a simulation: the timeline, a job table, summaries, a comparison.
+"""Human-readable output of a simulation: the verdict, a comparison, summaries, what
+happened (the timeline digested), a job table, and the full timeline.
 
-Everything returns text; the CLI decides where it goes. Long timelines and job tables are
-cut to a limit (``None`` shows everything), saying how much was left out.
+Everything returns text; the CLI decides where it goes, verdict first. Long timelines and
+job tables are cut to a limit (``None`` shows everything), saying how much was left out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gangsched.sim import digest
 from gangsched.sim.engine import KIND_NAMES, RunOutput
 from gangsched.sim.results import Stats, Summary, makespan, summarise, wait
+
+DIGEST_LINES = 40
+"""Lines of "What happened" per run; ``--timeline`` prints every entry."""
 
 
 def duration(seconds: float | None) -> str:
@@ -41,6 +46,43 @@ def timeline(out: RunOutput, limit: int | None) -> str:
     if len(shown) < len(entries):
         lines.append(f"{'':>9}  ... {len(entries) - len(shown)} more entries "
                      "(--timeline all shows them; --json has them all)")
+    return "\n".join(lines)
+
+
+def verdict(outs: Sequence[RunOutput], name: str) -> str:
+    """The answer first: the workload in one line, then one line per run."""
+    workload = outs[0].workload
+    cpu = sum(node.allocatable.get("cpu") for node in workload.nodes) / 1000
+    schedulers = " and ".join(out.scheduler for out in outs)
+    lines = [f"{name}: {len(workload.jobs)} jobs, {workload.pod_count} pods on "
+             f"{len(workload.nodes)} nodes ({cpu:g} cpu), under {schedulers}"]
+    width = max(len(out.scheduler) for out in outs)
+    for out in outs:
+        s = summarise(out)
+        others = ", ".join(f"{n} {outcome}" for outcome, n in s.outcomes.items()
+                           if outcome != "completed")
+        text = f"{s.completed}/{s.jobs} jobs completed" + (f" ({others})" if others else "")
+        if s.makespan is not None:
+            text += f" in {duration(s.makespan)}"
+        else:
+            text += f"; the run ended at {duration(s.end)}"
+        if s.wait.count:
+            text += f"; wait to full gang p50 {duration(s.wait.p50)}"
+        if s.job_timeouts:
+            text += f"; {s.job_timeouts} driver timeouts"
+        lines.append(f"  {out.scheduler:<{width}}  {text}")
+    return "\n".join(lines)
+
+
+def happened(out: RunOutput, limit: int | None = DIGEST_LINES) -> str:
+    """The timeline digested: entries of one instant that say the same, said once."""
+    grouped = digest.group(out.timeline.entries)
+    shown = grouped if limit is None else grouped[:limit]
+    lines = [f"What happened ({out.scheduler}; --timeline shows every entry)"]
+    lines += [f"{g.t:>9.1f}  {g.source:<9} {g.subject}: {g.text}" for g in shown]
+    if len(shown) < len(grouped):
+        lines.append(f"{'':>9}  ... {len(grouped) - len(shown)} more lines "
+                     "(--timeline shows every entry)")
     return "\n".join(lines)
 
 
@@ -82,7 +124,7 @@ def summary(out: RunOutput, s: Summary | None = None) -> str:
     rows = [
         ("jobs", f"{s.jobs}: {outcomes}"),
         ("driver timeouts", f"{s.job_timeouts} ({s.retries} retries, "
-                            f"{s.pod_failures} pods failed or lost)"),
+                            f"{s.pod_failures} pods failed, lost or evicted)"),
         ("scheduler", counters),
         ("wait to full gang", _stats(s.wait)),
         ("job makespan", _stats(s.job_makespan)),
@@ -103,7 +145,16 @@ def summary(out: RunOutput, s: Summary | None = None) -> str:
 
 
 def comparison(outs: Sequence[RunOutput]) -> str:
+    """Runs side by side. CPU figures cover the same horizon for every run (the latest
+    end): a run that ended earlier counts what it still held from its end on."""
     summaries = [summarise(out) for out in outs]
+    horizon = max(out.end for out in outs)
+    held = [out.usage.until(horizon) for out in outs]
+
+    def share(index: int, *names: str) -> str:
+        cpu, capacity = held[index]
+        return percent(sum(cpu[name] for name in names) / (capacity or 1.0))
+
     rows: list[tuple[str, list[str]]] = [
         ("jobs completed", [f"{s.completed}/{s.jobs}" for s in summaries]),
         ("jobs failed, timed out or stalled", [str(s.bad) for s in summaries]),
@@ -111,19 +162,18 @@ def comparison(outs: Sequence[RunOutput]) -> str:
         ("wait to full gang, p50", [duration(s.wait.p50) for s in summaries]),
         ("wait to full gang, p95", [duration(s.wait.p95) for s in summaries]),
         ("run makespan", [duration(s.makespan) for s in summaries]),
-        ("cpu busy", [percent(s.utilisation["cpu.busy"]) for s in summaries]),
-        ("cpu held, doing nothing",
-         [percent(s.utilisation["cpu.idle"] + s.utilisation["cpu.placeholder"])
-          for s in summaries]),
+        ("cpu busy", [share(i, "busy") for i in range(len(outs))]),
+        ("cpu held, doing nothing", [share(i, "idle", "placeholder")
+                                     for i in range(len(outs))]),
         ("idle cpu·s (placeholders + waiting pods)",
-         [f"{s.placeholder_cpu_seconds + s.idle_cpu_seconds:,.0f}" for s in summaries]),
+         [f"{cpu['placeholder'] + cpu['idle']:,.0f}" for cpu, _ in held]),
     ]
     width = max(len(name) for name, _ in rows)
     cols = [max(len(s.scheduler), *(len(values[i]) for _, values in rows))
             for i, s in enumerate(summaries)]
     head = f"  {'':<{width}}  " + "  ".join(f"{s.scheduler:>{c}}"
                                              for s, c in zip(summaries, cols, strict=True))
-    lines = ["Comparison", head]
+    lines = [f"Comparison (cpu over the same {duration(horizon)} for every run)", head]
     for name, values in rows:
         lines.append(f"  {name:<{width}}  "
                      + "  ".join(f"{v:>{c}}" for v, c in zip(values, cols, strict=True)))

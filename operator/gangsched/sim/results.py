@@ -13,7 +13,9 @@ Definitions (all times in simulated seconds):
   did not run yet.
 
 ``to_json`` gives the ``--json`` document, schema ``gangsched.sim/v1``: ``runs`` is a list
-with one entry per scheduler, each holding ``summary``, ``jobs`` and ``timeline``.
+with one entry per scheduler, each holding ``summary``, ``jobs`` (each with its ``pods``:
+node, created/started/ended times and final status, over every attempt), ``usage`` (the
+CPU curve the plot draws) and ``timeline``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ from dataclasses import dataclass
 
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.jobs import JobRun, Outcome
+from gangsched.sim.usage import CATEGORIES, Sample
+
+MAX_SAMPLES = 20_000
+"""Points of the usage curve kept for the plot and ``--json``."""
 
 SCHEMA = "gangsched.sim/v1"
 
@@ -178,7 +184,32 @@ def job_json(run: JobRun) -> dict[str, object]:
         "schedulerState": run.core_state or None,
         "phases": [{"start": _round(s.start), "end": _round(s.end), "phase": s.phase}
                    for s in run.segments],
+        "pods": [{"name": p.name, "member": p.member, "attempt": p.attempt,
+                  "node": p.node, "createdAt": _round(p.created),
+                  "startedAt": _round(p.started), "endedAt": _round(p.ended),
+                  "status": p.status.value} for p in run.history],
     }
+
+
+def usage_json(out: RunOutput) -> dict[str, object]:
+    """The CPU curve the plot draws: cores in use per category and the capacity of the
+    nodes that are up, as a step function (each value holds until the next ``t``)."""
+    samples = thin(out.usage.samples)
+    return {
+        "resource": "cpu",
+        "unit": "cores",
+        "categories": list(CATEGORIES),
+        "series": [{"t": _round(x.t), "capacity": _round(x.capacity_cpu),
+                    **{name: _round(x.cpu[name]) for name in CATEGORIES}} for x in samples],
+    }
+
+
+def thin(samples: Sequence[Sample]) -> Sequence[Sample]:
+    """At most MAX_SAMPLES samples, evenly picked, the last one kept."""
+    if len(samples) <= MAX_SAMPLES:
+        return samples
+    step = len(samples) // MAX_SAMPLES + 1
+    return [*samples[::step], samples[-1]]
 
 
 def run_json(out: RunOutput, *, timeline: bool = True) -> dict[str, object]:
@@ -187,6 +218,7 @@ def run_json(out: RunOutput, *, timeline: bool = True) -> dict[str, object]:
         "summary": summarise(out).to_json(),
         "jobs": [job_json(run) for run in out.jobs],
     }
+    result["usage"] = usage_json(out)
     if timeline:
         result["timeline"] = [{"t": _round(e.t), "subject": e.subject, "source": e.source,
                                "text": e.text} for e in out.timeline.entries]

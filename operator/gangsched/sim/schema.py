@@ -23,6 +23,7 @@ from gangsched.sim.source import Document, Path, SourceError, WorkloadError
 T = TypeVar("T")
 
 _FIELD_TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+_BYTE_SUFFIX = re.compile(r"[0-9.](Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)$")
 
 
 def field_path(base: Path, field: str) -> Path:
@@ -59,9 +60,14 @@ class Reader:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
         self.errors: list[SourceError] = []
+        self.warnings: list[SourceError] = []
+        """Values that are valid but almost certainly not what was meant."""
 
     def fail(self, path: Path, message: str, *, key: bool = False) -> None:
         self.errors.append(self.doc.error(path, message, key=key))
+
+    def warn(self, path: Path, message: str) -> None:
+        self.warnings.append(self.doc.error(path, f"warning: {message}"))
 
     def raise_if_failed(self) -> None:
         if self.errors:
@@ -204,11 +210,29 @@ class Reader:
                                     f"{_kind(value)}")
             return {}
         try:
-            Resources.from_k8s({resource: value})
+            amount = Resources.from_k8s({resource: value}).get(resource)
         except QuantityError as error:
             self.fail((*path, key), error.reason)
             return {}
+        self._absurd((*path, key), resource, value, amount)
         return {resource: value}
+
+    def _absurd(self, path: Path, resource: str, value: str | int | float,
+                amount: int) -> None:
+        """Warn about a valid quantity that cannot be what was meant: cpu with a byte
+        suffix (``cpu: 1.5Gi``, 1.6 billion cores), memory under a mebibyte (``memory:
+        0.5`` is half a byte: a bare number is bytes)."""
+        text = str(value).strip()
+        if resource == "cpu" and _BYTE_SUFFIX.search(text):
+            self.warn(path, f"cpu: {text} is {amount / 1000:,.0f} cores; cpu is counted in "
+                            "cores (2, 500m): did you mean memory?")
+        elif resource == "memory" and 0 < amount < 2**20:
+            try:
+                hint = f"; did you mean {text}{'Gi' if float(text) < 64 else 'Mi'}?"
+            except ValueError:  # a unit was given: a small amount on purpose, or a slip
+                hint = ""
+            self.warn(path, f"memory: {text} is {amount:,} bytes, under 1Mi (a number "
+                            f"without a unit is bytes){hint}")
 
     def resources(self, obj: Mapping[str, object], path: Path, key: str) -> Resources:
         """A resource list such as ``{cpu: 2, memory: 4Gi}`` (ZERO when absent or wrong)."""

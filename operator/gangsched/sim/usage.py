@@ -84,6 +84,17 @@ class Usage:
         else:
             self.samples.append(sample)
 
+    def until(self, horizon: float) -> tuple[dict[str, float], float]:
+        """Core-seconds per category, and of capacity, from 0 to ``horizon``: what was
+        integrated, plus the usage as it stands held from ``now`` on. Two runs that ended
+        at different times compare fairly over the later end: a run that stopped with
+        pods holding capacity (a deadlock) keeps holding it. A ``horizon`` before ``now``
+        gives what was integrated."""
+        dt = max(0.0, horizon - self.now)
+        cpu = {name: self.cpu_seconds[name] + self.cpu[name] / 1000 * dt
+               for name in CATEGORIES}
+        return cpu, self.capacity_cpu_seconds + self.capacity_cpu / 1000 * dt
+
     def fractions(self) -> dict[str, float]:
         """Time-averaged share of capacity per category, for cpu and memory."""
         cpu_cap = self.capacity_cpu_seconds or 1.0

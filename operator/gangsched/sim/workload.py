@@ -156,6 +156,9 @@ class Workload:
     queues: tuple[QueueSpec, ...] = ()
     events: tuple[Event, ...] = ()
     settings: Settings = Settings()
+    warnings: tuple[str, ...] = ()
+    """Valid values that are almost certainly not what was meant, as ``file:line:col:
+    path: warning: ...``; the workload runs anyway."""
 
     @property
     def pod_count(self) -> int:
