@@ -87,30 +87,30 @@ SCENARIOS = [
                   "queue max: cpu=4"]), id="quota-hold"),
     pytest.param(Scenario(
         # The cluster (3 x 4 cpu) has room for the gang as a whole, so it is enqueued, but
-        # no node has room for its 6-cpu member.
+        # no node could ever hold its 6-cpu member: said at once, with the numbers.
         objects=[application("big", [group("driver", 1), group("w", 1, cpu="6")])],
         argv=["explain", "default/big"], plural="applications", name="big", group="w",
-        reason="Capacity",
-        expected=["blocked by Capacity (no node has room for it):",
-                  "0/3 nodes are available: 3 Insufficient cpu. The closest node is short of "
-                  "cpu=2.",
-                  "nodes: 3 Insufficient cpu",
-                  "closest node is short of: cpu=2",
-                  "placeholders: 0 allocated, 1 pending, 0 replaced, 0 released (created 1)"]),
-        id="capacity"),
+        reason="Unsatisfiable",
+        expected=["blocked by Unsatisfiable (it can never fit the nodes as they are; it waits "
+                  "for nodes to be added):",
+                  "task group w needs cpu=6, memory=1Gi, pods=1 per member; the largest of the "
+                  "3 nodes its constraints allow has cpu=4, memory=16Gi, pods=110",
+                  "each member needs: cpu=6, memory=1Gi, pods=1",
+                  "largest node allowed: cpu=4, memory=16Gi, pods=110",
+                  "nodes allowed: 3"],
+        events=[]), id="member-larger-than-every-node"),
     pytest.param(Scenario(
         objects=[application("huge", [group("w", 4, cpu="4")])],
         argv=["explain", "huge"], plural="applications", name="huge", group="w",
-        reason="Capacity",
+        reason="Unsatisfiable",
         expected=["gang:    0/4 placeholders allocated",
-                  "blocked by Capacity (no node has room for it):",
-                  "the cluster has cpu=12, memory=48Gi, pods=330 left for new gangs "
-                  "(allocatable - used - none still needed by enqueued gangs); the gang needs "
-                  "cpu=16, memory=4Gi, pods=4, short of cpu=4",
+                  "blocked by Unsatisfiable",
+                  "task group w needs 4 x cpu=4, memory=1Gi, pods=1 = cpu=16, memory=4Gi, "
+                  "pods=4; the 3 nodes its constraints allow have cpu=12, memory=48Gi, "
+                  "pods=330 together: it cannot run until nodes are added",
                   "needed: cpu=16, memory=4Gi, pods=4",
-                  "left for new gangs: cpu=12, memory=48Gi, pods=330",
-                  "placeholders: 0 allocated, 0 pending, 0 replaced, 0 released (created 0)"]),
-        id="not-enqueued"),
+                  "placeholders: 0 allocated, 0 pending, 0 replaced, 0 released (created 0)"],
+        events=[]), id="more-than-the-whole-cluster"),
     pytest.param(Scenario(
         objects=[application("picky", [{**group("w", 2), "nodeSelector": {"disk": "ssd"}}])],
         extra_nodes=[node("ssd-0", labels={"disk": "ssd"},
@@ -128,13 +128,14 @@ SCENARIOS = [
                  pod("mpi-0", cpu="8", labels={"gangsched.io/pod-group": "mpi"}),
                  pod("mpi-1", cpu="8", labels={"gangsched.io/pod-group": "mpi"})],
         argv=["explain", "mpi", "--kind", "podgroup"], plural="podgroups", name="mpi",
-        group=None, reason="Capacity",
+        group=None, reason="Unsatisfiable",
         expected=["PodGroup default/mpi", "phase:   Inqueue  (min 2, mode Strict, queue default)",
-                  "blocked by Capacity (no node has room for it):",
-                  "nodes: 3 Insufficient cpu",
+                  "blocked by Unsatisfiable",
+                  "PodGroup default/mpi needs cpu=8, memory=1Gi, pods=1 per member; the "
+                  "largest of the 3 nodes its constraints allow has cpu=4",
                   "pods:    2, 0 bound, 2 waiting",
                   "2 pods: WaitingForGang: gang members placed: default/mpi 0/2"],
-        events=[]), id="podgroup-capacity"),
+        events=["Unsatisfiable"]), id="podgroup-member-larger-than-every-node"),
 ]
 
 
@@ -212,3 +213,33 @@ async def test_explain_of_a_missing_object_exits_1(
     code = await asyncio.to_thread(cli.main, ["explain", "ghost", "--kind", "podgroup"])
     assert code == 1
     assert "PodGroup default/ghost not found" in capsys.readouterr().err
+
+
+async def test_explain_without_a_cluster_is_one_line_and_exit_2(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
+    code = await asyncio.to_thread(cli.main, ["explain", "spark"])
+    out, err = capsys.readouterr()
+    assert code == 2 and not out
+    assert err.splitlines() == ["gangsched explain: no cluster configured (Configuration file "
+                                "~/.kube/config not found); set KUBECONFIG or run it in a pod"]
+
+
+async def test_explain_with_an_unreachable_cluster_is_one_line_and_exit_2(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: x}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n")
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    code = await asyncio.to_thread(cli.main, ["explain", "spark"])
+    out, err = capsys.readouterr()
+    assert code == 2 and not out
+    assert err.splitlines() == ["gangsched explain: cannot reach http://127.0.0.1:9: "
+                                "ConnectionError"]

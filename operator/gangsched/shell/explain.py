@@ -55,6 +55,12 @@ DETAILS = {
     "held": "given back",
     "blockedBy": "blocked by",
     "retryAfterSeconds": "backoff (s)",
+    "member": "each member needs",
+    "largestNode": "largest node allowed",
+    "nodesAllowed": "nodes allowed",
+    "nodesAllowedHave": "nodes allowed have",
+    "cluster": "all nodes have",
+    "short": "short of",
     "reason": "reason",
 }
 """Labels of the detail keys the core writes, in the order they are printed; other keys
@@ -70,6 +76,7 @@ HEADLINES = {
     "Deadlock": "it was released to break a deadlock with other gangs",
     "Preempting": "victims are being preempted to make room for it",
     "WaitingForGang": "a member of its gang is missing",
+    "Unsatisfiable": "it can never fit the nodes as they are; it waits for nodes to be added",
 }
 
 
@@ -262,31 +269,71 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def explain(namespace: str, name: str, kind: str = "application") -> int:
-    """Print the explanation; exit code 0, or 1 when the object does not exist.
+EXIT_NOT_FOUND = 1
+EXIT_NO_CLUSTER = 2
 
-    Uses ``$KUBECONFIG`` (else ``~/.kube/config``, else the in-cluster config). Events and
+
+def explain(namespace: str, name: str, kind: str = "application") -> int:
+    """Print the explanation; exit code 0, 1 when the object does not exist, 2 (after one
+    line on stderr, no traceback) when there is no cluster to ask: no configuration, an
+    unreachable server, or an answer that is not the object (403, 500...).
+
+    Uses ``$KUBECONFIG`` (else the in-cluster config, else ``~/.kube/config``). Events and
     pods that cannot be listed are left out, not fatal.
     """
     import pykube
+    import requests
 
     kind_name, plural = KINDS.get(kind.lower(), KINDS["application"])
-    api = pykube.HTTPClient(pykube.KubeConfig.from_env())
-    response = api.get(url=f"{plural}/{name}", version=labels.API_VERSION,
-                       namespace=namespace)
+    try:
+        config = pykube.KubeConfig.from_env()
+    except (pykube.exceptions.PyKubeError, OSError, ValueError, KeyError) as error:
+        return _no_cluster(f"no cluster configured ({error}); set KUBECONFIG or run it "
+                           "in a pod")
+    api = pykube.HTTPClient(config)
+    server = getattr(config.cluster, "get", lambda *_: None)("server") or "the cluster"
+    try:
+        response = api.get(url=f"{plural}/{name}", version=labels.API_VERSION,
+                           namespace=namespace)
+    except requests.RequestException as error:
+        return _no_cluster(f"cannot reach {server}: {type(error).__name__}")
     if response.status_code == 404:
         print(f"{kind_name} {namespace}/{name} not found", file=sys.stderr)
-        return 1
-    response.raise_for_status()
+        return EXIT_NOT_FOUND
+    if not response.ok:
+        return _no_cluster(f"{server} answered {response.status_code} "
+                           f"{response.reason or ''} for {kind_name} {namespace}/{name}"
+                           f"{_status_message(response)}")
     obj = response.json()
-    events_response = api.get(
-        url="events", version="events.k8s.io/v1", namespace=namespace,
-        params={"fieldSelector": f"regarding.name={name},regarding.kind={kind_name}"},
-    )
-    events = events_response.json().get("items", []) if events_response.ok else []
     member = labels.LABEL_POD_GROUP if kind_name == "PodGroup" else labels.LABEL_APP
-    pods_response = api.get(url="pods", version="v1", namespace=namespace,
-                            params={"labelSelector": f"{member}={naming.label_value(name)}"})
-    pods = pods_response.json().get("items", []) if pods_response.ok else []
+    events = _items(api, url="events", version="events.k8s.io/v1", namespace=namespace,
+                    params={"fieldSelector": f"regarding.name={name},regarding.kind={kind_name}"})
+    pods = _items(api, url="pods", version="v1", namespace=namespace,
+                  params={"labelSelector": f"{member}={naming.label_value(name)}"})
     sys.stdout.write(format_explanation(obj, events, pods))
     return 0
+
+
+def _no_cluster(message: str) -> int:
+    print(f"gangsched explain: {message}", file=sys.stderr)
+    return EXIT_NO_CLUSTER
+
+
+def _status_message(response: Any) -> str:
+    """``: <message>`` of a Kubernetes Status answer, or nothing."""
+    try:
+        message = response.json().get("message")
+    except ValueError:
+        return ""
+    return f": {message}" if isinstance(message, str) and message else ""
+
+
+def _items(api: Any, **request: Any) -> list[Any]:
+    """The items of a list request; none when it fails in any way (they are extras)."""
+    import requests
+
+    try:
+        response = api.get(**request)
+        return list(response.json().get("items", [])) if response.ok else []
+    except (requests.RequestException, ValueError):
+        return []
