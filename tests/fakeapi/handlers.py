@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from fakeapi import discovery, errors, pods, resources, selectors, watch
+from fakeapi import discovery, errors, pods, resources, selectors, tables, watch
 
 if TYPE_CHECKING:
     from fakeapi.server import FakeApiServer
@@ -178,6 +178,10 @@ async def dispatch(server: FakeApiServer, request: web.BaseRequest) -> web.Strea
         if token:
             list_meta["continue"] = token
             list_meta["remainingItemCount"] = remaining
+        if _as_table(rtype, request):
+            return respond(tables.table(rtype, items, resource_version=rv,
+                                        include=query.get("includeObject", ""),
+                                        now=store.clock(), list_meta=list_meta))
         return respond({"kind": rtype.list_kind, "apiVersion": rtype.api_version,
                         "metadata": list_meta,
                         "items": [present(rtype, o, in_list=True) for o in items]})
@@ -196,7 +200,13 @@ async def dispatch(server: FakeApiServer, request: web.BaseRequest) -> web.Strea
     if route.sub not in ("", "status"):
         raise errors.ApiError(405, f"{method} is not supported on {rtype.plural}/{route.sub}")
     if verb == "get":
-        return respond(present(rtype, store.get(rtype, route.ns, name)))
+        found = present(rtype, store.get(rtype, route.ns, name))
+        if _as_table(rtype, request) and not route.sub:
+            return respond(tables.table(rtype, [found],
+                                        resource_version=found["metadata"]["resourceVersion"],
+                                        include=query.get("includeObject", ""),
+                                        now=store.clock()))
+        return respond(found)
     if verb == "update":
         return respond(present(rtype, store.update(rtype, route.ns, name, await _body(request),
                                                      subresource=route.sub)))
@@ -235,6 +245,9 @@ def _blocking_owners(server: FakeApiServer, request: web.BaseRequest, body: Any)
             continue
         server.authorize(request.headers.get("User-Agent", ""), owner.group,
                          f"{owner.plural}/finalizers", "update")
+def _as_table(rtype: resources.ResourceType, request: web.BaseRequest) -> bool:
+    """A Table is asked for and served: custom resources only (see :mod:`fakeapi.tables`)."""
+    return not rtype.builtin and tables.wants_table(request.headers.get("Accept", ""))
 
 
 async def _watch(server: FakeApiServer, request: web.BaseRequest, route: Route,

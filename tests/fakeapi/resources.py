@@ -36,6 +36,8 @@ class ResourceType:
     """The CRD ``openAPIV3Schema`` for this version; ``None`` for built-ins."""
     selectable_fields: tuple[str, ...] = ()
     """Extra field-selector paths (CRD ``selectableFields``), without the leading dot."""
+    printer_columns: tuple[dict[str, Any], ...] = ()
+    """The version's ``additionalPrinterColumns`` (see :mod:`fakeapi.tables`)."""
 
     @property
     def api_version(self) -> str:
@@ -116,6 +118,7 @@ def types_from_crd(crd: dict[str, Any]) -> list[ResourceType]:
             categories=tuple(names.get("categories") or ()),
             subresources=frozenset(subs), builtin=False, schema=schema,
             selectable_fields=fields,
+            printer_columns=tuple(ver.get("additionalPrinterColumns") or ()),
         ))
     return result
 
