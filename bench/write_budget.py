@@ -27,6 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fakeapi import FakeApiServer  # noqa: E402
+from fakeapi.builders import untaint_ready  # noqa: E402
 from fakeapi.flowcontrol import FlowLimiter  # noqa: E402
 from gangsched.shell.main import operate  # noqa: E402
 from gangsched.shell.runtime import Runtime  # noqa: E402
@@ -51,10 +52,15 @@ async def run_once(args: argparse.Namespace, qps: float, burst: int) -> dict[str
         api.create({"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": "gangsched-system"}})
         for i in range(args.nodes):
-            api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n-{i}"},
-                        "status": {"allocatable": {"cpu": "64", "memory": "256Gi",
-                                                   "pods": "500"},
-                                   "conditions": [{"type": "Ready", "status": "True"}]}})
+            node = api.create({
+                "apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n-{i}"},
+                "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "500"},
+                           "conditions": [{"type": "Ready", "status": "True"}]}})
+            # The API server taints a new node not-ready; the node lifecycle controller
+            # removes the taint once the node is Ready.
+            ready = untaint_ready(node)
+            if ready is not None:
+                api.patch("nodes", None, f"n-{i}", ready)
         api.flow = FlowLimiter(args.server_qps, args.server_burst)
         kubeconfig = api.write_kubeconfig(pathlib.Path(tempfile.mkdtemp()) / "kubeconfig")
         settings = OperatorSettings(identity="bench", namespace="gangsched-system",
@@ -87,6 +93,10 @@ async def run_once(args: argparse.Namespace, qps: float, burst: int) -> dict[str
                 break
             await asyncio.sleep(0.1)
         elapsed = time.perf_counter() - started
+        unbound = [n for n in names if not api.get("pods", "default", n)["spec"].get("nodeName")]
+        if unbound:
+            print(f"  not bound after {args.timeout:g} s: {len(unbound)} of {len(names)}, "
+                  f"e.g. {', '.join(unbound[:5])}")
         stop.set()
         await asyncio.wait_for(task, timeout=30)
         rejected = sum(n for client, n in api.flow.rejected.items() if "gangsched" in client)

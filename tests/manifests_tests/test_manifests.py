@@ -267,3 +267,33 @@ def test_flowschema_sends_the_service_account_to_its_own_priority_level() -> Non
 def test_kustomization_image_override_names_the_deployments_image() -> None:
     [image] = load_one("kustomization.yaml")["images"]
     assert image["name"] == container()["image"].rsplit(":", 1)[0]
+
+
+def _readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index(f"\n### {title}\n")
+    end = text.find("\n#", start + len(title) + 6)
+    return text[start:end if end > 0 else None]
+
+
+def test_readme_builds_the_image_loads_it_and_points_the_kustomization_at_it() -> None:
+    """The manifests name an image nothing publishes for a local cluster: the README
+    builds it from the repository's Dockerfile, loads it into kind and k3s, and overrides
+    the kustomization's ``images:`` entry, under the name the Deployment uses."""
+    section = _readme_section("The image")
+    build = re.search(r"docker build -t (\S+) \.", section)
+    assert build is not None and (ROOT / "Dockerfile").is_file()
+    tag = build.group(1)
+    assert f"kind load docker-image {tag}" in section
+    assert re.search(rf"docker save {re.escape(tag)} \| .*k3s ctr images import -", section)
+    [image] = load_one("kustomization.yaml")["images"]
+    assert f"kustomize edit set image {image['name']}={tag}" in section
+    assert container()["imagePullPolicy"] == "IfNotPresent"  # a loaded image is not pulled
+
+
+def test_readme_says_placeholders_count_against_resourcequota() -> None:
+    section = _readme_section("Running in production")
+    assert "ResourceQuota" in section and "placeholder" in section.lower()
+    from gangsched.shell.settings import OperatorSettings
+    assert f"{OperatorSettings().placeholder_grace} s grace period" in section
+    assert "never force-deleted" in section

@@ -7,6 +7,7 @@ driven by advancing that clock, never by waiting.
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from typing import Any
 
@@ -190,3 +191,39 @@ async def test_leader_stops_at_once_when_another_replica_holds_the_lease(cluster
         assert lease(api)["holderIdentity"] == "intruder"
     finally:
         await one.kill()
+
+
+async def test_binds_in_flight_are_cancelled_the_moment_the_renew_deadline_passes(cluster) -> None:  # type: ignore[no-untyped-def]
+    """A bind the API server holds back is still waiting for its answer when the renew
+    deadline passes (the renewal hangs too): the bind is abandoned right then, before the
+    operator even begins to stop, not when the stop gets round to its workers."""
+    api, kubeconfig = cluster
+    clock = FakeClock()
+    one = await replica(api, kubeconfig, clock, "op-1").start()
+    runtime = one.runtime
+    assert runtime is not None
+    ended: list[tuple[str, bool]] = []
+    original = runtime.client.bind
+
+    async def bind(namespace: str, name: str, uid: str, node: str) -> None:
+        try:
+            await original(namespace, name, uid, node)
+        except asyncio.CancelledError:
+            ended.append((name, one.stop.is_set()))
+            raise
+
+    runtime.client.bind = bind  # type: ignore[method-assign]
+    try:
+        held = api.faults.add(path_regex="/binding", delay=60.0)
+        api.faults.add(path_regex="/leases", delay=60.0)
+        api.create(pod("held"))
+        await wait_for(lambda: held.hits == 1, what="the bind in flight")
+        clock.advance(10.5)  # past the 10 s renew deadline
+        await wait_for(lambda: ended, what="the bind abandoned")
+        assert ended == [("held", False)]  # abandoned before the operator began to stop
+        assert not one.leading
+        await wait_for(lambda: one.task is not None and one.task.done(), what="op-1 stops")
+        assert one.failed is not None and one.failed.startswith("leadership lost")
+    finally:
+        api.faults.clear()
+        await one.crash()

@@ -94,6 +94,19 @@ def reflector(client: KubeClient, consumer: Consumer, **options: Any) -> Reflect
     return Reflector(client, PODS, consumer, name="pods", **options)
 
 
+def delays_of(r: Reflector) -> list[float]:
+    """The backoff delays ``r`` takes from now on, in order."""
+    taken: list[float] = []
+    original = r.backoff.next
+
+    def next_delay() -> float:
+        taken.append(original())
+        return taken[-1]
+
+    r.backoff.next = next_delay  # type: ignore[method-assign]
+    return taken
+
+
 async def test_relist_reports_a_recreated_object_after_its_predecessor(api, client) -> None:  # type: ignore[no-untyped-def]
     """Deleted and re-created under its name while the watch was down (history compacted):
     the relist says DELETED for the old UID first, so a consumer keyed by name keeps the
@@ -151,6 +164,7 @@ async def test_watch_errors_other_than_410_watch_again_without_listing(  # type:
     r = reflector(client, consumer)
     await r.list()
     listed_at = r.resource_version
+    delays = delays_of(r)
     rule = api.faults.add(method="GET", path_regex=POD_WATCH, times=2, **fault)
     api.create(pod("b"))
     async with running(r):
@@ -160,6 +174,9 @@ async def test_watch_errors_other_than_410_watch_again_without_listing(  # type:
     assert len(requests_to(api, PODS, watch=False)) == 1
     failed = requests_to(api, PODS, watch=True)  # the stream that works is still open
     assert [query["resourceVersion"] for query, _ in failed] == [listed_at] * 2
+    # Each failure waited before watching again, longer each time (aiohttp itself sends
+    # a GET again once when a kept-alive connection drops: then one failure reaches us).
+    assert delays[:2] == ([0.01] if fault.get("drop_connection") else [0.01, 0.02])
 
 
 @pytest.mark.parametrize("fault", [
@@ -192,8 +209,9 @@ async def test_an_expired_continue_starts_the_list_over(api, client) -> None:  #
             api.compact()
 
     r = Reflector(client, PODS, compact_once, page=2, backoff_initial=0.01)
+    delays = delays_of(r)
     await r.list()
-    assert r.restarts == 1
+    assert (r.restarts, delays) == (1, [0.01])  # listed again after a backoff
     assert sorted(consumer.by_name) == ["late", "p-0", "p-1", "p-2", "p-3", "p-4"]
     lists = requests_to(api, PODS, watch=False)
     assert [("continue" in query, status) for query, status in lists[:3]] == [

@@ -85,11 +85,14 @@ class LeaderElector:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Acquire, then renew every ``renew_interval`` until ``stop`` or until leadership is
-        lost (it is never taken again by this instance: the operator restarts)."""
+        lost (it is never taken again by this instance: the operator restarts). A renew
+        deadline watchdog that failed fails this task too, so that its supervisor sees it."""
         watchdog = asyncio.create_task(self._watchdog(stop), name="leader-deadline")
         try:
             while not stop.is_set() and not self.lost:
                 await self._try(stop)
+                if watchdog.done():
+                    watchdog.result()  # the deadline is unguarded: fail, to be supervised
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=self.settings.renew_interval)
         finally:

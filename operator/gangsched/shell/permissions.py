@@ -63,6 +63,9 @@ NEEDED: frozenset[Permission] = frozenset([
         "create": "pods-first: the gang a pod defines, owned by that pod"}),
     *_grant(GANGSCHED, ("applications/status", "podgroups/status", "queues/status"), {
         "patch": "state, counters, blocking reasons, conditions and timers"}),
+    # Not podgroups/finalizers: a PodGroup's members are its own pods, assumed and bound
+    # together, never placeholders; and the gangs made pods-first are owned by their pod
+    # without blockOwnerDeletion (so no pods/finalizers either).
     *_grant(GANGSCHED, ("applications/finalizers",), {
         "update": "placeholders are owned by their Application with blockOwnerDeletion, "
                   "which OwnerReferencesPermissionEnforcement authorizes this way"}),
