@@ -3,15 +3,14 @@ diagnosis kept node by node, and the capacity and free room summed over the node
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from builders import make_node, res
 from gangsched.core.cluster import ONE_POD, Cluster, Constraints
 from gangsched.core.constraints import ANY_NODE, Taint, TaintEffect
 from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.resources import Resources
 from gangsched.core.tally import TouchLog
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 NODES = [f"n{i}" for i in range(6)]
 SHAPES = [res(1) + ONE_POD, res(2, "4Gi") + ONE_POD, res(3) + ONE_POD]

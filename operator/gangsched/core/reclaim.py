@@ -218,13 +218,7 @@ def _copies(s: Session, request: Resources, constraints: Constraints) -> int:
 
 def _free(s: Session) -> Resources:
     """The free room of ready, schedulable nodes (overcommitted ones count as 0)."""
-    sums: dict[str, int] = {}
-    for state in s.cluster.nodes.values():
-        if state.node.ready and not state.node.unschedulable:
-            for name, amount in state.free.items():
-                if amount > 0:
-                    sums[name] = sums.get(name, 0) + amount
-    return Resources(sums)
+    return s.cluster.free_room()
 
 
 def _short_of(free: Resources, need: Resources) -> frozenset[str]:
