@@ -37,6 +37,15 @@ def _both(cluster: Cluster, request: Resources, owner: str | None) -> tuple[obje
             cluster._diagnose(info, blocked))
 
 
+def _copies(cluster: Cluster, request: Resources) -> int:
+    """Pods of ``request`` the schedulable nodes have room for, counted node by node."""
+    total = 0
+    for state in cluster.candidates(ANY):
+        total += min(max(state.free.get(name) // amount, 0)
+                     for name, amount in request.items())
+    return total
+
+
 def _counted(cluster: Cluster, owner: str | None) -> tuple[Resources, Resources]:
     """Allocatable and free room over ready, schedulable nodes, counted node by node."""
     blocked = cluster._blocked(owner) or frozenset()
@@ -77,16 +86,19 @@ def test_a_tally_follows_every_change_exactly(steps: list[tuple[str, str, int, i
             for owner in (None, "gang"):
                 kept, full = _both(cluster, request, owner)
                 assert kept == full
+            assert cluster.room_for(request, ANY) == _copies(cluster, request)
         for owner in (None, "gang"):
             assert cluster.free_capacity(owner) == _counted(cluster, owner)
         assert cluster.capacity() == _counted(cluster, None)[0]
 
 
-def test_a_long_log_is_trimmed_and_tallies_start_again() -> None:
+def test_a_long_log_is_forgotten_and_what_was_kept_starts_again() -> None:
     log = TouchLog()
-    for _ in range(4 * 3 + 65):
-        log.touch("n0")
     log.trim(3)
+    for _ in range(4 * 3 + 64):
+        log.touch("n0")
+    assert (len(log.names), log.generation) == (4 * 3 + 64, 0)
+    log.touch("n0")
     assert (log.names, log.generation) == ([], 1)
 
 

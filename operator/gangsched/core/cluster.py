@@ -54,7 +54,7 @@ from gangsched.core.plugins import balancedallocation, noderesources
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.podindex import PlacedPod, PodIndex
 from gangsched.core.resources import PODS, Resources
-from gangsched.core.tally import Judge, Tally, TouchLog
+from gangsched.core.tally import Judge, Room, Tally, TouchLog
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
@@ -105,6 +105,8 @@ class Cluster:
         self._touches = TouchLog()
         """Nodes whose usage or ports changed, for the tallies."""
         self._sums: _Sums | None = None
+        self._rooms: dict[tuple[Resources, Constraints], Room] = {}
+        """Per pod shape, how many copies the nodes have room for (see :meth:`room_for`)."""
         """Allocatable and free room of ready, schedulable nodes, kept as usage changes."""
         self._node_epoch = 0
         self._orphan_usage: dict[str, dict[str, Resources]] = {}
@@ -161,8 +163,10 @@ class Cluster:
         self._nodes_changed()
 
     def _nodes_changed(self) -> None:
+        self._touches.trim(len(self.nodes))
         self._sorted = None
         self._tallies.clear()
+        self._rooms.clear()
         self._sums = None
         self._static.clear()
         self._cursor.clear()
@@ -306,6 +310,24 @@ class Cluster:
         """Free room summed over ready, schedulable nodes, reserved ones included
         (overcommitted nodes count as 0 free). Kept, not recounted."""
         return self._current_sums().free()
+
+    def room_for(self, request: Resources, constraints: Constraints) -> int:
+        """How many pods of ``request`` the nodes passing the static filters for
+        ``constraints`` have free room for, each node counted on its own (no filters but
+        capacity). Kept per shape as usage changes: O(nodes touched) per question."""
+        asked = [(name, amount) for name, amount in request.items() if amount > 0]
+        nodes = self.candidates(constraints)
+        if not asked:
+            return len(nodes) * len(nodes) + 1  # asks for nothing: never short
+        key = (request, constraints)
+        room = self._rooms.get(key)
+        if room is not None and room.current(self._node_epoch, self._touches):
+            room.update(self._touches, self.nodes.get, asked)
+        else:
+            if len(self._rooms) >= MAX_TALLIES:
+                del self._rooms[next(iter(self._rooms))]  # the oldest
+            room = self._rooms[key] = Room.full(self._node_epoch, self._touches, nodes, asked)
+        return room.total
 
     def _current_sums(self) -> _Sums:
         if self._sums is None:
@@ -547,7 +569,6 @@ class Cluster:
             self._tallies.pop(key, None)
             return _rejected(len(self.nodes), judge)
         epoch = (self._node_epoch, len(self.namespace_labels))
-        self._touches.trim(len(self.nodes))
         tally = self._tallies.get(key)
         if tally is not None and tally.current(epoch, self._touches):
             tally.update(self._touches, self.nodes.get, judge)

@@ -197,23 +197,7 @@ def _too_many(s: Session, known: dict[tuple[Resources, Constraints], int],
 
 def _copies(s: Session, request: Resources, constraints: Constraints) -> int:
     """How many pods of ``request`` the nodes passing ``constraints`` have free room for."""
-    asked = [(name, amount) for name, amount in request.items() if amount > 0]
-    nodes = s.cluster.candidates(constraints)
-    if not asked:
-        return len(nodes) * len(nodes) + 1  # asks for nothing: never short
-    total = 0
-    for state in nodes:
-        free = state.free
-        fewest = -1
-        for name, amount in asked:
-            copies = free.get(name) // amount
-            if fewest < 0 or copies < fewest:
-                fewest = copies
-            if fewest <= 0:
-                break  # no room for one here (the usual case in a full cluster)
-        if fewest > 0:
-            total += fewest
-    return total
+    return s.cluster.room_for(request, constraints)
 
 
 def _free(s: Session) -> Resources:

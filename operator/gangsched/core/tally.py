@@ -42,15 +42,18 @@ class TouchLog:
     def __init__(self) -> None:
         self.names: list[str] = []
         self.generation = 0
+        self.limit = 64
+        """Past this length the log is forgotten: a full pass costs less than reading it."""
 
     def touch(self, name: str) -> None:
         self.names.append(name)
-
-    def trim(self, nodes: int) -> None:
-        """Forget the log once it is much longer than a full pass would cost."""
-        if len(self.names) > 4 * nodes + 64:
+        if len(self.names) > self.limit:
             self.names.clear()
             self.generation += 1
+
+    def trim(self, nodes: int) -> None:
+        """Set the length past which the log is forgotten, for ``nodes`` nodes."""
+        self.limit = 4 * nodes + 64
 
 
 @dataclass(slots=True)
@@ -129,3 +132,50 @@ def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
             counts[key] = value
         else:
             del counts[key]
+
+
+def copies(free: Resources, asked: list[tuple[str, int]]) -> int:
+    """How many pods asking ``asked`` (positive amounts) fit in ``free``."""
+    fewest = -1
+    for name, amount in asked:
+        count = free.get(name) // amount
+        if fewest < 0 or count < fewest:
+            fewest = count
+        if fewest <= 0:
+            return 0  # no room for one here (the usual case in a full cluster)
+    return max(fewest, 0)
+
+
+@dataclass(slots=True)
+class Room:
+    """How many pods of one shape fit in the free room of the nodes passing its
+    constraints, kept node by node like a :class:`Tally`."""
+
+    epoch: object
+    generation: int
+    seen: int
+    per_node: dict[str, int]
+    total: int
+
+    @classmethod
+    def full(cls, epoch: object, log: TouchLog, nodes: list[NodeState],
+             asked: list[tuple[str, int]]) -> Room:
+        per_node = {state.node.name: copies(state.free, asked) for state in nodes}
+        return cls(epoch, log.generation, len(log.names), per_node, sum(per_node.values()))
+
+    def current(self, epoch: object, log: TouchLog) -> bool:
+        return (self.epoch == epoch and self.generation == log.generation
+                and len(log.names) - self.seen < len(self.per_node))
+
+    def update(self, log: TouchLog, lookup: Callable[[str], NodeState | None],
+               asked: list[tuple[str, int]]) -> None:
+        touched = dict.fromkeys(log.names[self.seen:])
+        self.seen = len(log.names)
+        for name in touched:
+            old = self.per_node.get(name)
+            state = lookup(name)
+            if old is None or state is None:
+                continue
+            new = copies(state.free, asked)
+            self.per_node[name] = new
+            self.total += new - old
