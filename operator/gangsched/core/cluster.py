@@ -54,6 +54,7 @@ from gangsched.core.plugins import balancedallocation, noderesources
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.podindex import PlacedPod, PodIndex
 from gangsched.core.resources import PODS, Resources
+from gangsched.core.tally import Judge, Room, Tally, TouchLog
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
@@ -99,6 +100,14 @@ class Cluster:
         self._watermark_epoch = -1
         self._cursor: dict[Constraints, int] = {}
         self._diagnoses: dict[object, tuple[object, Diagnosis]] = {}
+        self._tallies: dict[object, Tally] = {}
+        """Diagnoses kept node by node, for pods whose fit depends on their node alone."""
+        self._touches = TouchLog()
+        """Nodes whose usage or ports changed, for the tallies."""
+        self._sums: _Sums | None = None
+        self._rooms: dict[tuple[Resources, Constraints], Room] = {}
+        """Per pod shape, how many copies the nodes have room for (see :meth:`room_for`)."""
+        """Allocatable and free room of ready, schedulable nodes, kept as usage changes."""
         self._node_epoch = 0
         self._orphan_usage: dict[str, dict[str, Resources]] = {}
         self.reserved: frozenset[str] = frozenset()
@@ -126,8 +135,10 @@ class Cluster:
             return
         old = state.node
         state.set_node(node)
+        self._touches.touch(node.name)
         if old.allocatable != node.allocatable:
             state.free = node.allocatable - state.used
+            self._sums = None
             self._freed()
         if (
             old.labels != node.labels
@@ -152,7 +163,11 @@ class Cluster:
         self._nodes_changed()
 
     def _nodes_changed(self) -> None:
+        self._touches.trim(len(self.nodes))
         self._sorted = None
+        self._tallies.clear()
+        self._rooms.clear()
+        self._sums = None
         self._static.clear()
         self._cursor.clear()
         self._node_epoch += 1
@@ -202,7 +217,11 @@ class Cluster:
             return
         if placed is not None and placed.placement.ports:
             state.ports[uid] = placed.placement.ports
+        before = state.free
         state.add(uid, request)
+        self._touches.touch(node_name)
+        if self._sums is not None:
+            self._sums.moved(state, before)
 
     def release(self, node_name: str, uid: str, request: Resources, *, retry: bool = True) -> None:
         """Forget pod ``uid``'s usage on the node (the amount charged, whatever ``request``).
@@ -219,7 +238,11 @@ class Cluster:
                 orphans.pop(uid, None)
             return
         state.ports.pop(uid, None)
+        self._touches.touch(node_name)
+        before = state.free
         if state.remove(uid) is not None:
+            if self._sums is not None:
+                self._sums.moved(state, before)
             self._freed(retry)
 
     def retry_epoch(self, pod: PodInfo) -> int:
@@ -254,6 +277,7 @@ class Cluster:
         self.reserved_owners = frozenset(owners) if held else frozenset()
         self.reserved_for = label if held else ""
         self._diagnoses.clear()
+        self._tallies.clear()
         if lifted:
             self._freed()
 
@@ -270,22 +294,45 @@ class Cluster:
         Overcommitted nodes (free below zero) count as 0 free.
         """
         blocked = self._blocked(owner)
-        total = free = Resources.ZERO
-        for state in self.nodes.values():
-            node = state.node
-            if not node.ready or node.unschedulable:
-                continue
-            total = total + node.allocatable
-            if blocked is None or node.name not in blocked:
-                free = free + state.free.clamp_non_negative()
-        return total, free
+        sums = self._current_sums()
+        free = sums.free()
+        for name in blocked or ():
+            state = self.nodes.get(name)
+            if state is not None and _counted(state):
+                free = free - state.free.clamp_non_negative()
+        return sums.allocatable, free
 
     def capacity(self) -> Resources:
-        total = Resources.ZERO
-        for state in self.nodes.values():
-            if state.node.ready and not state.node.unschedulable:
-                total = total + state.node.allocatable
-        return total
+        """Allocatable summed over ready, schedulable nodes (kept, not recounted)."""
+        return self._current_sums().allocatable
+
+    def free_room(self) -> Resources:
+        """Free room summed over ready, schedulable nodes, reserved ones included
+        (overcommitted nodes count as 0 free). Kept, not recounted."""
+        return self._current_sums().free()
+
+    def room_for(self, request: Resources, constraints: Constraints) -> int:
+        """How many pods of ``request`` the nodes passing the static filters for
+        ``constraints`` have free room for, each node counted on its own (no filters but
+        capacity). Kept per shape as usage changes: O(nodes touched) per question."""
+        asked = [(name, amount) for name, amount in request.items() if amount > 0]
+        nodes = self.candidates(constraints)
+        if not asked:
+            return len(nodes) * len(nodes) + 1  # asks for nothing: never short
+        key = (request, constraints)
+        room = self._rooms.get(key)
+        if room is not None and room.current(self._node_epoch, self._touches):
+            room.update(self._touches, self.nodes.get, asked)
+        else:
+            if len(self._rooms) >= MAX_TALLIES:
+                del self._rooms[next(iter(self._rooms))]  # the oldest
+            room = self._rooms[key] = Room.full(self._node_epoch, self._touches, nodes, asked)
+        return room.total
+
+    def _current_sums(self) -> _Sums:
+        if self._sums is None:
+            self._sums = _Sums.of(self.nodes.values())
+        return self._sums
 
     def used(self) -> Resources:
         total = Resources.ZERO
@@ -476,45 +523,114 @@ class Cluster:
             return cached[1]
         if len(self._diagnoses) > 4096:
             self._diagnoses.clear()
-        diagnosis = self._diagnose(info, blocked)
+        if neighbours or volumes:
+            diagnosis = self._diagnose(info, blocked)
+        else:
+            diagnosis = self._tallied(key, info, blocked)
         self._diagnoses[key] = (epoch, diagnosis)
         return diagnosis
 
-    def _diagnose(self, info: PodInfo, blocked: frozenset[str] | None) -> Diagnosis:
+    def _judge(self, info: PodInfo, blocked: frozenset[str] | None) -> Judge | fw.Status:
+        """The filters of one node for ``info`` (see :mod:`~gangsched.core.tally`), or
+        the status of a pod that PreEnqueue or PreFilter rejects as a whole."""
         fwk = self.framework(Scoring.BINPACK)
-        total = len(self.nodes)
-        by_filter: dict[str, int] = {}
-        reasons: dict[str, int] = {}
         gated = fwk.pre_enqueue(info)
         cycle, status = fwk.pre_filter(info, self) if gated.ok else (None, gated)
         if cycle is None or not status.ok:
-            return Diagnosis(total, {status.plugin: total}, Resources.ZERO, "", {},
-                             "; ".join(status.reasons))
-        best: Resources | None = None
-        best_size = 0
-        for state in self.sorted_nodes():
+            return status
+        reserved = fw.Status(fw.Code.UNSCHEDULABLE, (reserved_reason(self.reserved_for),),
+                             RESERVED)
+
+        def judge(state: NodeState) -> tuple[fw.Status, Resources | None]:
             verdict = fwk.static_filter(info, state)
             if verdict.ok:
                 verdict = fwk.filter(cycle, info, state)
             if verdict.ok:
-                if blocked and state.node.name in blocked:
-                    verdict = fw.Status(fw.Code.UNSCHEDULABLE,
-                                        (reserved_reason(self.reserved_for),), RESERVED)
-                else:
-                    by_filter["Fits"] = by_filter.get("Fits", 0) + 1
-                    continue
-            by_filter[verdict.plugin] = by_filter.get(verdict.plugin, 0) + 1
-            for reason in verdict.reasons:
-                reasons[reason] = reasons.get(reason, 0) + 1
+                return (reserved if blocked and state.node.name in blocked else verdict), None
             if verdict.plugin == FIT_PLUGIN:
-                short = info.request.shortfall(state.free.clamp_non_negative())
-                size = sum(1 for _ in short.items())
-                if best is None or (size, _magnitude(short)) < (best_size, _magnitude(best)):
-                    best, best_size = short, size
-        return Diagnosis(total, by_filter, best or Resources.ZERO,
-                         self.reserved_for if blocked else "", reasons)
+                return verdict, info.request.shortfall(state.free.clamp_non_negative())
+            return verdict, None
+
+        return judge
+
+    def _diagnose(self, info: PodInfo, blocked: frozenset[str] | None) -> Diagnosis:
+        """A full pass over the nodes."""
+        judge = self._judge(info, blocked)
+        if isinstance(judge, fw.Status):
+            return _rejected(len(self.nodes), judge)
+        return Tally.full(None, self._touches, self.sorted_nodes(), judge).diagnosis(
+            self.reserved_for if blocked else "")
+
+    def _tallied(self, key: object, info: PodInfo, blocked: frozenset[str] | None) -> Diagnosis:
+        """The diagnosis of a pod whose fit depends on its node alone: the nodes touched
+        since the last one are judged again, the others keep their verdict."""
+        judge = self._judge(info, blocked)
+        if isinstance(judge, fw.Status):
+            self._tallies.pop(key, None)
+            return _rejected(len(self.nodes), judge)
+        epoch = (self._node_epoch, len(self.namespace_labels))
+        tally = self._tallies.get(key)
+        if tally is not None and tally.current(epoch, self._touches):
+            tally.update(self._touches, self.nodes.get, judge)
+        else:
+            if len(self._tallies) >= MAX_TALLIES:
+                del self._tallies[next(iter(self._tallies))]  # the oldest
+            tally = self._tallies[key] = Tally.full(epoch, self._touches,
+                                                    self.sorted_nodes(), judge)
+        return tally.diagnosis(self.reserved_for if blocked else "")
 
 
-def _magnitude(resources: Resources) -> tuple[int, ...]:
-    return tuple(amount for _, amount in sorted(resources.items()))
+class _Sums:
+    """Allocatable and free room (negative amounts as 0) summed over the ready,
+    schedulable nodes, kept up to date as pods are charged and released: O(resources)
+    per change instead of O(nodes) per question."""
 
+    __slots__ = ("_free", "_made", "allocatable")
+
+    def __init__(self, allocatable: Resources, free: dict[str, int]) -> None:
+        self.allocatable = allocatable
+        self._free = free
+        self._made: Resources | None = None
+
+    @classmethod
+    def of(cls, states: Iterable[NodeState]) -> _Sums:
+        total: dict[str, int] = {}
+        free: dict[str, int] = {}
+        for state in states:
+            if _counted(state):
+                _add(total, state.node.allocatable, 1)
+                _add(free, state.free, 1)
+        return cls(Resources(total), free)
+
+    def moved(self, state: NodeState, before: Resources) -> None:
+        """``state``'s free room changed from ``before``."""
+        if _counted(state):
+            _add(self._free, before, -1)
+            _add(self._free, state.free, 1)
+            self._made = None
+
+    def free(self) -> Resources:
+        if self._made is None:
+            self._made = Resources(self._free)
+        return self._made
+
+
+def _counted(state: NodeState) -> bool:
+    return state.node.ready and not state.node.unschedulable
+
+
+def _add(sums: dict[str, int], amounts: Resources, sign: int) -> None:
+    """Add (``sign`` 1) or take away (-1) the positive amounts of ``amounts``."""
+    for name, amount in amounts.items():
+        if amount > 0:
+            sums[name] = sums.get(name, 0) + sign * amount
+
+
+MAX_TALLIES = 64
+"""Pod shapes whose diagnosis is kept node by node (memory: one entry per node each)."""
+
+
+def _rejected(nodes: int, status: fw.Status) -> Diagnosis:
+    """A pod that PreEnqueue or PreFilter rejects: every node counts for that plugin."""
+    return Diagnosis(nodes, {status.plugin: nodes}, Resources.ZERO, "", {},
+                     "; ".join(status.reasons))

@@ -105,10 +105,7 @@ class Pool:
 
     def __init__(self, s: Session, gangs: list[Gang]) -> None:
         self.s = s
-        self.free = Resources.ZERO
-        for state in s.cluster.nodes.values():
-            if state.node.ready and not state.node.unschedulable:
-                self.free = self.free + state.free.clamp_non_negative()
+        self.free = s.cluster.free_room()
         draining: dict[str, Resources] = {}
         for uid in s.deleting:  # placeholders on their way out (an earlier victim's)
             ps = s.pods.get(uid)

@@ -58,6 +58,9 @@ def reclaim(s: Session, now: float) -> None:
     searched: set[tuple[object, ...]] = set()
     """Searches that found nothing since the last plan: a preemptor of the same shape
     (members, queue, earmark, nodes, own gangs among the candidates) finds nothing too."""
+    stuck: dict[tuple[object, ...], bool] = {}
+    """Since the last plan, per victim queues and short resources: may no candidate go
+    even alone? (The answer does not depend on the preemptor otherwise.)"""
     for pre in found:
         queue = pre.queue
         used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
@@ -94,7 +97,7 @@ def reclaim(s: Session, now: float) -> None:
                     victims.closed_nodes(s, pre.owners), gangs, short)
             if _searched(searched, seen):
                 chosen = None  # the same search, in the same state, found nothing
-            elif _none_may_go(candidates, allowed):
+            elif _stuck(stuck, (tuple(over), short), candidates, allowed):
                 # No candidate may go even alone, and more chosen only allow less: the
                 # search can only tell whether it fits as it is.
                 room = {} if room is None else room
@@ -111,6 +114,7 @@ def reclaim(s: Session, now: float) -> None:
             state = evictions.signature(s, now)
             free = room = None  # the room held for it is charged on its nodes
             searched.clear()
+            stuck.clear()
             promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
             for unit in chosen:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
@@ -121,6 +125,15 @@ def reclaim(s: Session, now: float) -> None:
 def _searched(searched: set[tuple[object, ...]], seen: tuple[object, ...]) -> bool:
     """Did a search of this shape find nothing since the last plan?"""
     return seen in searched
+
+
+def _stuck(known: dict[tuple[object, ...], bool], key: tuple[object, ...],
+           candidates: list[Unit], allowed: Allowed) -> bool:
+    """:func:`_none_may_go`, once per ``key`` (victim queues, short resources)."""
+    found = known.get(key)
+    if found is None:
+        found = known[key] = _none_may_go(candidates, allowed)
+    return found
 
 
 def _none_may_go(candidates: list[Unit], allowed: Allowed) -> bool:
@@ -184,34 +197,12 @@ def _too_many(s: Session, known: dict[tuple[Resources, Constraints], int],
 
 def _copies(s: Session, request: Resources, constraints: Constraints) -> int:
     """How many pods of ``request`` the nodes passing ``constraints`` have free room for."""
-    asked = [(name, amount) for name, amount in request.items() if amount > 0]
-    nodes = s.cluster.candidates(constraints)
-    if not asked:
-        return len(nodes) * len(nodes) + 1  # asks for nothing: never short
-    total = 0
-    for state in nodes:
-        free = state.free
-        fewest = -1
-        for name, amount in asked:
-            copies = free.get(name) // amount
-            if fewest < 0 or copies < fewest:
-                fewest = copies
-            if fewest <= 0:
-                break  # no room for one here (the usual case in a full cluster)
-        if fewest > 0:
-            total += fewest
-    return total
+    return s.cluster.room_for(request, constraints)
 
 
 def _free(s: Session) -> Resources:
     """The free room of ready, schedulable nodes (overcommitted ones count as 0)."""
-    sums: dict[str, int] = {}
-    for state in s.cluster.nodes.values():
-        if state.node.ready and not state.node.unschedulable:
-            for name, amount in state.free.items():
-                if amount > 0:
-                    sums[name] = sums.get(name, 0) + amount
-    return Resources(sums)
+    return s.cluster.free_room()
 
 
 def _short_of(free: Resources, need: Resources) -> frozenset[str]:

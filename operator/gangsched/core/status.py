@@ -176,15 +176,22 @@ def group_status(s: Session, rt: GroupRuntime) -> SetPodGroupStatus:
 
 
 def queue_statuses(s: Session) -> list[SetQueueStatus]:
-    pending: dict[str, Resources] = {}
+    asked: dict[str, dict[str, int]] = {}
+    """Per queue, the pending pods' requests: summed as integers, added up the path once."""
     for uid in s.pending:
         ps = s.pods[uid]
         queue = s.queue_of(ps)
         if queue is None:
             continue
+        sums = asked.setdefault(queue, {})
+        for name, amount in ps.request.items():
+            sums[name] = sums.get(name, 0) + amount
+    pending: dict[str, Resources] = {}
+    for queue in sorted(asked):
         path = s.queues.path(queue)
+        total = Resources(asked[queue])
         for level in path if isinstance(path, tuple) else (queue,):
-            pending[level] = pending.get(level, Resources.ZERO) + ps.request
+            pending[level] = pending.get(level, Resources.ZERO) + total
     apps: dict[str, dict[str, int]] = {}
     for rt in s.apps.values():
         path = s.queues.path(rt.spec.queue)

@@ -245,17 +245,31 @@ def fit(
     placed: dict[int, str] = {}
     sample = s.cluster.sample_size
     barred = closed_nodes(s, owners)
+    skip: dict[Item, int] = {}
+    """Per item shape, the nodes before the first one it fitted: room only shrinks
+    during the call, so a later item of the same shape fits none of them either."""
     for index, item in enumerate(items):
         best: NodeState | None = None
         best_score = 0.0
         found = 0
-        for state in s.cluster.candidates(item.constraints):
+        nodes = s.cluster.candidates(item.constraints)
+        first = skip.get(item, 0)
+        for position in range(first, len(nodes)):
+            state = nodes[position]
             name = state.node.name
             if name in barred:
                 continue
-            free = state.free + extra.get(name, Resources.ZERO) - taken.get(name, Resources.ZERO)
+            free = state.free
+            more = extra.get(name)
+            if more is not None:
+                free = free + more
+            less = taken.get(name)
+            if less is not None:
+                free = free - less
             if not item.request.fits_in(free):
                 continue
+            if not found:
+                skip[item] = position
             score = _score(state, item.request, free)
             if (best is None or (scoring is Scoring.BINPACK and score > best_score)
                     or (scoring is Scoring.SPREAD and score < best_score)):
