@@ -13,7 +13,9 @@ profile is built, which points each enabled plugin serves.
   per constraint set until a node changes. Filters must be exact: a node a filter
   rejects is never returned, whatever sampling the scoring does.
 * :class:`ScorePlugin` -- ``pre_score`` (may :data:`SKIP`), ``score`` per feasible node
-  (0..100 after ``normalize``), weighted by the profile.
+  (0..100 after ``normalize``), weighted by the profile. A scorer that is also a
+  :class:`BatchScorePlugin` scores every node in one call (the same values, without a
+  call per node: the hot path of placement).
 * :class:`ReservePlugin` and :class:`PreBindPlugin` -- run once a node is chosen:
   ``reserve`` may still refuse (then every reserved plugin is ``unreserve``\\ d), and
   ``pre_bind`` may add decisions to the cycle state's ``decisions`` (they are emitted
@@ -161,6 +163,14 @@ class ScorePlugin(Plugin, Protocol):
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         """Bring ``scores`` (one per node scored, in order) into 0..100, in place."""
+        ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def score_nodes(self, state: CycleState, pod: PodInfo,
+                    nodes: Sequence[NodeState]) -> list[int]:
+        """``score`` of each of ``nodes``, in order: exactly the values ``score`` gives."""
         ...
 
 

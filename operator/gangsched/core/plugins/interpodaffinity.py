@@ -43,6 +43,9 @@ ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 Pair = tuple[str, str]
+_AFFINITY = fw.unresolvable(AFFINITY_REASON)
+_ANTI_AFFINITY = fw.unschedulable(ANTI_AFFINITY_REASON)
+_EXISTING_ANTI_AFFINITY = fw.unschedulable(EXISTING_ANTI_AFFINITY_REASON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,21 +112,24 @@ class InterPodAffinity:
         return fw.SUCCESS
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
-        found = state.read(NAME)
+        found = state.data.get(NAME)
         if not isinstance(found, _FilterState):
             return fw.SUCCESS
         labels = node.node.labels
         p = pod.placement
         if p.affinity and not self._affinity_ok(found, pod, labels):
-            return fw.unresolvable(AFFINITY_REASON)
-        for term in p.anti_affinity:
-            value = labels.get(term.topology_key)
-            if value is not None and found.anti.get((term.topology_key, value), 0) > 0:
-                return fw.unschedulable(ANTI_AFFINITY_REASON)
-        if found.existing_anti:
+            return _AFFINITY
+        anti = found.anti
+        if anti:
+            for term in p.anti_affinity:
+                value = labels.get(term.topology_key)
+                if value is not None and anti.get((term.topology_key, value), 0) > 0:
+                    return _ANTI_AFFINITY
+        existing = found.existing_anti
+        if existing:
             for pair in labels.items():
-                if found.existing_anti.get(pair, 0) > 0:
-                    return fw.unschedulable(EXISTING_ANTI_AFFINITY_REASON)
+                if existing.get(pair, 0) > 0:
+                    return _EXISTING_ANTI_AFFINITY
         return fw.SUCCESS
 
     @staticmethod

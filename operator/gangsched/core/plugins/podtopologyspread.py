@@ -90,6 +90,14 @@ class _Counts:
     counts: list[dict[str, int]]
     minimum: list[int]
     self_match: list[int]
+    too_many: list[tuple[str, frozenset[str] | None]]
+    """Per constraint, its key and the domains where one more pod would exceed maxSkew
+    (``count + self-match - min > maxSkew``), None when every domain would: Filter's
+    lookup."""
+
+
+_MISSING_LABEL = fw.unresolvable(LABEL_REASON)
+_SKEWED = fw.unschedulable(REASON)
 
 
 class PodTopologySpread:
@@ -168,30 +176,36 @@ class PodTopologySpread:
         if not constraints:
             return fw.SKIP
         keys = tuple(sorted({c.topology_key for c in constraints}))
-        found = _Counts(constraints, keys, [], [], [])
+        found = _Counts(constraints, keys, [], [], [], [])
         for c in constraints:
             eligible, domains = self._eligible_nodes(snapshot, pod, c, keys)
             counts = self._count(snapshot, pod, c, eligible)
             found.counts.append(counts)
             few = c.min_domains is not None and domains < c.min_domains
             empty = len(counts) < domains  # some domain has no matching pod
-            found.minimum.append(0 if few or empty or not counts else min(counts.values()))
-            found.self_match.append(
-                1 if c.selector is not None and c.selector.matches(pod.labels) else 0)
+            minimum = 0 if few or empty or not counts else min(counts.values())
+            found.minimum.append(minimum)
+            self_match = 1 if c.selector is not None and c.selector.matches(pod.labels) else 0
+            found.self_match.append(self_match)
+            limit = c.max_skew + minimum - self_match
+            found.too_many.append((c.topology_key, None if limit < 0 else frozenset(
+                value for value, count in counts.items() if count > limit)))
         state.write(NAME, found)
         return fw.SUCCESS
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
-        found = state.read(NAME)
+        """In constraint order, as kube-scheduler: a missing key is unresolvable, a domain
+        one more pod would skew too much unschedulable."""
+        found = state.data.get(NAME)
         if not isinstance(found, _Counts):
             return fw.SUCCESS
         labels = node.node.labels
-        if not all(key in labels for key in found.keys):
-            return fw.unresolvable(LABEL_REASON)
-        for i, c in enumerate(found.constraints):
-            count = found.counts[i].get(labels[c.topology_key], 0)
-            if count + found.self_match[i] - found.minimum[i] > c.max_skew:
-                return fw.unschedulable(REASON)
+        for key, too_many in found.too_many:
+            value = labels.get(key)
+            if value is None:
+                return _MISSING_LABEL
+            if too_many is None or value in too_many:
+                return _SKEWED
         return fw.SUCCESS
 
     # --- scoring ---------------------------------------------------------------------------
@@ -218,19 +232,28 @@ class PodTopologySpread:
         return fw.SUCCESS
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
+        return self.score_nodes(state, pod, (node,))[0]
+
+    def score_nodes(self, state: fw.CycleState, pod: PodInfo,
+                    nodes: Sequence[NodeState]) -> list[int]:
         found = state.read(NAME + "/score")
         if not isinstance(found, tuple):
-            return -1
+            return [-1] * len(nodes)
         keys, tables = found
-        labels = node.node.labels
-        if not all(k in labels for k in keys):
-            return -1  # ignored: scores 0 after normalization
-        total = 0.0
-        for c, counts, weight in tables:
-            value = labels.get(c.topology_key)
-            if value is not None:
-                total += counts.get(value, 0) * weight + c.max_skew - 1
-        return round(total)
+        terms = [(c.topology_key, counts, weight, c.max_skew) for c, counts, weight in tables]
+        out: list[int] = []
+        for node in nodes:
+            labels = node.node.labels
+            if keys and not all(k in labels for k in keys):
+                out.append(-1)  # ignored: scores 0 after normalization
+                continue
+            total = 0.0
+            for key, counts, weight, max_skew in terms:
+                value = labels.get(key)
+                if value is not None:
+                    total += counts.get(value, 0) * weight + max_skew - 1
+            out.append(round(total))
+        return out
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
         kept = [s for s in scores if s >= 0]
