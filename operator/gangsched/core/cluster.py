@@ -415,7 +415,14 @@ class Cluster:
                 first_fit = i  # reserved or not: the watermark is about capacity only
             if blocked is not None and state.node.name in blocked:
                 continue
-            if extra and not all(f.filter(cycle, info, state).ok for f in extra):
+            if extra:
+                for f in extra:  # a plain loop: this runs once per node scanned
+                    if not f.filter(cycle, info, state).ok:
+                        break
+                else:
+                    feasible.append(state)
+                    if len(feasible) >= self.sample_size:
+                        break
                 continue
             feasible.append(state)
             if len(feasible) >= self.sample_size:

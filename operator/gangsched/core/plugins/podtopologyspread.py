@@ -16,7 +16,8 @@ constraints (missing required label)`` (unresolvable); one where
 
 Score (ScheduleAnyway): for each node to score, ``count * log(domains + 2) + maxSkew - 1``
 summed over constraints, then reversed min-max to 0..100 (fewer matching pods is
-better); nodes lacking a key score 0.
+better); nodes lacking a key score 0. PreScore skips when no pod matches and every node
+to score has every key: all would score alike.
 
 Cluster default constraints apply to a pod with none of its own (``defaultingType``
 ``System``: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the
@@ -108,22 +109,33 @@ class PodTopologySpread:
         self.args = args
         self._eligible: dict[object, tuple[dict[str, str], int]] = {}
         self._epoch = -1
+        self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
+        """The default constraints of pods with these labels (built once per label set)."""
 
     def constraints_of(self, pod: PodInfo, kind: WhenUnsatisfiable) -> list[SpreadConstraint]:
         own = pod.placement.spread
         if own:
             return [c for c in own if c.when_unsatisfiable is kind]
+        if not pod.labels:
+            return []
+        key = tuple(pod.labels.items())
+        found = self._defaults.get(key)
+        if found is None:
+            if len(self._defaults) >= 4096:
+                self._defaults.clear()
+            found = self._defaults[key] = self._defaults_for(pod)
+        return [c for c in found if c.when_unsatisfiable is kind]
+
+    def _defaults_for(self, pod: PodInfo) -> list[SpreadConstraint]:
         defaults = (SYSTEM_DEFAULTS if self.args.defaulting is Defaulting.SYSTEM
                     else self.args.default_constraints)
-        if not defaults:
-            return []
         labels = {k: v for k, v in pod.labels.items() if k not in PER_POD_KEYS}
-        if not labels:
+        if not defaults or not labels:
             return []
         selector = LabelSelector.build(labels)
         return [SpreadConstraint(c.max_skew, c.topology_key, c.when_unsatisfiable, selector,
                                  c.min_domains, c.node_affinity_policy, c.node_taints_policy)
-                for c in defaults if c.when_unsatisfiable is kind]
+                for c in defaults]
 
     def _eligible_nodes(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
                         keys: tuple[str, ...]) -> tuple[dict[str, str], int]:
@@ -159,16 +171,15 @@ class PodTopologySpread:
 
     def _count(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
                eligible: dict[str, str]) -> dict[str, int]:
-        """Matching pods per domain, for the domains that have any (O(matching pods))."""
+        """Matching pods per domain, for the domains that have any: the index's per-node
+        counts added up by domain (O(nodes with matching pods))."""
         counts: dict[str, int] = {}
         if c.selector is None:
             return counts
-        for other in snapshot.pod_index.matching(c.selector):
-            if other.namespace != pod.namespace:
-                continue
-            value = eligible.get(other.node)
+        for node, number in snapshot.pod_index.per_node(c.selector, pod.namespace).items():
+            value = eligible.get(node)
             if value is not None:
-                counts[value] = counts.get(value, 0) + 1
+                counts[value] = counts.get(value, 0) + number
         return counts
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
@@ -219,14 +230,20 @@ class PodTopologySpread:
         # requireAllTopologies): a node scores the constraints whose key it has.
         all_keys = bool(pod.placement.spread) or self.args.defaulting is not Defaulting.SYSTEM
         keys = tuple(sorted({c.topology_key for c in constraints})) if all_keys else ()
+        found = [self._count(snapshot, pod, c, self._eligible_nodes(
+            snapshot, pod, c, keys or (c.topology_key,))[0]) for c in constraints]
+        if not any(found):
+            # No matching pod anywhere: every node that has every key scores the same
+            # (the sum of maxSkew - 1), which adds the same to every node's total.
+            every = {c.topology_key for c in constraints}
+            if all(every <= n.node.labels.keys() for n in nodes):
+                return fw.SKIP
         scored = [n for n in nodes if all(k in n.node.labels for k in keys)]
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
-        for c in constraints:
+        for c, all_counts in zip(constraints, found, strict=True):
             values = {n.node.labels[c.topology_key] for n in scored
                       if c.topology_key in n.node.labels}
-            eligible, _ = self._eligible_nodes(snapshot, pod, c, keys or (c.topology_key,))
-            counts = {value: count for value, count in
-                      self._count(snapshot, pod, c, eligible).items() if value in values}
+            counts = {value: count for value, count in all_counts.items() if value in values}
             tables.append((c, counts, math.log(len(values) + 2)))
         state.write(NAME + "/score", (keys, tables))
         return fw.SUCCESS
