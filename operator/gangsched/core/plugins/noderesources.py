@@ -169,7 +169,8 @@ class NodeResourcesFit:
             if capacity > 0:
                 requested = node.nonzero_cpu + cpu
                 if most:
-                    total += min(requested, capacity) * top // capacity * w_cpu
+                    total += (requested if requested < capacity else capacity
+                              ) * top // capacity * w_cpu
                 elif requested <= capacity:
                     total += (capacity - requested) * top // capacity * w_cpu
                 used_weights += w_cpu
@@ -177,7 +178,8 @@ class NodeResourcesFit:
             if capacity > 0:
                 requested = node.nonzero_memory + memory
                 if most:
-                    total += min(requested, capacity) * top // capacity * w_mem
+                    total += (requested if requested < capacity else capacity
+                              ) * top // capacity * w_mem
                 elif requested <= capacity:
                     total += (capacity - requested) * top // capacity * w_mem
                 used_weights += w_mem

@@ -238,7 +238,7 @@ class PodTopologySpread:
             every = {c.topology_key for c in constraints}
             if all(every <= n.node.labels.keys() for n in nodes):
                 return fw.SKIP
-        scored = [n for n in nodes if all(k in n.node.labels for k in keys)]
+        scored = [n for n in nodes if all(k in n.node.labels for k in keys)] if keys else nodes
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
         for c, all_counts in zip(constraints, found, strict=True):
             values = {n.node.labels[c.topology_key] for n in scored
