@@ -108,6 +108,11 @@ FILTERS = [
                  "1 Too many pods", id="fit-too-many-pods"),
     pytest.param([node("a", cpu="1", memory="1Gi")], [], pod(cpu="2", memory="2Gi"), set(),
                  "1 Insufficient cpu, 1 Insufficient memory", id="fit-every-resource-named"),
+    # The FitError: "<count> <reason>" strings sorted as strings, as kube-scheduler sorts
+    pytest.param([node("a", cpu="1"), node("b", cpu="1"),
+                  node("c", taints=[("dedicated", "gpu", "NoSchedule")])], [], pod(cpu="2"),
+                 set(), "0/3 nodes are available: 1 node(s) had untolerated taint "
+                 "{dedicated: gpu}, 2 Insufficient cpu.", id="fit-error-reasons-sorted-as-strings"),
 ]
 
 

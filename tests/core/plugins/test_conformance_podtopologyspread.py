@@ -88,6 +88,14 @@ ROWS = [
     pytest.param([node("a"), node("b")], [(web("w1"), "a")],
                  incoming(spread(HOST, match=WEB), spread(ZONE, match=WEB)), set(), LABEL,
                  id="every-constraint-key-required"),
+    # kube-scheduler checks the constraints in order: c fails the zone skew before the
+    # rack it lacks (Unschedulable, not the unresolvable missing label)
+    pytest.param([node("a", zone="z1", labels={"rack": "r1"}),
+                  node("b", cpu="50m", zone="z2", labels={"rack": "r2"}), node("c", zone="z1")],
+                 [(web("w1"), "a"), (web("w2"), "a")],
+                 incoming(spread(ZONE, match=WEB), spread("rack", match=WEB)), set(),
+                 f"0/3 nodes are available: 1 Insufficient cpu, 2 {SKEW}.",
+                 id="constraints-checked-in-order"),
 ]
 
 
