@@ -70,27 +70,6 @@ def insufficient(pod: PodInfo, node: NodeState) -> list[str]:
     return sorted(found)
 
 
-def requested_and_allocatable(
-    pod: PodInfo, node: NodeState, resources: Sequence[tuple[str, int]]
-) -> list[tuple[int, int, int]]:
-    """(requested, allocatable, weight) per scored resource the node has; cpu and memory
-    count pods without a request as kube-scheduler's defaults (``nonzero``)."""
-    found = []
-    alloc = node.node.allocatable
-    cpu, memory = nonzero(pod.request)
-    for name, weight in resources:
-        capacity = alloc.get(name)
-        if capacity <= 0:
-            continue
-        if name == CPU:
-            found.append((node.nonzero_cpu + cpu, capacity, weight))
-        elif name == MEMORY:
-            found.append((node.nonzero_memory + memory, capacity, weight))
-        elif want := pod.request.get(name):
-            found.append((node.used.get(name) + want, capacity, weight))
-    return found
-
-
 class NodeResourcesFit:
     name = NAME
     static = False
@@ -119,8 +98,8 @@ class NodeResourcesFit:
         return fw.SUCCESS
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
-        # The hot path of placement: the same arithmetic as requested_and_allocatable,
-        # without building lists.
+        # cpu and memory count a pod without a request as kube-scheduler's defaults
+        # (``nonzero``); other resources only when the pod asks for them.
         found = state.data.get(NAME)
         cpu, memory = found if isinstance(found, tuple) else nonzero(pod.request)
         alloc = node.node.allocatable
