@@ -159,19 +159,21 @@ def _local_volume(node: str) -> PersistentVolume:
 def _placement(rng: random.Random, name: str, size: int, mix: bool) -> Placement:
     """With ``mix``: every pod labelled with its gang; about a fifth of the gangs one per
     node (required anti-affinity on hostname), about a fifth spread over zones
-    (DoNotSchedule, maxSkew 1); the rest labelled only (kube-scheduler's default spread
-    constraints then score them)."""
+    (DoNotSchedule, maxSkew 1); the rest labelled only. Every pod counts as a
+    ReplicaSet's (``default_spread``), so that the cluster's default spread constraints
+    score those without constraints of their own, as kube-scheduler scores such pods."""
     if not mix:
         return NO_PLACEMENT
     labels = (("job", name),)
     selector = LabelSelector.build(dict(labels))
     draw = rng.random()
     if draw < 0.2 and size > 1:
-        return Placement(labels=labels, anti_affinity=(AffinityTerm(HOST, selector),))
+        return Placement(labels=labels, anti_affinity=(AffinityTerm(HOST, selector),),
+                         default_spread=True)
     if draw < 0.4 and size > 1:
         return Placement(labels=labels, spread=(SpreadConstraint(
-            1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),))
-    return Placement(labels=labels)
+            1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),), default_spread=True)
+    return Placement(labels=labels, default_spread=True)
 
 
 def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workload:

@@ -21,10 +21,13 @@ to score has every key: all would score alike.
 
 Cluster default constraints apply to a pod with none of its own (``defaultingType``
 ``System``: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the
-profile's ``defaultConstraints``). kube-scheduler selects with the selectors of the
-Services, ReplicaSets and StatefulSets that own or select the pod; gangsched does not
-watch those and uses the pod's own labels (without per-pod keys such as
-``statefulset.kubernetes.io/pod-name``) instead. A pod without labels gets none.
+profile's ``defaultConstraints``) whose controller is a ReplicaSet, ReplicationController
+or StatefulSet (:attr:`~gangsched.core.placement.Placement.default_spread`), as in
+kube-scheduler, which selects with the selectors of that controller and of the Services
+selecting the pod: a Job's pods, bare pods and gang members get none. gangsched does not
+watch those objects and selects with the pod's own labels (without the per-pod keys a
+StatefulSet adds, such as ``statefulset.kubernetes.io/pod-name``) instead; Services
+alone give no default constraints. A pod without labels gets none.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ LABEL_REASON = "node(s) didn't match pod topology spread constraints (missing re
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 PER_POD_KEYS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
-                          "batch.kubernetes.io/job-completion-index", "pod-template-hash"})
+                          "controller-revision-hash"})
+"""Labels a StatefulSet's pods carry that its selector does not (a ReplicaSet's selector
+does include ``pod-template-hash``)."""
 
 
 class Defaulting(enum.StrEnum):
@@ -116,7 +121,7 @@ class PodTopologySpread:
         own = pod.placement.spread
         if own:
             return [c for c in own if c.when_unsatisfiable is kind]
-        if not pod.labels:
+        if not pod.placement.default_spread or not pod.labels:
             return []
         key = tuple(pod.labels.items())
         found = self._defaults.get(key)
