@@ -80,6 +80,24 @@ def unresolvable(*reasons: str) -> Status:
     return Status(Code.UNRESOLVABLE, reasons)
 
 
+class Rejections:
+    """Unschedulable statuses by reason, made once each: a filter that rejects many nodes
+    with one of a few reasons returns the same frozen value every time."""
+
+    __slots__ = ("_made",)
+
+    def __init__(self) -> None:
+        self._made: dict[str, Status] = {}
+
+    def __call__(self, reason: str) -> Status:
+        found = self._made.get(reason)
+        if found is None:
+            if len(self._made) >= 256:
+                self._made.clear()
+            found = self._made[reason] = Status(Code.UNSCHEDULABLE, (reason,))
+        return found
+
+
 class CycleState:
     """What one pod's cycle carries between extension points (``CycleState``).
 
