@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gangsched.core.framework.nodeinfo import NodeState
@@ -58,10 +58,11 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
     plugin: str = ""
+    ok: bool = field(init=False, repr=False, compare=False)
+    """``code`` is SUCCESS (a plain attribute: it is read once per node and filter)."""
 
-    @property
-    def ok(self) -> bool:
-        return self.code is Code.SUCCESS
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", self.code is Code.SUCCESS)
 
     @property
     def rejected(self) -> bool:
