@@ -119,17 +119,16 @@ class InterPodAffinity:
         p = pod.placement
         if p.affinity and not self._affinity_ok(found, pod, labels):
             return _AFFINITY
+        # Filter counts only grow from 1: a pair is counted when it is a key.
         anti = found.anti
         if anti:
             for term in p.anti_affinity:
                 value = labels.get(term.topology_key)
-                if value is not None and anti.get((term.topology_key, value), 0) > 0:
+                if value is not None and (term.topology_key, value) in anti:
                     return _ANTI_AFFINITY
         existing = found.existing_anti
-        if existing:
-            for pair in labels.items():
-                if existing.get(pair, 0) > 0:
-                    return _EXISTING_ANTI_AFFINITY
+        if existing and not existing.keys().isdisjoint(labels.items()):
+            return _EXISTING_ANTI_AFFINITY
         return fw.SUCCESS
 
     @staticmethod
