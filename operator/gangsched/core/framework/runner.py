@@ -144,8 +144,7 @@ class Framework:
             scores = (batch(state, pod, nodes) if batch is not None
                       else [plugin.score(state, pod, node) for node in nodes])
             plugin.normalize(state, pod, scores)
-            for i, value in enumerate(scores):
-                totals[i] += value * weight
+            totals = [total + value * weight for total, value in zip(totals, scores, strict=True)]
         return totals
 
     def reserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:

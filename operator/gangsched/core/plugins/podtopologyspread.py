@@ -264,6 +264,19 @@ class PodTopologySpread:
         keys, tables = found
         terms = [(c.topology_key, counts, weight, c.max_skew) for c, counts, weight in tables]
         out: list[int] = []
+        if not keys and len(terms) == 2:  # the system defaults: the same sums, unrolled
+            (key1, counts1, weight1, skew1), (key2, counts2, weight2, skew2) = terms
+            for node in nodes:
+                labels = node.node.labels
+                total = 0.0
+                value = labels.get(key1)
+                if value is not None:
+                    total += counts1.get(value, 0) * weight1 + skew1 - 1
+                value = labels.get(key2)
+                if value is not None:
+                    total += counts2.get(value, 0) * weight2 + skew2 - 1
+                out.append(round(total))
+            return out
         for node in nodes:
             labels = node.node.labels
             if keys and not all(k in labels for k in keys):
