@@ -245,10 +245,11 @@ class PodTopologySpread:
                 return fw.SKIP
         scored = [n for n in nodes if all(k in n.node.labels for k in keys)] if keys else nodes
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
-        for c, all_counts in zip(constraints, found, strict=True):
+        for c, counts in zip(constraints, found, strict=True):
+            # Domains of the nodes to score weigh the counts (the counts of other domains
+            # are never looked up: no node to score is in them).
             values = {n.node.labels[c.topology_key] for n in scored
                       if c.topology_key in n.node.labels}
-            counts = {value: count for value, count in all_counts.items() if value in values}
             tables.append((c, counts, math.log(len(values) + 2)))
         state.write(NAME + "/score", (keys, tables))
         return fw.SUCCESS
