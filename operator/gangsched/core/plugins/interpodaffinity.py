@@ -154,9 +154,12 @@ class InterPodAffinity:
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         index = snapshot.pod_index
+        p = pod.placement
+        if (not p.affinity_preferred and not p.anti_affinity_preferred
+                and index.terms == index.required_anti):
+            return fw.SKIP  # placed pods have no term that scores (required anti-affinity only)
         ns_labels = snapshot.namespace_labels
         scores: dict[Pair, int] = {}
-        p = pod.placement
         for weighted, sign in ([(w, 1) for w in p.affinity_preferred]
                                + [(w, -1) for w in p.anti_affinity_preferred]):
             term = weighted.term
