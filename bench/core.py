@@ -20,7 +20,8 @@ The reference run is made twice (``--mix``): plain, and with the *placement mix*
 labelled with hostname and one of 10 zones, every pod labelled with its gang, about a
 fifth of the gangs one pod per node (required pod anti-affinity on hostname) and a fifth
 spread over zones (DoNotSchedule, maxSkew 1), so that well over 30% of the pods carry
-anti-affinity or spread and the rest are scored by the default spread constraints; and
+anti-affinity or spread; the pods outside gangs (``--default-spread all``: every pod)
+count as a ReplicaSet's, scored by the cluster's default spread constraints; and
 volumes: one local PersistentVolume per node (class ``local``, WaitForFirstConsumer, no
 provisioner) and, for about a tenth of the gangs, one claim per pod, on ``local`` (a
 static PV to match, bound before the pod) or on a provisioned WaitForFirstConsumer class
@@ -156,24 +157,34 @@ def _local_volume(node: str) -> PersistentVolume:
                             access_modes=RWO, storage_class=LOCAL.name, node_affinity=reach)
 
 
-def _placement(rng: random.Random, name: str, size: int, mix: bool) -> Placement:
+DEFAULT_SPREAD = "plain"
+"""Which pods of the mix count as a ReplicaSet's, so that the cluster's default spread
+constraints score them (kube-scheduler gives them to no Job's or gang's pod): ``plain``
+(the pods outside gangs) or ``all`` (``--default-spread``)."""
+
+
+def _placement(rng: random.Random, name: str, size: int, mix: bool,
+               kind: str = "pods") -> Placement:
     """With ``mix``: every pod labelled with its gang; about a fifth of the gangs one per
     node (required anti-affinity on hostname), about a fifth spread over zones
-    (DoNotSchedule, maxSkew 1); the rest labelled only. Every pod counts as a
-    ReplicaSet's (``default_spread``), so that the cluster's default spread constraints
-    score those without constraints of their own, as kube-scheduler scores such pods."""
+    (DoNotSchedule, maxSkew 1); the rest labelled only. The pods outside gangs (or every
+    pod, see :data:`DEFAULT_SPREAD`) count as a ReplicaSet's (``default_spread``): the
+    cluster's default spread constraints score those without constraints of their own, as
+    kube-scheduler scores such pods."""
     if not mix:
         return NO_PLACEMENT
+    default_spread = DEFAULT_SPREAD == "all" or kind == "pods"
     labels = (("job", name),)
     selector = LabelSelector.build(dict(labels))
     draw = rng.random()
     if draw < 0.2 and size > 1:
         return Placement(labels=labels, anti_affinity=(AffinityTerm(HOST, selector),),
-                         default_spread=True)
+                         default_spread=default_spread)
     if draw < 0.4 and size > 1:
         return Placement(labels=labels, spread=(SpreadConstraint(
-            1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),), default_spread=True)
-    return Placement(labels=labels, default_spread=True)
+            1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),),
+            default_spread=default_spread)
+    return Placement(labels=labels, default_spread=default_spread)
 
 
 def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workload:
@@ -209,7 +220,7 @@ def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workloa
                                       "memory": f"{max(64, int(mem * scale * 1024))}Mi"})
         creation = float(index)
         name = f"{kind}-{index}"
-        placement = _placement(rng, name, size, mix)
+        placement = _placement(rng, name, size, mix, kind)
         if kind == "pods":
             plain += size
             pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
@@ -356,7 +367,9 @@ def _reference(nodes: int, pods: int, repeat: int, *, mix: bool = False) -> Resu
           f"110 pods, {ZONES} zones), {pods} pending pods in gangs of 1 to 64: "
           f"{workload.gangs}")
     if mix:
-        print(f"  every pod labelled; {workload.constrained}")
+        spread_by_default = sum(1 for p in workload.pods if p.placement.default_spread)
+        print(f"  every pod labelled; {workload.constrained}; {spread_by_default} with the "
+              "default spread constraints")
     result = best(nodes, pods, repeat, mix=mix)
     verdict = "meets" if result.placements_per_second >= TARGET else "MISSES"
     print(f"  observe nodes, apps, PodGroups and pods  {result.observe_seconds:8.2f} s cpu")
@@ -514,6 +527,7 @@ def _backlog_sweep(nodes: int, cycles: int) -> list[BacklogResult]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global DEFAULT_SPREAD
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000, help="reference nodes (5000)")
     parser.add_argument("--pods", type=int, default=20_000, help="reference pods (20000)")
@@ -530,10 +544,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="cycles per backlog run (120)")
     parser.add_argument("--profile", action="store_true",
                         help="profile the reference run and print the top functions")
+    parser.add_argument("--default-spread", choices=["plain", "all"], default=DEFAULT_SPREAD,
+                        help="which pods of the mix get the default spread constraints: "
+                             "those outside gangs (default), or all")
     parser.add_argument("--mix", choices=["both", "plain", "only"], default="both",
                         help="the reference run without the placement mix (plain), with it "
                              "(only), or both (default)")
     args = parser.parse_args(argv)
+    DEFAULT_SPREAD = args.default_spread
     print(f"gangsched core benchmark: Python {platform.python_version()} on "
           f"{platform.machine()}, one thread")
     if args.profile:
