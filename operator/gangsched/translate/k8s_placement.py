@@ -244,7 +244,9 @@ def spread_by_default(meta: Mapping[str, Any]) -> bool:
         return False
     for owner in owners:
         if isinstance(owner, Mapping) and owner.get("controller") is True:
-            return (owner.get("apiVersion"), owner.get("kind")) in SPREADING_CONTROLLERS
+            api_version, kind = owner.get("apiVersion"), owner.get("kind")
+            return (isinstance(api_version, str) and isinstance(kind, str)
+                    and (api_version, kind) in SPREADING_CONTROLLERS)
     return False
 
 
