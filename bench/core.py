@@ -20,7 +20,13 @@ The reference run is made twice (``--mix``): plain, and with the *placement mix*
 labelled with hostname and one of 10 zones, every pod labelled with its gang, about a
 fifth of the gangs one pod per node (required pod anti-affinity on hostname) and a fifth
 spread over zones (DoNotSchedule, maxSkew 1), so that well over 30% of the pods carry
-anti-affinity or spread and the rest are scored by the default spread constraints.
+anti-affinity or spread; the pods outside gangs (``--default-spread all``: every pod)
+count as a ReplicaSet's, scored by the cluster's default spread constraints; and
+volumes: one local PersistentVolume per node (class ``local``, WaitForFirstConsumer, no
+provisioner) and, for about a tenth of the gangs, one claim per pod, on ``local`` (a
+static PV to match, bound before the pod) or on a provisioned WaitForFirstConsumer class
+(the claim annotated with the pod's node). Every volume write is fed back as the API
+would show it (see ``bench/volumes.py``).
 
 Measured: the scheduler cycles (through :class:`gangsched.sim.world.World`, so that every
 placeholder creation, bind and deletion makes the round trip as observations) from the
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import gc
 import io
 import platform
@@ -51,7 +58,13 @@ import sys
 import time
 from dataclasses import dataclass
 
-from gangsched.core.decisions import BindPod
+from gangsched.core.constraints import (
+    NodeAffinity,
+    NodeSelectorTerm,
+    SelectorOperator,
+    SelectorRequirement,
+)
+from gangsched.core.decisions import AnnotateClaim, BindGang, BindPod, BindVolume, Decision
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -68,6 +81,7 @@ from gangsched.core.model import (
     SortPolicy,
     TaskGroup,
 )
+from gangsched.core.observations import VolumeObserved
 from gangsched.core.placement import (
     NO_PLACEMENT,
     AffinityTerm,
@@ -78,6 +92,16 @@ from gangsched.core.placement import (
 from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.selectors import LabelSelector
+from gangsched.core.volumes.model import (
+    AccessMode,
+    BindingMode,
+    ClaimRef,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodClaim,
+    PodVolumes,
+    StorageClass,
+)
 from gangsched.sim.world import World
 
 NODE = Resources.from_k8s({"cpu": 32, "memory": "128Gi", "pods": 110})
@@ -93,6 +117,10 @@ class Workload:
     groups: list[PodGroupSpec]
     pods: list[Pod]
     plain: int
+    volumes: list[StorageClass | PersistentVolume] = dataclasses.field(default_factory=list)
+    """Storage classes and PersistentVolumes (the mix's local volumes)."""
+    claims: dict[str, PersistentVolumeClaim] = dataclasses.field(default_factory=dict)
+    """The pods' claims, by name."""
 
     @property
     def gangs(self) -> str:
@@ -104,37 +132,68 @@ class Workload:
         anti = sum(1 for p in self.pods if p.placement.anti_affinity)
         spread = sum(1 for p in self.pods if p.placement.spread)
         share = 100 * (anti + spread) / max(1, len(self.pods))
+        local = sum(1 for c in self.claims.values() if c.storage_class == LOCAL.name)
         return (f"{anti} pods with required anti-affinity, {spread} with topology spread "
-                f"({share:.0f}%)")
+                f"({share:.0f}%); {len(self.claims)} with a claim ({local} on local "
+                f"volumes, {len(self.claims) - local} provisioned)")
 
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 ZONES = 10
+VOLUME_GANGS = 0.1
+"""The share of gangs of the mix whose pods each have a claim."""
+LOCAL = StorageClass("local", "kubernetes.io/no-provisioner", BindingMode.WAIT_FOR_FIRST_CONSUMER)
+FAST = StorageClass("fast", "csi.example.com", BindingMode.WAIT_FOR_FIRST_CONSUMER)
+RWO = frozenset({AccessMode.READ_WRITE_ONCE})
+GI = 2**30
 
 
-def _placement(rng: random.Random, name: str, size: int, mix: bool) -> Placement:
+def _local_volume(node: str) -> PersistentVolume:
+    """A 100Gi local volume that only ``node`` reaches."""
+    reach = NodeAffinity((NodeSelectorTerm((SelectorRequirement(
+        HOST, SelectorOperator.IN, (node,)),)),))
+    return PersistentVolume(f"local-{node}", resource_version="1", capacity=100 * GI,
+                            access_modes=RWO, storage_class=LOCAL.name, node_affinity=reach)
+
+
+DEFAULT_SPREAD = "plain"
+"""Which pods of the mix count as a ReplicaSet's, so that the cluster's default spread
+constraints score them (kube-scheduler gives them to no Job's or gang's pod): ``plain``
+(the pods outside gangs) or ``all`` (``--default-spread``)."""
+
+
+def _placement(rng: random.Random, name: str, size: int, mix: bool,
+               kind: str = "pods") -> Placement:
     """With ``mix``: every pod labelled with its gang; about a fifth of the gangs one per
     node (required anti-affinity on hostname), about a fifth spread over zones
-    (DoNotSchedule, maxSkew 1); the rest labelled only (kube-scheduler's default spread
-    constraints then score them)."""
+    (DoNotSchedule, maxSkew 1); the rest labelled only. The pods outside gangs (or every
+    pod, see :data:`DEFAULT_SPREAD`) count as a ReplicaSet's (``default_spread``): the
+    cluster's default spread constraints score those without constraints of their own, as
+    kube-scheduler scores such pods."""
     if not mix:
         return NO_PLACEMENT
+    default_spread = DEFAULT_SPREAD == "all" or kind == "pods"
     labels = (("job", name),)
     selector = LabelSelector.build(dict(labels))
     draw = rng.random()
     if draw < 0.2 and size > 1:
-        return Placement(labels=labels, anti_affinity=(AffinityTerm(HOST, selector),))
+        return Placement(labels=labels, anti_affinity=(AffinityTerm(HOST, selector),),
+                         default_spread=default_spread)
     if draw < 0.4 and size > 1:
         return Placement(labels=labels, spread=(SpreadConstraint(
-            1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),))
-    return Placement(labels=labels)
+            1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),),
+            default_spread=default_spread)
+    return Placement(labels=labels, default_spread=default_spread)
 
 
 def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workload:
     """A deterministic workload of ``pods`` pending pods in gangs, on ``nodes`` nodes;
-    ``mix`` adds pod labels, anti-affinity and spread (see :func:`_placement`)."""
+    ``mix`` adds pod labels, anti-affinity and spread (see :func:`_placement`), local
+    volumes and claims for about a tenth of the gangs (drawn apart, so that the rest of
+    the mix is the same with or without them)."""
     rng = random.Random(seed)
+    volume_rng = random.Random(seed + 1)
     node_list = [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b",
                                               HOST: f"node-{i:05d}",
                                               ZONE: f"zone-{i % ZONES}"})
@@ -155,12 +214,13 @@ def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workloa
     groups: list[PodGroupSpec] = []
     pod_list: list[Pod] = []
     plain = 0
+    claims: dict[str, PersistentVolumeClaim] = {}
     for index, ((kind, size), (cpu, mem)) in enumerate(zip(shapes, sizes, strict=True)):
         request = Resources.from_k8s({"cpu": f"{max(1, int(cpu * scale * 1000))}m",
                                       "memory": f"{max(64, int(mem * scale * 1024))}Mi"})
         creation = float(index)
         name = f"{kind}-{index}"
-        placement = _placement(rng, name, size, mix)
+        placement = _placement(rng, name, size, mix, kind)
         if kind == "pods":
             plain += size
             pod_list += [Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
@@ -185,7 +245,18 @@ def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workloa
                 pod_list.append(Pod(PodUID(f"{name}-{i}"), "bench", f"{name}-{i}", request,
                                     creation=creation, app=key, task_group=group,
                                     placement=placement))
-    return Workload(node_list, apps, groups, pod_list, plain)
+        if mix and volume_rng.random() < VOLUME_GANGS:
+            cls = LOCAL if volume_rng.random() < 0.5 else FAST
+            for at in range(len(pod_list) - size, len(pod_list)):
+                pod = pod_list[at]
+                claim = PersistentVolumeClaim("bench", f"data-{pod.name}", f"uid-data-{pod.name}",
+                                              "1", cls.name, 10 * GI, RWO)
+                claims[claim.name] = claim
+                pod_list[at] = dataclasses.replace(pod, volumes=PodVolumes((PodClaim(claim.name),)))
+    volumes: list[StorageClass | PersistentVolume] = []
+    if mix:
+        volumes = [LOCAL, FAST, *(_local_volume(n.name) for n in node_list)]
+    return Workload(node_list, apps, groups, pod_list, plain, volumes, claims)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +305,10 @@ def run(nodes: int, pods: int, *, max_cycles: int = 10_000, mix: bool = False) -
         world.add_app(app)
     for group in workload.groups:
         world.add_group(group)
+    volumes = {v.name: v for v in workload.volumes if isinstance(v, PersistentVolume)}
+    claims = dict(workload.claims)
+    for obj in [*workload.volumes, *claims.values()]:
+        world.observe(VolumeObserved(obj))
     for pod in workload.pods:
         world.add_pod(pod)
     observed = time.process_time()
@@ -244,17 +319,46 @@ def run(nodes: int, pods: int, *, max_cycles: int = 10_000, mix: bool = False) -
         decisions = world.step(now)
         cycles += 1
         moved = 0
-        for decision in decisions:
-            if isinstance(decision, BindPod):
-                binds += 1
-                moved += 1
-                placed += decision.uid in real
-        if not moved and not any(not isinstance(d, BindPod) for d in decisions):
+        for bind in _binds(decisions):
+            binds += 1
+            moved += 1
+            placed += bind.uid in real
+            if bind.volumes:
+                _volumes_written(world, bind, volumes, claims)
+        if not moved and not any(not isinstance(d, BindPod | BindGang) for d in decisions):
             break
         now += 0.01
     finished = time.process_time()
     return Result(nodes, pods, observed - started, finished - observed, cycles, binds, placed,
                   time.perf_counter() - wall)
+
+
+def _binds(decisions: list[Decision]) -> list[BindPod]:
+    found: list[BindPod] = []
+    for d in decisions:
+        if isinstance(d, BindPod):
+            found.append(d)
+        elif isinstance(d, BindGang):
+            found += d.binds
+    return found
+
+
+def _volumes_written(world: World, bind: BindPod, volumes: dict[str, PersistentVolume],
+                     claims: dict[str, PersistentVolumeClaim]) -> None:
+    """Show the core what the API shows once ``bind``'s volume writes are done: the PV's
+    claimRef and the claim bound (a static volume), or the claim annotated (provisioned)."""
+    for w in bind.volumes:
+        if isinstance(w, BindVolume):
+            pv = volumes[w.volume] = dataclasses.replace(
+                volumes[w.volume], phase="Bound",
+                claim_ref=ClaimRef(w.namespace, w.claim, w.claim_uid))
+            claim = claims[w.claim] = dataclasses.replace(claims[w.claim], volume_name=w.volume,
+                                                          phase="Bound")
+            world.observe(VolumeObserved(pv))
+            world.observe(VolumeObserved(claim))
+        elif isinstance(w, AnnotateClaim):
+            claim = claims[w.claim] = dataclasses.replace(claims[w.claim], selected_node=w.node)
+            world.observe(VolumeObserved(claim))
 
 
 def _reference(nodes: int, pods: int, repeat: int, *, mix: bool = False) -> Result:
@@ -263,7 +367,9 @@ def _reference(nodes: int, pods: int, repeat: int, *, mix: bool = False) -> Resu
           f"110 pods, {ZONES} zones), {pods} pending pods in gangs of 1 to 64: "
           f"{workload.gangs}")
     if mix:
-        print(f"  every pod labelled; {workload.constrained}")
+        spread_by_default = sum(1 for p in workload.pods if p.placement.default_spread)
+        print(f"  every pod labelled; {workload.constrained}; {spread_by_default} with the "
+              "default spread constraints")
     result = best(nodes, pods, repeat, mix=mix)
     verdict = "meets" if result.placements_per_second >= TARGET else "MISSES"
     print(f"  observe nodes, apps, PodGroups and pods  {result.observe_seconds:8.2f} s cpu")
@@ -421,6 +527,7 @@ def _backlog_sweep(nodes: int, cycles: int) -> list[BacklogResult]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global DEFAULT_SPREAD
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000, help="reference nodes (5000)")
     parser.add_argument("--pods", type=int, default=20_000, help="reference pods (20000)")
@@ -437,10 +544,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="cycles per backlog run (120)")
     parser.add_argument("--profile", action="store_true",
                         help="profile the reference run and print the top functions")
+    parser.add_argument("--default-spread", choices=["plain", "all"], default=DEFAULT_SPREAD,
+                        help="which pods of the mix get the default spread constraints: "
+                             "those outside gangs (default), or all")
     parser.add_argument("--mix", choices=["both", "plain", "only"], default="both",
                         help="the reference run without the placement mix (plain), with it "
                              "(only), or both (default)")
     args = parser.parse_args(argv)
+    DEFAULT_SPREAD = args.default_spread
     print(f"gangsched core benchmark: Python {platform.python_version()} on "
           f"{platform.machine()}, one thread")
     if args.profile:

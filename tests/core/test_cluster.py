@@ -224,8 +224,8 @@ def test_diagnosis_names_the_filters_and_the_closest_node() -> None:
     assert diagnosis.best_shortfall == res(1)
     assert not diagnosis.constraint_bound
     assert diagnosis.message() == (
-        "0/4 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint "
-        "{dedicated: gpu}, 1 node(s) were not ready. The closest node is short of cpu=1.")
+        "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
+        "1 node(s) were not ready, 2 Insufficient cpu. The closest node is short of cpu=1.")
 
 
 def test_diagnosis_of_an_empty_cluster() -> None:

@@ -68,14 +68,14 @@ CASES = [
     ], id="QueueQuota"),
     pytest.param(capacity(), [
         "blocked by Capacity (no node has room for it):",
-        "0/4 nodes are available: 3 Insufficient cpu, 1 node(s) had untolerated taint "
-        "{dedicated: db}. The closest node is short of cpu=500m.",
+        "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, "
+        "3 Insufficient cpu. The closest node is short of cpu=500m.",
         f"nodes: 3 Insufficient cpu, 1 {TAINT}",
         "closest node is short of: cpu=500m",
     ], id="Capacity"),
     pytest.param(constraints(), [
         "blocked by Constraints (its constraints exclude every node that has room):",
-        f"0/5 nodes are available: 3 {SELECTOR}, 2 {TAINT}.",
+        f"0/5 nodes are available: 2 {TAINT}, 3 {SELECTOR}.",
         f"nodes: 3 {SELECTOR}, 2 {TAINT}",
     ], id="Constraints"),
     pytest.param(old_constraints(), [

@@ -5,7 +5,7 @@ from gangsched.core.constraints import NodeAffinity, TaintEffect, Toleration, To
 from gangsched.core.model import AppKey, GroupKey, PodPhase, PodUID
 from gangsched.core.naming import label_value
 from gangsched.core.resources import Resources
-from gangsched.translate import labels
+from gangsched.translate import k8s_placement, labels
 from gangsched.translate.pods import app_manifest_from_pod, pod_from_k8s
 from k8s_objects import argo_pod, is_dns_subdomain, make_pod, spark_driver
 from manifests_tests.test_crds import validation_errors
@@ -525,3 +525,29 @@ def test_manifest_name_is_a_valid_object_name_with_a_full_name_annotation() -> N
     assert manifest is not None
     assert manifest["metadata"]["name"] == full
     assert is_dns_subdomain(full)
+
+
+def _owner(api_version: object, kind: object, controller: object = True) -> dict[str, object]:
+    return {"apiVersion": api_version, "kind": kind, "name": "o", "uid": "u",
+            "controller": controller}
+
+
+@pytest.mark.parametrize(("owners", "expected"), [
+    pytest.param([_owner("apps/v1", "ReplicaSet")], True, id="replicaset"),
+    pytest.param([_owner("apps/v1", "StatefulSet")], True, id="statefulset"),
+    pytest.param([_owner("v1", "ReplicationController")], True, id="replicationcontroller"),
+    pytest.param([_owner("batch/v1", "Job")], False, id="job"),
+    pytest.param([_owner("apps/v1", "ReplicaSet", controller=False)], False,
+                 id="owner-not-controller"),
+    pytest.param([_owner("batch/v1", "Job", controller=False), _owner("apps/v1", "ReplicaSet")],
+                 True, id="the-controller-among-owners"),
+    pytest.param(None, False, id="bare-pod"),
+    pytest.param([_owner(["apps/v1"], "ReplicaSet")], False, id="garbage-api-version"),
+    pytest.param("garbage", False, id="garbage-owners"),
+])
+def test_default_spread_for_pods_of_replicasets_and_statefulsets(owners: object,
+                                                                 expected: bool) -> None:
+    """kube-scheduler's default spread constraints select with the selector of a
+    ReplicaSet, ReplicationController or StatefulSet controlling the pod."""
+    meta: dict[str, object] = {} if owners is None else {"ownerReferences": owners}
+    assert k8s_placement.spread_by_default(meta) is expected

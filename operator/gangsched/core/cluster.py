@@ -454,18 +454,27 @@ class Cluster:
             order = range(start, start + count)
         feasible: list[NodeState] = []
         first_fit = -1
+        fits = request.fits_in
+        sample = self.sample_size
         for i in order:
             state = nodes[i % count]
-            if not request.fits_in(state.free):
+            if not fits(state.free):
                 continue
             if first_fit < 0:
                 first_fit = i  # reserved or not: the watermark is about capacity only
             if blocked is not None and state.node.name in blocked:
                 continue
-            if extra and not all(f.filter(cycle, info, state).ok for f in extra):
+            if extra:
+                for f in extra:  # a plain loop: this runs once per node scanned
+                    if not f.filter(cycle, info, state).ok:
+                        break
+                else:
+                    feasible.append(state)
+                    if len(feasible) >= sample:
+                        break
                 continue
             feasible.append(state)
-            if len(feasible) >= self.sample_size:
+            if len(feasible) >= sample:
                 break
         if scoring is Scoring.BINPACK:
             self._watermarks[(constraints, request)] = first_fit if first_fit >= 0 else count
@@ -478,7 +487,7 @@ class Cluster:
         else:
             fwk.pre_score(cycle, info, self, feasible)
             totals = fwk.score(cycle, info, feasible)
-            chosen = feasible[max(range(len(feasible)), key=lambda i: (totals[i], -i))].node.name
+            chosen = feasible[totals.index(max(totals))].node.name  # the first of the best
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
 
     def _reserve(self, fwk: Framework, cycle: fw.CycleState, info: PodInfo, node: str) -> bool:

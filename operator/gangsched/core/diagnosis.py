@@ -48,7 +48,8 @@ class Diagnosis:
         if self.pre_filter:
             text += f" {self.pre_filter}."
         elif self.reasons:
-            parts = [f"{count} {reason}" for reason, count in sorted(self.reasons.items())]
+            # kube-scheduler's FitError: the "<count> <reason>" strings, sorted as strings.
+            parts = sorted(f"{count} {reason}" for reason, count in self.reasons.items())
             text += " " + ", ".join(parts) + "."
         if self.best_shortfall:
             text += f" The closest node is short of {self.best_shortfall.format_short()}."

@@ -145,6 +145,10 @@ class Placement:
     node_preferred: tuple[PreferredNodeTerm, ...] = ()
     ports: tuple[HostPort, ...] = ()
     gates: tuple[str, ...] = ()
+    default_spread: bool = False
+    """The pod's controller is a ReplicaSet, ReplicationController or StatefulSet: a pod
+    without spread constraints of its own gets the cluster's default ones, as
+    kube-scheduler gives them to the pods those controllers (or Services) select."""
 
     @property
     def label_map(self) -> dict[str, str]:

@@ -6,6 +6,10 @@ recorded with its namespace, labels and :class:`~gangsched.core.placement.Placem
 * :meth:`PodIndex.matching` finds the pods a label selector selects. A selector that
   names ``key=value`` pairs (``matchLabels``, single-value ``In``) starts from the
   smallest set of pods carrying one of them; only a selector with none scans every pod.
+* :meth:`PodIndex.per_node` counts, per node, the pods of one namespace a selector
+  selects: computed once, then kept up to date as pods come and go (the spread
+  plugin's per-domain counts add these up by the nodes' topology values, so a pod's
+  cost follows the nodes its peers are on, not their number).
 * :meth:`PodIndex.terms_selecting` finds the affinity terms of placed pods that select
   an incoming pod (the symmetric checks: existing pods' required anti-affinity, and the
   terms scoring counts both ways). Terms are indexed by one pair of their selector, so a
@@ -63,6 +67,11 @@ class PodIndex:
         """How many required anti-affinity terms placed pods have."""
         self.terms = 0
         self.epoch = 0
+        self._counts: dict[tuple[LabelSelector, str], dict[str, int]] = {}
+        """Per (selector, namespace) asked for: matching pods per node."""
+        self._counted_by_pair: dict[tuple[str, str], list[tuple[LabelSelector, str]]] = {}
+        """Those keys by one ``key=value`` pair of their selector (as terms are)."""
+        self._counted_any: list[tuple[LabelSelector, str]] = []
 
     def add(self, pod: PlacedPod) -> None:
         """Record ``pod`` (replacing an entry of the same uid)."""
@@ -73,6 +82,8 @@ class PodIndex:
             self._by_pair.setdefault(pair, {})[pod.uid] = None
         for index, entry in enumerate(_terms(pod)):
             self._index_term((pod.uid, index), entry, add=True)
+        if self._counts:
+            self._count(pod, 1)
         self.epoch += 1
 
     def remove(self, uid: str) -> None:
@@ -88,7 +99,51 @@ class PodIndex:
                     del self._by_pair[pair]
         for index, entry in enumerate(_terms(pod)):
             self._index_term((uid, index), entry, add=False)
+        if self._counts:
+            self._count(pod, -1)
         self.epoch += 1
+
+    MAX_COUNTED = 4096
+    """Selectors counted per node at most; beyond, the counts start afresh (on demand)."""
+
+    def per_node(self, selector: LabelSelector, namespace: str) -> Mapping[str, int]:
+        """How many placed pods of ``namespace`` ``selector`` matches, per node name (nodes
+        without any left out). Read-only; valid until the next add or remove."""
+        key = (selector, namespace)
+        found = self._counts.get(key)
+        if found is not None:
+            return found
+        if len(self._counts) >= self.MAX_COUNTED:
+            self._counts.clear()
+            self._counted_by_pair.clear()
+            self._counted_any.clear()
+        found = {}
+        for pod in self.matching(selector):
+            if pod.namespace == namespace:
+                found[pod.node] = found.get(pod.node, 0) + 1
+        self._counts[key] = found
+        pairs = selector.equalities()
+        if pairs:
+            self._counted_by_pair.setdefault(pairs[0], []).append(key)
+        else:
+            self._counted_any.append(key)
+        return found
+
+    def _count(self, pod: PlacedPod, delta: int) -> None:
+        """Keep :meth:`per_node` counts up to date for ``pod`` coming (1) or going (-1)."""
+        labels = pod.labels
+        keys = [key for pair in labels.items() for key in self._counted_by_pair.get(pair, ())]
+        keys += self._counted_any
+        for key in keys:
+            selector, namespace = key
+            if namespace != pod.namespace or not selector.matches(labels):
+                continue
+            counts = self._counts[key]
+            left = counts.get(pod.node, 0) + delta
+            if left > 0:
+                counts[pod.node] = left
+            else:
+                counts.pop(pod.node, None)
 
     def _index_term(self, key: tuple[str, int], entry: PlacedTerm, *, add: bool) -> None:
         selector = entry.term.selector

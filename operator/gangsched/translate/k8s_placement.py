@@ -227,6 +227,29 @@ def _ports(spec: Mapping[str, Any], problems: fields.Problems) -> tuple[placemen
     return tuple(found)
 
 
+SPREADING_CONTROLLERS = frozenset({("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet"),
+                                   ("v1", "ReplicationController")})
+"""The controllers whose selectors kube-scheduler's default spread constraints use."""
+
+
+def spread_by_default(meta: Mapping[str, Any]) -> bool:
+    """Does a pod with this ``metadata`` get the cluster's default spread constraints?
+
+    kube-scheduler builds them from the selectors of the Services selecting the pod and
+    of its controller when that is a ReplicaSet, ReplicationController or StatefulSet; a
+    pod with neither (a Job's, a bare pod, a Spark executor) gets none. gangsched does
+    not watch Services: it looks at the controller only. Unreadable owners: none."""
+    owners = meta.get("ownerReferences")
+    if not isinstance(owners, list):
+        return False
+    for owner in owners:
+        if isinstance(owner, Mapping) and owner.get("controller") is True:
+            api_version, kind = owner.get("apiVersion"), owner.get("kind")
+            return (isinstance(api_version, str) and isinstance(kind, str)
+                    and (api_version, kind) in SPREADING_CONTROLLERS)
+    return False
+
+
 def placement_from_k8s(spec: Mapping[str, Any], labels: Mapping[str, str],
                        problems: fields.Problems, *, path: str = "spec") -> placement.Placement:
     """The Placement of a pod ``spec`` with ``labels``; problems go to ``problems``."""

@@ -22,6 +22,7 @@ their documented precedence.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -253,6 +254,8 @@ def pod_with_membership(
         constraints.ANY_NODE,
     )
     pod_placement = k8s_placement.placement_from_k8s(spec, pod_labels, problems)
+    if k8s_placement.spread_by_default(meta):
+        pod_placement = dataclasses.replace(pod_placement, default_spread=True)
     priority_class = spec.get("priorityClassName")
     membership = resolve.resolve(
         dialects.PodMeta(

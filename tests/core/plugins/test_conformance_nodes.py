@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conformance import chosen, cluster, feasible, node, pod, why
+from conformance import chosen, cluster, feasible, info, node, pod, why
 from gangsched.core.cluster import Cluster, Constraints, PodInfo
+from gangsched.core.framework.interface import CycleState
 from gangsched.core.model import Scoring
+from gangsched.core.plugins import balancedallocation
 from gangsched.core.resources import Resources
 
 NS = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
@@ -108,6 +110,11 @@ FILTERS = [
                  "1 Too many pods", id="fit-too-many-pods"),
     pytest.param([node("a", cpu="1", memory="1Gi")], [], pod(cpu="2", memory="2Gi"), set(),
                  "1 Insufficient cpu, 1 Insufficient memory", id="fit-every-resource-named"),
+    # The FitError: "<count> <reason>" strings sorted as strings, as kube-scheduler sorts
+    pytest.param([node("a", cpu="1"), node("b", cpu="1"),
+                  node("c", taints=[("dedicated", "gpu", "NoSchedule")])], [], pod(cpu="2"),
+                 set(), "0/3 nodes are available: 1 node(s) had untolerated taint "
+                 "{dedicated: gpu}, 2 Insufficient cpu.", id="fit-error-reasons-sorted-as-strings"),
 ]
 
 
@@ -164,3 +171,21 @@ def test_score(nodes: Any, placed: Any, incoming: dict[str, Any], scoring: Scori
 
 def test_empty_cluster_message() -> None:
     assert why(Cluster(), pod()) == "0/0 nodes are available: no nodes in the cluster."
+
+
+@pytest.mark.parametrize(("placed", "expected"), [
+    pytest.param([], 99, id="balanced-empty-node"),
+    pytest.param([pod(f"be{i}", cpu="0", memory="0") for i in range(5)], 99,
+                 id="balanced-best-effort-pods-add-no-request"),
+    pytest.param([pod("p", cpu="500m", memory="64Mi")], 89, id="balanced-requests-count"),
+])
+def test_balanced_allocation_counts_actual_requests(placed: list[dict[str, Any]],
+                                                     expected: int) -> None:
+    """kube-scheduler's BalancedAllocation uses what pods request (``useRequested``), not
+    the 100m/200Mi NodeResourcesFit gives pods without requests: with five best-effort pods
+    counted so, the fractions would be 0.3 cpu and 0.54 memory (88), not 0.05 and 0.05
+    (99); a real request does count (0.3 and 0.08: 89)."""
+    c = cluster([node("a", cpu="2", memory="2Gi")], [(p, "a") for p in placed])
+    plugin = balancedallocation.factory(None)
+    incoming = info(pod(cpu="100m", memory="100Mi"))
+    assert plugin.score(CycleState(), incoming, c.nodes["a"]) == expected

@@ -23,6 +23,14 @@ def web(name: str, namespace: str = "default", **labels: str) -> dict[str, Any]:
     return pod(name, namespace=namespace, labels={**WEB, **labels})
 
 
+def owned(obj: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    """``obj`` with a controller of that kind."""
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind,
+                                           "name": "owner", "uid": "uid-owner",
+                                           "controller": True}]
+    return obj
+
+
 def incoming(*constraints: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return pod(labels=kw.pop("labels", WEB), topologySpreadConstraints=list(constraints), **kw)
 
@@ -88,6 +96,14 @@ ROWS = [
     pytest.param([node("a"), node("b")], [(web("w1"), "a")],
                  incoming(spread(HOST, match=WEB), spread(ZONE, match=WEB)), set(), LABEL,
                  id="every-constraint-key-required"),
+    # kube-scheduler checks the constraints in order: c fails the zone skew before the
+    # rack it lacks (Unschedulable, not the unresolvable missing label)
+    pytest.param([node("a", zone="z1", labels={"rack": "r1"}),
+                  node("b", cpu="50m", zone="z2", labels={"rack": "r2"}), node("c", zone="z1")],
+                 [(web("w1"), "a"), (web("w2"), "a")],
+                 incoming(spread(ZONE, match=WEB), spread("rack", match=WEB)), set(),
+                 f"0/3 nodes are available: 1 Insufficient cpu, 2 {SKEW}.",
+                 id="constraints-checked-in-order"),
 ]
 
 
@@ -106,8 +122,17 @@ SCORES = [
     pytest.param(NODES, [(web("w1"), "a"), (web("w2"), "b")],
                  incoming(spread(ZONE, match=WEB, whenUnsatisfiable="ScheduleAnyway")), "c",
                  id="schedule-anyway-prefers-the-emptier-domain"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "b"), (web("w2"), "b")],
+                 owned(pod(labels=WEB), "apps/v1", "ReplicaSet"), "a",
+                 id="system-default-constraints-spread-a-replicaset-pod"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "b"), (web("w2"), "b")],
+                 owned(pod(labels=WEB), "apps/v1", "StatefulSet"), "a",
+                 id="system-default-constraints-spread-a-statefulset-pod"),
+    pytest.param([node("a"), node("b")], [(web("w1"), "b"), (web("w2"), "b")],
+                 owned(pod(labels=WEB), "batch/v1", "Job"), "b",
+                 id="system-default-constraints-not-for-a-jobs-pod"),
     pytest.param([node("a"), node("b")], [(web("w1"), "b"), (web("w2"), "b")], pod(labels=WEB),
-                 "a", id="system-default-constraints-spread-a-labelled-pod"),
+                 "b", id="system-default-constraints-not-for-a-bare-pod"),
 ]
 
 

@@ -13,7 +13,9 @@ profile is built, which points each enabled plugin serves.
   per constraint set until a node changes. Filters must be exact: a node a filter
   rejects is never returned, whatever sampling the scoring does.
 * :class:`ScorePlugin` -- ``pre_score`` (may :data:`SKIP`), ``score`` per feasible node
-  (0..100 after ``normalize``), weighted by the profile.
+  (0..100 after ``normalize``), weighted by the profile. A scorer that is also a
+  :class:`BatchScorePlugin` scores every node in one call (the same values, without a
+  call per node: the hot path of placement).
 * :class:`ReservePlugin` and :class:`PreBindPlugin` -- run once a node is chosen:
   ``reserve`` may still refuse (then every reserved plugin is ``unreserve``\\ d), and
   ``pre_bind`` may add decisions to the cycle state's ``decisions`` (they are emitted
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gangsched.core.framework.nodeinfo import NodeState
@@ -56,10 +58,11 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
     plugin: str = ""
+    ok: bool = field(init=False, repr=False, compare=False)
+    """``code`` is SUCCESS (a plain attribute: it is read once per node and filter)."""
 
-    @property
-    def ok(self) -> bool:
-        return self.code is Code.SUCCESS
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", self.code is Code.SUCCESS)
 
     @property
     def rejected(self) -> bool:
@@ -76,6 +79,24 @@ def unschedulable(*reasons: str) -> Status:
 
 def unresolvable(*reasons: str) -> Status:
     return Status(Code.UNRESOLVABLE, reasons)
+
+
+class Rejections:
+    """Unschedulable statuses by reason, made once each: a filter that rejects many nodes
+    with one of a few reasons returns the same frozen value every time."""
+
+    __slots__ = ("_made",)
+
+    def __init__(self) -> None:
+        self._made: dict[str, Status] = {}
+
+    def __call__(self, reason: str) -> Status:
+        found = self._made.get(reason)
+        if found is None:
+            if len(self._made) >= 256:
+                self._made.clear()
+            found = self._made[reason] = Status(Code.UNSCHEDULABLE, (reason,))
+        return found
 
 
 class CycleState:
@@ -161,6 +182,14 @@ class ScorePlugin(Plugin, Protocol):
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         """Bring ``scores`` (one per node scored, in order) into 0..100, in place."""
+        ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def score_nodes(self, state: CycleState, pod: PodInfo,
+                    nodes: Sequence[NodeState]) -> list[int]:
+        """``score`` of each of ``nodes``, in order: exactly the values ``score`` gives."""
         ...
 
 

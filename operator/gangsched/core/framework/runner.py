@@ -20,6 +20,7 @@ from gangsched.core.framework.podinfo import PodInfo
 
 Factory = Callable[[object | None], fw.Plugin]
 """Makes a plugin from its validated arguments (None: the defaults)."""
+ScoreAll = Callable[[fw.CycleState, PodInfo, Sequence[NodeState]], list[int]]
 
 _POINTS: tuple[tuple[str, type], ...] = (
     ("preEnqueue", fw.PreEnqueuePlugin),
@@ -62,6 +63,10 @@ class Framework:
         self.static_names = tuple(p.name for p in self.static_filters)
         self.scorers: list[tuple[fw.ScorePlugin, int]] = [
             (_as(made[n], fw.ScorePlugin), resolved.weights[n]) for n in at["score"]]
+        self._score_all: dict[str, ScoreAll] = {
+            plugin.name: plugin.score_nodes for plugin, _ in self.scorers
+            if isinstance(plugin, fw.BatchScorePlugin)}
+        """The scorers that score every node in one call, by name."""
         self.reservers: list[fw.ReservePlugin] = [
             _as(made[n], fw.ReservePlugin) for n in at["reserve"]]
         self.pre_binders: list[fw.PreBindPlugin] = [
@@ -125,17 +130,21 @@ class Framework:
     def score(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState]) -> list[int]:
         """The weighted sum of normalized scores per node, in the order of ``nodes``."""
         scorers = state.scorers
+        score_all = self._score_all
         if len(scorers) == 1:  # one scorer: its order is the answer, weights aside
             plugin, weight = scorers[0]
-            scores = [plugin.score(state, pod, node) for node in nodes]
+            batch = score_all.get(plugin.name)
+            scores = (batch(state, pod, nodes) if batch is not None
+                      else [plugin.score(state, pod, node) for node in nodes])
             plugin.normalize(state, pod, scores)
             return scores
         totals = [0] * len(nodes)
         for plugin, weight in scorers:
-            scores = [plugin.score(state, pod, node) for node in nodes]
+            batch = score_all.get(plugin.name)
+            scores = (batch(state, pod, nodes) if batch is not None
+                      else [plugin.score(state, pod, node) for node in nodes])
             plugin.normalize(state, pod, scores)
-            for i, value in enumerate(scores):
-                totals[i] += value * weight
+            totals = [total + value * weight for total, value in zip(totals, scores, strict=True)]
         return totals
 
     def reserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:

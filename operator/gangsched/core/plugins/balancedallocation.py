@@ -2,7 +2,10 @@
 
 The score is ``(1 - std) * 100`` of the fractions ``requested / allocatable`` (capped
 at 1) of the scored resources (cpu and memory by default), ``requested`` including this
-pod. PreScore skips a pod that requests none of them (a best-effort pod).
+pod. Unlike NodeResourcesFit's scoring, ``requested`` is what pods actually request
+(kube-scheduler's ``useRequested``): a pod without a cpu or memory request adds none. An
+extended resource the pod does not ask for is left out. PreScore skips a pod that
+requests none of the scored resources (a best-effort pod).
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from dataclasses import dataclass
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.plugins.noderesources import DEFAULT_RESOURCES, requested_and_allocatable
+from gangsched.core.plugins.noderesources import DEFAULT_RESOURCES
+from gangsched.core.resources import CPU, MEMORY
+
+_ALWAYS = frozenset({CPU, MEMORY, "ephemeral-storage"})
+"""Resources scored whether the pod asks for them or not (the others only if it does)."""
 
 NAME = "NodeResourcesBalancedAllocation"
 
@@ -37,8 +44,14 @@ class BalancedAllocation:
         return fw.SKIP
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
-        fractions = [min(req / cap, 1.0) for req, cap, _ in
-                     requested_and_allocatable(pod, node, self.args.resources)]
+        fractions = []
+        alloc = node.node.allocatable
+        for name, _ in self.args.resources:
+            capacity = alloc.get(name)
+            want = pod.request.get(name)
+            if capacity <= 0 or (not want and name not in _ALWAYS):
+                continue
+            fractions.append(min((node.used.get(name) + want) / capacity, 1.0))
         if len(fractions) < 2:
             return fw.MAX_NODE_SCORE
         if len(fractions) == 2:

@@ -15,6 +15,7 @@ from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.volumes import claims
 
 NAME = "DynamicResources"
+_REJECT = fw.Rejections()
 
 
 class DynamicResources:
@@ -36,7 +37,7 @@ class DynamicResources:
         if not isinstance(allocated, tuple):
             return fw.SUCCESS
         reason = claims.node_failure(allocated, node.node)
-        return fw.SUCCESS if reason is None else fw.unschedulable(reason)
+        return fw.SUCCESS if reason is None else _REJECT(reason)
 
 
 def factory(args: object | None) -> DynamicResources:

@@ -43,6 +43,9 @@ ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"
 EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 Pair = tuple[str, str]
+_AFFINITY = fw.unresolvable(AFFINITY_REASON)
+_ANTI_AFFINITY = fw.unschedulable(ANTI_AFFINITY_REASON)
+_EXISTING_ANTI_AFFINITY = fw.unschedulable(EXISTING_ANTI_AFFINITY_REASON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,21 +112,23 @@ class InterPodAffinity:
         return fw.SUCCESS
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
-        found = state.read(NAME)
+        found = state.data.get(NAME)
         if not isinstance(found, _FilterState):
             return fw.SUCCESS
         labels = node.node.labels
         p = pod.placement
         if p.affinity and not self._affinity_ok(found, pod, labels):
-            return fw.unresolvable(AFFINITY_REASON)
-        for term in p.anti_affinity:
-            value = labels.get(term.topology_key)
-            if value is not None and found.anti.get((term.topology_key, value), 0) > 0:
-                return fw.unschedulable(ANTI_AFFINITY_REASON)
-        if found.existing_anti:
-            for pair in labels.items():
-                if found.existing_anti.get(pair, 0) > 0:
-                    return fw.unschedulable(EXISTING_ANTI_AFFINITY_REASON)
+            return _AFFINITY
+        # Filter counts only grow from 1: a pair is counted when it is a key.
+        anti = found.anti
+        if anti:
+            for term in p.anti_affinity:
+                value = labels.get(term.topology_key)
+                if value is not None and (term.topology_key, value) in anti:
+                    return _ANTI_AFFINITY
+        existing = found.existing_anti
+        if existing and not existing.keys().isdisjoint(labels.items()):
+            return _EXISTING_ANTI_AFFINITY
         return fw.SUCCESS
 
     @staticmethod
@@ -149,9 +154,12 @@ class InterPodAffinity:
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         index = snapshot.pod_index
+        p = pod.placement
+        if (not p.affinity_preferred and not p.anti_affinity_preferred
+                and index.terms == index.required_anti):
+            return fw.SKIP  # placed pods have no term that scores (required anti-affinity only)
         ns_labels = snapshot.namespace_labels
         scores: dict[Pair, int] = {}
-        p = pod.placement
         for weighted, sign in ([(w, 1) for w in p.affinity_preferred]
                                + [(w, -1) for w in p.anti_affinity_preferred]):
             term = weighted.term

@@ -15,6 +15,7 @@ from gangsched.core.volumes import limits
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 NAME = "NodeVolumeLimits"
+_REJECT = fw.Rejections()
 
 
 class NodeVolumeLimits:
@@ -32,7 +33,7 @@ class NodeVolumeLimits:
         if not isinstance(catalog, VolumeCatalog):
             return fw.SUCCESS
         reason = limits.exceeded(catalog, pod.namespace, pod.volumes, node.node.name)
-        return fw.SUCCESS if reason is None else fw.unschedulable(reason)
+        return fw.SUCCESS if reason is None else _REJECT(reason)
 
 
 def factory(args: object | None) -> NodeVolumeLimits:

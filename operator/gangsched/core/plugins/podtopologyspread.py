@@ -16,14 +16,18 @@ constraints (missing required label)`` (unresolvable); one where
 
 Score (ScheduleAnyway): for each node to score, ``count * log(domains + 2) + maxSkew - 1``
 summed over constraints, then reversed min-max to 0..100 (fewer matching pods is
-better); nodes lacking a key score 0.
+better); nodes lacking a key score 0. PreScore skips when no pod matches and every node
+to score has every key: all would score alike.
 
 Cluster default constraints apply to a pod with none of its own (``defaultingType``
 ``System``: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the
-profile's ``defaultConstraints``). kube-scheduler selects with the selectors of the
-Services, ReplicaSets and StatefulSets that own or select the pod; gangsched does not
-watch those and uses the pod's own labels (without per-pod keys such as
-``statefulset.kubernetes.io/pod-name``) instead. A pod without labels gets none.
+profile's ``defaultConstraints``) whose controller is a ReplicaSet, ReplicationController
+or StatefulSet (:attr:`~gangsched.core.placement.Placement.default_spread`), as in
+kube-scheduler, which selects with the selectors of that controller and of the Services
+selecting the pod: a Job's pods, bare pods and gang members get none. gangsched does not
+watch those objects and selects with the pod's own labels (without the per-pod keys a
+StatefulSet adds, such as ``statefulset.kubernetes.io/pod-name``) instead; Services
+alone give no default constraints. A pod without labels gets none.
 """
 
 from __future__ import annotations
@@ -51,7 +55,9 @@ LABEL_REASON = "node(s) didn't match pod topology spread constraints (missing re
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 PER_POD_KEYS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
-                          "batch.kubernetes.io/job-completion-index", "pod-template-hash"})
+                          "controller-revision-hash"})
+"""Labels a StatefulSet's pods carry that its selector does not (a ReplicaSet's selector
+does include ``pod-template-hash``)."""
 
 
 class Defaulting(enum.StrEnum):
@@ -90,6 +96,14 @@ class _Counts:
     counts: list[dict[str, int]]
     minimum: list[int]
     self_match: list[int]
+    too_many: list[tuple[str, frozenset[str] | None]]
+    """Per constraint, its key and the domains where one more pod would exceed maxSkew
+    (``count + self-match - min > maxSkew``), None when every domain would: Filter's
+    lookup."""
+
+
+_MISSING_LABEL = fw.unresolvable(LABEL_REASON)
+_SKEWED = fw.unschedulable(REASON)
 
 
 class PodTopologySpread:
@@ -100,22 +114,33 @@ class PodTopologySpread:
         self.args = args
         self._eligible: dict[object, tuple[dict[str, str], int]] = {}
         self._epoch = -1
+        self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
+        """The default constraints of pods with these labels (built once per label set)."""
 
     def constraints_of(self, pod: PodInfo, kind: WhenUnsatisfiable) -> list[SpreadConstraint]:
         own = pod.placement.spread
         if own:
             return [c for c in own if c.when_unsatisfiable is kind]
+        if not pod.placement.default_spread or not pod.labels:
+            return []
+        key = tuple(pod.labels.items())
+        found = self._defaults.get(key)
+        if found is None:
+            if len(self._defaults) >= 4096:
+                self._defaults.clear()
+            found = self._defaults[key] = self._defaults_for(pod)
+        return [c for c in found if c.when_unsatisfiable is kind]
+
+    def _defaults_for(self, pod: PodInfo) -> list[SpreadConstraint]:
         defaults = (SYSTEM_DEFAULTS if self.args.defaulting is Defaulting.SYSTEM
                     else self.args.default_constraints)
-        if not defaults:
-            return []
         labels = {k: v for k, v in pod.labels.items() if k not in PER_POD_KEYS}
-        if not labels:
+        if not defaults or not labels:
             return []
         selector = LabelSelector.build(labels)
         return [SpreadConstraint(c.max_skew, c.topology_key, c.when_unsatisfiable, selector,
                                  c.min_domains, c.node_affinity_policy, c.node_taints_policy)
-                for c in defaults if c.when_unsatisfiable is kind]
+                for c in defaults]
 
     def _eligible_nodes(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
                         keys: tuple[str, ...]) -> tuple[dict[str, str], int]:
@@ -151,16 +176,15 @@ class PodTopologySpread:
 
     def _count(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
                eligible: dict[str, str]) -> dict[str, int]:
-        """Matching pods per domain, for the domains that have any (O(matching pods))."""
+        """Matching pods per domain, for the domains that have any: the index's per-node
+        counts added up by domain (O(nodes with matching pods))."""
         counts: dict[str, int] = {}
         if c.selector is None:
             return counts
-        for other in snapshot.pod_index.matching(c.selector):
-            if other.namespace != pod.namespace:
-                continue
-            value = eligible.get(other.node)
+        for node, number in snapshot.pod_index.per_node(c.selector, pod.namespace).items():
+            value = eligible.get(node)
             if value is not None:
-                counts[value] = counts.get(value, 0) + 1
+                counts[value] = counts.get(value, 0) + number
         return counts
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
@@ -168,30 +192,36 @@ class PodTopologySpread:
         if not constraints:
             return fw.SKIP
         keys = tuple(sorted({c.topology_key for c in constraints}))
-        found = _Counts(constraints, keys, [], [], [])
+        found = _Counts(constraints, keys, [], [], [], [])
         for c in constraints:
             eligible, domains = self._eligible_nodes(snapshot, pod, c, keys)
             counts = self._count(snapshot, pod, c, eligible)
             found.counts.append(counts)
             few = c.min_domains is not None and domains < c.min_domains
             empty = len(counts) < domains  # some domain has no matching pod
-            found.minimum.append(0 if few or empty or not counts else min(counts.values()))
-            found.self_match.append(
-                1 if c.selector is not None and c.selector.matches(pod.labels) else 0)
+            minimum = 0 if few or empty or not counts else min(counts.values())
+            found.minimum.append(minimum)
+            self_match = 1 if c.selector is not None and c.selector.matches(pod.labels) else 0
+            found.self_match.append(self_match)
+            limit = c.max_skew + minimum - self_match
+            found.too_many.append((c.topology_key, None if limit < 0 else frozenset(
+                value for value, count in counts.items() if count > limit)))
         state.write(NAME, found)
         return fw.SUCCESS
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
-        found = state.read(NAME)
+        """In constraint order, as kube-scheduler: a missing key is unresolvable, a domain
+        one more pod would skew too much unschedulable."""
+        found = state.data.get(NAME)
         if not isinstance(found, _Counts):
             return fw.SUCCESS
         labels = node.node.labels
-        if not all(key in labels for key in found.keys):
-            return fw.unresolvable(LABEL_REASON)
-        for i, c in enumerate(found.constraints):
-            count = found.counts[i].get(labels[c.topology_key], 0)
-            if count + found.self_match[i] - found.minimum[i] > c.max_skew:
-                return fw.unschedulable(REASON)
+        for key, too_many in found.too_many:
+            value = labels.get(key)
+            if value is None:
+                return _MISSING_LABEL
+            if too_many is None or value in too_many:
+                return _SKEWED
         return fw.SUCCESS
 
     # --- scoring ---------------------------------------------------------------------------
@@ -205,32 +235,61 @@ class PodTopologySpread:
         # requireAllTopologies): a node scores the constraints whose key it has.
         all_keys = bool(pod.placement.spread) or self.args.defaulting is not Defaulting.SYSTEM
         keys = tuple(sorted({c.topology_key for c in constraints})) if all_keys else ()
-        scored = [n for n in nodes if all(k in n.node.labels for k in keys)]
+        found = [self._count(snapshot, pod, c, self._eligible_nodes(
+            snapshot, pod, c, keys or (c.topology_key,))[0]) for c in constraints]
+        if not any(found):
+            # No matching pod anywhere: every node that has every key scores the same
+            # (the sum of maxSkew - 1), which adds the same to every node's total.
+            every = {c.topology_key for c in constraints}
+            if all(every <= n.node.labels.keys() for n in nodes):
+                return fw.SKIP
+        scored = [n for n in nodes if all(k in n.node.labels for k in keys)] if keys else nodes
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
-        for c in constraints:
+        for c, counts in zip(constraints, found, strict=True):
+            # Domains of the nodes to score weigh the counts (the counts of other domains
+            # are never looked up: no node to score is in them).
             values = {n.node.labels[c.topology_key] for n in scored
                       if c.topology_key in n.node.labels}
-            eligible, _ = self._eligible_nodes(snapshot, pod, c, keys or (c.topology_key,))
-            counts = {value: count for value, count in
-                      self._count(snapshot, pod, c, eligible).items() if value in values}
             tables.append((c, counts, math.log(len(values) + 2)))
         state.write(NAME + "/score", (keys, tables))
         return fw.SUCCESS
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
+        return self.score_nodes(state, pod, (node,))[0]
+
+    def score_nodes(self, state: fw.CycleState, pod: PodInfo,
+                    nodes: Sequence[NodeState]) -> list[int]:
         found = state.read(NAME + "/score")
         if not isinstance(found, tuple):
-            return -1
+            return [-1] * len(nodes)
         keys, tables = found
-        labels = node.node.labels
-        if not all(k in labels for k in keys):
-            return -1  # ignored: scores 0 after normalization
-        total = 0.0
-        for c, counts, weight in tables:
-            value = labels.get(c.topology_key)
-            if value is not None:
-                total += counts.get(value, 0) * weight + c.max_skew - 1
-        return round(total)
+        terms = [(c.topology_key, counts, weight, c.max_skew) for c, counts, weight in tables]
+        out: list[int] = []
+        if not keys and len(terms) == 2:  # the system defaults: the same sums, unrolled
+            (key1, counts1, weight1, skew1), (key2, counts2, weight2, skew2) = terms
+            for node in nodes:
+                labels = node.node.labels
+                total = 0.0
+                value = labels.get(key1)
+                if value is not None:
+                    total += counts1.get(value, 0) * weight1 + skew1 - 1
+                value = labels.get(key2)
+                if value is not None:
+                    total += counts2.get(value, 0) * weight2 + skew2 - 1
+                out.append(round(total))
+            return out
+        for node in nodes:
+            labels = node.node.labels
+            if keys and not all(k in labels for k in keys):
+                out.append(-1)  # ignored: scores 0 after normalization
+                continue
+            total = 0.0
+            for key, counts, weight, max_skew in terms:
+                value = labels.get(key)
+                if value is not None:
+                    total += counts.get(value, 0) * weight + max_skew - 1
+            out.append(round(total))
+        return out
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
         kept = [s for s in scores if s >= 0]

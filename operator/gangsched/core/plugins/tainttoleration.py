@@ -4,7 +4,8 @@ Filter (static): the first ``NoSchedule`` or ``NoExecute`` taint no toleration t
 rejects the node, ``node(s) had untolerated taint {key: value}``.
 Score: the number of ``PreferNoSchedule`` taints not tolerated by a toleration whose
 effect is empty or ``PreferNoSchedule``; normalized reversed (fewest is 100). PreScore
-skips when none of the nodes to score has such a taint (all would score alike).
+skips when none of the nodes to score has such a taint (all would score alike), at once
+when no node of the cluster has one (known per node epoch).
 """
 
 from __future__ import annotations
@@ -23,9 +24,19 @@ def reason(key: str, value: str) -> str:
     return f"node(s) had untolerated taint {{{key}: {value}}}"
 
 
+def _prefers_not(node: NodeState) -> bool:
+    return any(t.effect is TaintEffect.PREFER_NO_SCHEDULE for t in node.node.taints)
+
+
 class TaintToleration:
     name = NAME
     static = True
+
+    def __init__(self) -> None:
+        self._epoch = -1
+        self._any = False
+        """Whether some node of the cluster, as of node epoch ``_epoch``, has a
+        PreferNoSchedule taint."""
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
         taints = node.node.taints
@@ -38,9 +49,11 @@ class TaintToleration:
 
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
-        for node in nodes:
-            if any(t.effect is TaintEffect.PREFER_NO_SCHEDULE for t in node.node.taints):
-                return fw.SUCCESS
+        if snapshot.node_epoch != self._epoch:
+            self._any = any(_prefers_not(node) for node in snapshot.sorted_nodes())
+            self._epoch = snapshot.node_epoch
+        if self._any and any(_prefers_not(node) for node in nodes):
+            return fw.SUCCESS
         return fw.SKIP
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:

@@ -25,6 +25,7 @@ from gangsched.core.volumes import binding
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 NAME = "VolumeBinding"
+_REJECT = fw.Rejections()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ class VolumeBinding:
         if not isinstance(found, _State):
             return fw.SUCCESS
         reason, _ = binding.match(found.catalog, found.claims, node.node)
-        return fw.SUCCESS if reason is None else fw.unschedulable(reason)
+        return fw.SUCCESS if reason is None else _REJECT(reason)
 
     # Reserve, Unreserve and PreBind stand at their extension points (a profile may list
     # or disable them as in kube-scheduler), but the work is done by the scheduler once it

@@ -14,6 +14,7 @@ from gangsched.core.volumes import zone
 from gangsched.core.volumes.model import PersistentVolume, claim_key
 
 NAME = "VolumeZone"
+_REJECT = fw.Rejections()
 
 
 class VolumeZone:
@@ -38,7 +39,7 @@ class VolumeZone:
         if not isinstance(bound, tuple):
             return fw.SUCCESS
         reason = zone.conflict(bound, node.node)
-        return fw.SUCCESS if reason is None else fw.unschedulable(reason)
+        return fw.SUCCESS if reason is None else _REJECT(reason)
 
 
 def factory(args: object | None) -> VolumeZone:
