@@ -35,14 +35,22 @@ checks are cached per (constraints, request) until the nodes change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gangsched.core.cluster import ONE_POD, Constraints
 from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import AppKey, GroupKey
 from gangsched.core.resources import Resources
 from gangsched.core.states import AppState
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Dirty(Protocol):
+    dirty: bool
 
 if TYPE_CHECKING:
     from gangsched.core.runtime import AppRuntime, GroupRuntime
@@ -98,24 +106,22 @@ def check(s: Session) -> None:
     if not apps and not groups and not v.apps and not v.groups:
         return
     _refresh(s, v)
-    seen_apps: set[AppKey] = set()
     for rt in apps:
-        seen_apps.add(rt.spec.key)
         _set_app(s, rt, _app_verdict(s, v, rt))
-    for key in [k for k in v.apps if k not in seen_apps]:
-        app = s.apps.get(key)
-        del v.apps[key]
-        if app is not None:
-            app.dirty = True
-    seen_groups: set[GroupKey] = set()
+    _forget(v.apps, {rt.spec.key for rt in apps}, s.apps)
     for grt in groups:
-        seen_groups.add(grt.spec.key)
         _set_group(s, grt, _group_verdict(s, v, grt))
-    for gkey in [k for k in v.groups if k not in seen_groups]:
-        group = s.groups.get(gkey)
-        del v.groups[gkey]
-        if group is not None:
-            group.dirty = True
+    _forget(v.groups, {grt.spec.key for grt in groups}, s.groups)
+
+
+def _forget(verdicts: dict[K, V], judged: set[K],
+            objects: Mapping[K, _Dirty]) -> None:
+    """Drop the verdicts of gangs no longer judged; their status is written again."""
+    for key in [k for k in verdicts if k not in judged]:
+        del verdicts[key]
+        found = objects.get(key)
+        if found is not None:
+            found.dirty = True
 
 
 def _refresh(s: Session, v: Verdicts) -> None:
