@@ -29,9 +29,11 @@ any command) the run is the same, on a fresh server (or a fresh namespace):
    for ``--stall`` seconds. With ``--runtime`` it plays the kubelet: a bound pod
    succeeds that many seconds later, so that a backlog larger than the cluster
    (``--backlog FACTOR``: that many times what the nodes hold) drains;
-4. when every real pod is bound: the scheduler's CPU time (``/proc``, its process tree)
-   and the API requests it made (the fake counts them per ``User-Agent``; on a real
-   cluster our own schedulers report their client's count at exit).
+4. when every real pod is bound and the scheduler is idle again (what the binds left
+   to do, such as Events and status patches, belongs to the run): the scheduler's CPU
+   time (``/proc``, its process tree) and the API requests it made (the fake counts
+   them per ``User-Agent``; on a real cluster our own schedulers report their client's
+   count at exit).
 
 Every scheduler runs in its own process, as do the watcher and the fake API server, so
 none of them shares an event loop with another. The schedulers:
@@ -46,9 +48,9 @@ none of them shares an event loop with another. The schedulers:
   ``{kubeconfig}``, ``{config}`` (a KubeSchedulerConfiguration written for the run:
   this kubeconfig, QPS/burst ``--qps``, no leader election, one profile for the pods'
   ``schedulerName``) and ``{scheduler_name}`` are substituted; ``KUBECONFIG`` is set.
-  gangsched's client has no QPS limiter (its bounds are ``bind_workers`` binds and
-  ``api_workers`` other calls in flight), so ``--qps`` defaults to 5000, which does not
-  limit at these rates: the same budget for both.
+  The operator gets the same client-side limit (its ``qps`` and ``burst`` settings,
+  whose defaults are kube-scheduler's 50/s and 100): ``--qps`` defaults to 5000, which
+  does not limit at these rates, the same budget for both.
 
 Metrics (real pods only: placeholders are counted apart): bind throughput (average
 over the makespan, and p50/p90/max of one-second samples), makespan (first to last
@@ -78,6 +80,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -531,8 +534,17 @@ def role_operator(args: argparse.Namespace) -> None:
 
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The client-side limit as ``{config}`` sets kube-scheduler's (``--qps``, burst the
+    # same): the default (50/s, as kube-scheduler's) would measure the limit, not the
+    # scheduler.
     settings = OperatorSettings(scheduler_names=frozenset({args.scheduler_name}),
-                                leader_election=False)
+                                leader_election=False, qps=args.qps,
+                                burst=max(1, int(args.qps)))
+    if args.scheduler_profile:
+        from gangsched.shell.main import read_profile
+
+        settings = dataclasses.replace(settings, core=dataclasses.replace(
+            settings.core, profile=read_profile(args.scheduler_profile)))
     runtimes: list[Runtime] = []
 
     async def body(stop: asyncio.Event) -> None:
@@ -940,6 +952,12 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
                 exited.cancel()
                 if guard is not None:
                     guard.cancel()
+            if child.proc.returncode is None:
+                # What the binds left to do (Events, status patches, the watch events
+                # they cause) is the run's too: CPU and requests are read once the
+                # scheduler is idle again, not at the last bind.
+                with contextlib.suppress(RuntimeError):
+                    await child.wait_idle(at_least=0.5, quiet=1.0, timeout=30.0)
             result.cpu = child.cpu() - cpu_before
             after = await cluster.counters()
             server_after = cluster.server_cpu()
@@ -1073,7 +1091,7 @@ def kube_scheduler_config(path: pathlib.Path, kubeconfig: str, qps: float,
 
 def _self(role: str, args: argparse.Namespace, extra: list[str]) -> list[str]:
     argv = [sys.executable, __file__, role, "--scheduler-name", args.scheduler_name,
-            "--log-level", args.log_level]
+            "--log-level", args.log_level, "--qps", str(args.qps)]
     return argv + extra
 
 
@@ -1171,6 +1189,8 @@ async def run_workload(args: argparse.Namespace, w: Workload) -> list[RunResult]
     schedulers: list[Scheduler] = []
     if not args.no_operator:
         profile = ["--profile", args.profile] if args.profile else []
+        if args.scheduler_profile:
+            profile += ["--scheduler-profile", args.scheduler_profile]
         schedulers.append(Scheduler("operator", _self("_operator", args,
                                                       ["--kubeconfig", kc, *profile]), True))
     if args.null:
@@ -1244,7 +1264,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scheduler", action="append", default=[], metavar="CMD",
                    help="also run this scheduler command (repeatable)")
     p.add_argument("--scheduler-name", default="gangsched", help="the pods' schedulerName")
-    p.add_argument("--qps", type=float, default=5000, help="client QPS for {config}")
+    p.add_argument("--qps", type=float, default=5000,
+                   help="client QPS (and burst) of the operator and of {config}; 0: no limit")
     p.add_argument("--cpu", default="100m", help="each pod's cpu request")
     p.add_argument("--memory", default="256Mi", help="each pod's memory request")
     p.add_argument("--concurrency", type=int, default=64, help="creates in flight")
@@ -1263,6 +1284,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--startup-samples", type=int, default=3,
                    help="backlog mode: launches with no pods whose median CPU is start-up")
     p.add_argument("--profile", help="cProfile the operator into this file")
+    p.add_argument("--scheduler-profile", metavar="FILE",
+                   help="the operator's scheduler profile (as `gangsched run --profile`)")
     p.add_argument("--log-level", default="WARNING", help="of the schedulers we start")
     p.add_argument("--log-dir", help="keep logs and raw data here")
     p.add_argument("--json", help="write the metrics here")
@@ -1277,6 +1300,7 @@ def parse_role(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scheduler-name", default="gangsched")
     p.add_argument("--log-level", default="WARNING")
     p.add_argument("--profile")
+    p.add_argument("--scheduler-profile")
     p.add_argument("--namespace")
     p.add_argument("--expect", type=int, default=0)
     p.add_argument("--out")
@@ -1284,6 +1308,7 @@ def parse_role(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runtime", type=float, default=0.0)
     p.add_argument("--progress", type=float, default=5.0)
     p.add_argument("--stall", type=float, default=60.0)
+    p.add_argument("--qps", type=float, default=5000)
     return p.parse_args(argv)
 
 

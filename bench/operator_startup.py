@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -133,6 +134,11 @@ def role_operator(args: argparse.Namespace) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = OperatorSettings(scheduler_names=frozenset({SCHEDULER}), leader_election=False,
                                 metrics_port=0)
+    if args.scheduler_profile:
+        from gangsched.shell.main import read_profile
+
+        settings = dataclasses.replace(settings, core=dataclasses.replace(
+            settings.core, profile=read_profile(args.scheduler_profile)))
 
     runtimes: list[Runtime] = []
     cpu: dict[str, float] = {}
@@ -253,7 +259,9 @@ async def run_scale(nodes: int, pods: int, pending: int, log_dir: pathlib.Path,
         launch = time.time()
         child = await cluster.Child.start(
             f"operator-{tag}", [sys.executable, SCRIPT, "_operator", "--kubeconfig",
-                                fake.kubeconfig, "--log-level", args.log_level], log_dir)
+                                fake.kubeconfig, "--log-level", args.log_level,
+                                *(["--scheduler-profile", args.scheduler_profile]
+                                  if args.scheduler_profile else [])], log_dir)
         try:
             started = json.loads((await child.expect("STARTED", 120)).split(" ", 1)[1])
             ready = json.loads((await child.expect("READY", 300)).split(" ", 1)[1])
@@ -344,6 +352,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="1,000 nodes / 20,000 pods, one start-up run")
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--scheduler-profile", metavar="FILE",
+                   help="the operator's scheduler profile (as `gangsched run --profile`)")
     args = p.parse_args(argv)
     if args.quick:
         args.nodes, args.pods, args.pending, args.startup_repeat = 1000, 20_000, 500, 1
@@ -356,6 +366,7 @@ def main(argv: list[str] | None = None) -> None:
         p = argparse.ArgumentParser()
         p.add_argument("_role")
         p.add_argument("--kubeconfig", required=True)
+        p.add_argument("--scheduler-profile")
         p.add_argument("--log-level", default="WARNING")
         role_operator(p.parse_args(argv))
         return

@@ -99,6 +99,7 @@ async def test_gang_reserves_then_swaps_and_completes(cluster) -> None:  # type:
                                 .get("state") == "Completed" and status_of(
                                     api, "applications", "default", "train"), what="Completed")
         assert any(c["type"] for c in status.get("conditions", []))
+        await op.settle()  # Events may follow the status: both wait for the binds
         reasons = {e.get("reason") for e in api.list("events", "default",
                                                      api_version="events.k8s.io/v1")}
         assert {"GangReserved", "Completed"} <= reasons
@@ -134,6 +135,7 @@ async def test_a_gang_whose_members_all_exist_gets_no_placeholder(cluster) -> No
         assert api.request_count("create", "pods") == 0  # no placeholder, ever
         assert api.request_count("create", "pods", "binding") == 5
         assert api.request_count("delete", "pods") == 0
+        await op.settle()  # Events may follow the status: both wait for the binds
         reasons = [e.get("reason") for e in api.list("events", "default",
                                                      api_version="events.k8s.io/v1")]
         assert reasons.count("GangReserved") == 1

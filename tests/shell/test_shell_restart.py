@@ -133,6 +133,7 @@ async def test_restart_after_reservation_with_real_pods_created_meanwhile(cluste
         await wait_for(lambda: bound(api, REAL), what="real pods bound")
         await wait_for(lambda: not placeholders(api), what="no placeholder left")
         await wait_for(lambda: app_status(api).get("state") == "Running", what="Running")
+        await op.settle()  # Events follow the binds (they wait for the binds under way)
         replaced = {e["regarding"]["name"] for e in events(api, reason="PlaceholderReplaced")}
         assert replaced == set(REAL)
         await finish_gang(api, op)
@@ -360,7 +361,9 @@ async def test_placeholders_are_hardened_and_recognised_after_a_restart(cluster)
         api.create(real)
         await wait_for(lambda: bound(api, ["worker-0"]) and len(placeholders(api)) == 1,
                        what="the real pod takes a recognised placeholder")
-        assert events(api, reason="PlaceholderReplaced", regarding="worker-0")
+        # Events follow the binds (they wait for the binds under way).
+        await wait_for(lambda: events(api, reason="PlaceholderReplaced", regarding="worker-0"),
+                       what="PlaceholderReplaced")
         creates = [e for e in api.request_log if e.method == "POST"
                    and e.path_qs.split("?")[0].endswith("/namespaces/default/pods")]
         assert len(creates) == 2

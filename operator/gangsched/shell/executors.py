@@ -28,14 +28,30 @@ Job = Callable[[], Awaitable[None]]
 
 
 class WorkPool:
-    """``workers`` tasks running queued jobs. Jobs handle their own errors."""
+    """``workers`` tasks running queued jobs. Jobs handle their own errors.
 
-    def __init__(self, name: str, workers: int) -> None:
+    ``after``: a pool whose work goes first. Each job of this one waits, before it
+    starts, until ``after`` has nothing queued or under way, or ``patience`` seconds
+    passed (so it is delayed, never starved). Events and PodScheduled conditions wait so
+    for the binds: when a cycle binds thousands of gang members at once, their
+    reports would otherwise compete with the binds for the API server and this
+    process, and every gang would complete later."""
+
+    def __init__(self, name: str, workers: int, *, after: WorkPool | None = None,
+                 patience: float = 0.0) -> None:
         self.name = name
         self.queue: asyncio.Queue[Job] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._workers = workers
         self.done = 0
+        self.after = after
+        self.patience = patience
+        self.running = 0
+        """Jobs under way."""
+        self._quiet = asyncio.Event()
+        self._quiet.set()
+        self.deferred = 0
+        """Jobs that waited for ``after``."""
 
     def start(self) -> None:
         for i in range(self._workers):
@@ -43,19 +59,41 @@ class WorkPool:
 
     def submit(self, job: Job) -> None:
         self.queue.put_nowait(job)
+        self._quiet.clear()
+
+    @property
+    def busy(self) -> bool:
+        return self.running > 0 or not self.queue.empty()
+
+    async def quiet(self, timeout: float) -> bool:
+        """Wait until nothing is queued or under way here, at most ``timeout`` seconds;
+        whether it is quiet."""
+        if not self.busy:
+            return True
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._quiet.wait()
+        return not self.busy
 
     async def _work(self) -> None:
         while True:
             job = await self.queue.get()
+            self.running += 1
             try:
+                if self.after is not None and self.after.busy:
+                    self.deferred += 1
+                    await self.after.quiet(self.patience)
                 await job()
             except asyncio.CancelledError:
                 raise
             except Exception:  # a job's bug must not kill the worker
                 log.exception("%s job failed", self.name)
             finally:
+                self.running -= 1
                 self.done += 1
                 self.queue.task_done()
+                if not self.busy:
+                    self._quiet.set()
 
     async def drain(self) -> None:
         await self.queue.join()
@@ -85,10 +123,15 @@ class StatusTarget:
 class StatusWriter:
     """The latest wanted ``status`` per object, patched only when it changed."""
 
-    def __init__(self, client: KubeClient, interval: float, *, concurrency: int = 8) -> None:
+    def __init__(self, client: KubeClient, interval: float, *, concurrency: int = 8,
+                 after: WorkPool | None = None, patience: float = 0.0) -> None:
         self.client = client
         self.interval = interval
         self.concurrency = max(1, concurrency)
+        self.after = after
+        """Binds: a flush waits while they are queued or under way, at most ``patience``
+        seconds (see :class:`WorkPool`)."""
+        self.patience = patience
         self._flushing = asyncio.Lock()
         self.wanted: dict[StatusTarget, dict[str, Any]] = {}
         self.written: dict[StatusTarget, dict[str, Any]] = {}
@@ -110,6 +153,8 @@ class StatusWriter:
         """Patch every changed status, ``concurrency`` at a time. A failed patch is kept
         for the next flush (unless 404: gone, or 422: invalid, which is logged)."""
         async with self._flushing:
+            if self.after is not None and self.wanted:
+                await self.after.quiet(self.patience)
             batch, self.wanted = self.wanted, {}
             slots = asyncio.Semaphore(self.concurrency)
 

@@ -106,6 +106,17 @@ failing server."""
 WAITING_REASONS = frozenset({"WaitingForGang", "WaitingForPlaceholder", "StateAwareGate",
                              "WaitingForGangGroup", "ApplicationNotFound", "PodGroupNotFound"})
 JSON = Mapping[str, Any]
+REPORT_PATIENCE = 1.0
+"""Seconds an Event, a PodScheduled condition or a status flush waits at most for the
+binds queued or under way: the binds go first (a gang of which all members exist is
+reserved and bound in one cycle, with two Events and a status patch), the reports are
+delayed, never starved."""
+
+
+_TRANSLATED_META = ("uid", "creationTimestamp", "deletionTimestamp", "labels", "annotations",
+                    "ownerReferences")
+"""What of an object's metadata an Application's or PodGroup's translation may read
+(besides its namespace and name, which are its key)."""
 
 
 def _key(obj: JSON) -> str:
@@ -146,16 +157,19 @@ class Runtime:
         self.transitions = logs.Transitions(log)
         self.binds = WorkPool("bind", self.settings.bind_workers)
         self.api = WorkPool("api", self.settings.api_workers)
-        self.reports = WorkPool("reports", self.settings.report_workers)
+        self.reports = WorkPool("reports", self.settings.report_workers, after=self.binds,
+                                patience=REPORT_PATIENCE)
         """Events and PodScheduled conditions: never queued ahead of placeholder creates
-        and deletes, which gangs wait for."""
+        and deletes, which gangs wait for, and each waits for the binds under way (at
+        most :data:`REPORT_PATIENCE` seconds)."""
         self.in_flight: set[tuple[str, str]] = set()
         """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
         core asks again for one not seen in time, which must not queue a duplicate."""
         self.node_uids: dict[str, object] = {}
         """Node name -> the UID last observed under it."""
         self.status = StatusWriter(client, self.settings.status_interval,
-                                   concurrency=self.settings.status_workers)
+                                   concurrency=self.settings.status_workers,
+                                   after=self.binds, patience=REPORT_PATIENCE)
         self.events = EventRecorder(client)
         self.pods_first_tried: dict[str, str] = {}
         """Pods-first pods by uid -> the gang's key and manifest (or error) last acted on,
@@ -317,23 +331,44 @@ class Runtime:
         key = _key(obj)
         if _stale(self.apps, key, kind, obj):
             return
+        seen = self._seen_but_status(self.apps, key, kind, obj)
         self._track(self.apps, key, kind, obj, "applications")
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
             self.submit(AppGone(AppKey(key)))
-        else:
+        elif not seen:
             self.submit(AppObserved(app_from_k8s(obj, priorities=self.priorities)))
 
     def on_podgroup(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
         if _stale(self.groups, key, kind, obj):
             return
+        seen = self._seen_but_status(self.groups, key, kind, obj)
         self._track(self.groups, key, kind, obj, "podgroups")
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
             self.submit(PodGroupGone(GroupKey(key)))
-        else:
+        elif not seen:
             self.submit(PodGroupObserved(podgroup_from_k8s(obj, priorities=self.priorities)))
+
+    def _seen_but_status(self, known: Mapping[str, JSON], key: str, kind: str,
+                         obj: JSON) -> bool:
+        """Is this a change of an Application's or PodGroup's status only (most often our
+        own status write coming back), of an object the core has? The core reads a
+        status only at an object's first observation (what a restart restores), so such
+        a change is not translated nor observed again: with gangs whose members all
+        exist, that was a translation and a status recomputation per status write.
+        Anything else the translation reads (spec, uid, creation, labels, annotations,
+        deletion) changed: observed as ever. Never while syncing, when every object is
+        observed."""
+        if kind != "MODIFIED" or self.syncing:
+            return False
+        old = known.get(key)
+        if old is None:
+            return False
+        meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+        return (obj.get("spec") == old.get("spec")
+                and all(meta.get(field) == old_meta.get(field) for field in _TRANSLATED_META))
 
     def on_priority_class(self, kind: str, obj: JSON) -> None:
         """Keep the PriorityClasses; when what they resolve to changes, Applications and
