@@ -67,6 +67,12 @@ def retolerate(o: dict[str, Any]) -> None:
     o["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
 
 
+def adopt(o: dict[str, Any]) -> None:
+    """A ReplicaSet adopts the pod: it now gets the default spread constraints."""
+    o["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                         "name": "w", "uid": "rs-1", "controller": True}]
+
+
 def no_status(o: dict[str, Any]) -> None:
     del o["status"]
 
@@ -82,6 +88,7 @@ def no_status(o: dict[str, Any]) -> None:
     pytest.param(reannotate, False, id="annotations-changed"),
     pytest.param(resize, False, id="requests-changed"),
     pytest.param(retolerate, False, id="tolerations-changed"),
+    pytest.param(adopt, False, id="owner-changed"),
 ])
 def test_fast_path_matches_the_full_translation(change: Callable[[dict[str, Any]], None],
                                                 fast: bool) -> None:

@@ -49,14 +49,17 @@ class _Last:
 
 def _template(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
     """What the full translation reads but for the fields a template's user replaces: the
-    namespace, the spec without ``nodeName``, labels and annotations. Keys are not
+    namespace, the spec without ``nodeName``, labels, annotations and owner references
+    (the controller decides the default spread constraints; replicas of one controller
+    share them). Keys are not
     sorted: the API server writes an object's fields in one fixed order (Go structs, maps
     by key), and a reordering would only cost a full translation. Empty labels or
     annotations are the same as none (``omitempty``: a server may send either). Hashed
     (64 bits): the text can weigh kilobytes."""
     rest = {key: value for key, value in spec.items() if key != "nodeName"}
     return hash(json.dumps([meta.get("namespace"), rest, meta.get("labels") or None,
-                            meta.get("annotations") or None], separators=(",", ":"),
+                            meta.get("annotations") or None,
+                            meta.get("ownerReferences") or None], separators=(",", ":"),
                            default=repr))
 
 
