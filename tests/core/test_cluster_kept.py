@@ -94,7 +94,7 @@ def test_a_tally_follows_every_change_exactly(steps: list[tuple[str, str, int, i
 
 def test_a_long_log_is_forgotten_and_what_was_kept_starts_again() -> None:
     log = TouchLog()
-    log.trim(3)
+    log.size_for(3)
     for _ in range(4 * 3 + 64):
         log.touch("n0")
     assert (len(log.names), log.generation) == (4 * 3 + 64, 0)

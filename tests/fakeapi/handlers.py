@@ -245,6 +245,8 @@ def _blocking_owners(server: FakeApiServer, request: web.BaseRequest, body: Any)
             continue
         server.authorize(request.headers.get("User-Agent", ""), owner.group,
                          f"{owner.plural}/finalizers", "update")
+
+
 def _as_table(rtype: resources.ResourceType, request: web.BaseRequest) -> bool:
     """A Table is asked for and served: custom resources only (see :mod:`fakeapi.tables`)."""
     return not rtype.builtin and tables.wants_table(request.headers.get("Accept", ""))

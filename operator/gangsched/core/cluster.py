@@ -105,9 +105,9 @@ class Cluster:
         self._touches = TouchLog()
         """Nodes whose usage or ports changed, for the tallies."""
         self._sums: _Sums | None = None
+        """Allocatable and free room of ready, schedulable nodes, kept as usage changes."""
         self._rooms: dict[tuple[Resources, Constraints], Room] = {}
         """Per pod shape, how many copies the nodes have room for (see :meth:`room_for`)."""
-        """Allocatable and free room of ready, schedulable nodes, kept as usage changes."""
         self._node_epoch = 0
         self._orphan_usage: dict[str, dict[str, Resources]] = {}
         self.reserved: frozenset[str] = frozenset()
@@ -163,7 +163,7 @@ class Cluster:
         self._nodes_changed()
 
     def _nodes_changed(self) -> None:
-        self._touches.trim(len(self.nodes))
+        self._touches.size_for(len(self.nodes))
         self._sorted = None
         self._tallies.clear()
         self._rooms.clear()

@@ -44,7 +44,7 @@ ENQUEUED_PHASES = ("Inqueue", "Scheduling")
 
 
 def ref(rt: GroupRuntime) -> ObjectRef:
-    return ObjectRef("PodGroup", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+    return rt.ref
 
 
 def group_observed(s: Session, spec: PodGroupSpec) -> None:

@@ -139,11 +139,11 @@ def gang_priority(s: Session, gang: Iterable[GroupRuntime]) -> int:
 
 
 def app_ref(rt: AppRuntime) -> ObjectRef:
-    return ObjectRef("Application", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+    return rt.ref
 
 
 def group_ref(rt: GroupRuntime) -> ObjectRef:
-    return ObjectRef("PodGroup", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+    return rt.ref
 
 
 def pod_ref(ps: PodState) -> ObjectRef:

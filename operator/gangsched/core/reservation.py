@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 
 def ref(rt: AppRuntime) -> ObjectRef:
-    return ObjectRef("Application", rt.spec.namespace, rt.spec.name, rt.spec.uid)
+    return rt.ref
 
 
 def gang_ask(spec: AppSpec) -> Resources:

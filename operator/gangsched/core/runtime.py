@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gangsched.core.cluster import ONE_POD, Constraints, PodInfo
-from gangsched.core.decisions import BlockingReason, SetAppStatus, SetPodGroupStatus
+from gangsched.core.decisions import (
+    BlockingReason,
+    ObjectRef,
+    SetAppStatus,
+    SetPodGroupStatus,
+)
 from gangsched.core.model import AppSpec, Pod, PodGroupSpec, PodUID
 from gangsched.core.resources import Resources
 from gangsched.core.states import AppState
@@ -191,6 +196,11 @@ class AppRuntime:
             found = self.counters[group] = GroupCounters()
         return found
 
+    @property
+    def ref(self) -> ObjectRef:
+        """The Application, for events about it."""
+        return ObjectRef("Application", self.spec.namespace, self.spec.name, self.spec.uid)
+
 
 @dataclass(slots=True)
 class GroupRuntime:
@@ -220,3 +230,8 @@ class GroupRuntime:
     """See :attr:`AppRuntime.starving_since`; otherwise the wait counts from creation."""
     restored_reservation: tuple[float, tuple[str, ...]] | None = None
     """See :attr:`AppRuntime.restored_reservation`."""
+
+    @property
+    def ref(self) -> ObjectRef:
+        """The PodGroup, for events about it."""
+        return ObjectRef("PodGroup", self.spec.namespace, self.spec.name, self.spec.uid)

@@ -51,22 +51,40 @@ class TouchLog:
             self.names.clear()
             self.generation += 1
 
-    def trim(self, nodes: int) -> None:
+    def size_for(self, nodes: int) -> None:
         """Set the length past which the log is forgotten, for ``nodes`` nodes."""
         self.limit = 4 * nodes + 64
 
 
 @dataclass(slots=True)
-class Tally:
-    """One pod shape's verdict on every node, and the counts over them."""
+class Follower:
+    """Something kept node by node that follows the touch log."""
 
     epoch: object
-    """What must not change for the tally to stand (node set, reservations...)."""
+    """What must not change for it to stand (the node set, for one)."""
     generation: int
     seen: int
-    """How much of the touch log the tally has read."""
-    total: int
-    order: dict[str, int]
+    """How much of the touch log it has read."""
+    nodes: int
+    """How many nodes it covers."""
+
+    def current(self, epoch: object, log: TouchLog) -> bool:
+        """May it be brought up to date by reading the log (else a full pass is due)?"""
+        return (self.epoch == epoch and self.generation == log.generation
+                and len(log.names) - self.seen < self.nodes)
+
+    def touched(self, log: TouchLog) -> list[str]:
+        """The nodes touched since it last read the log, once each; marks them read."""
+        names = list(dict.fromkeys(log.names[self.seen:]))
+        self.seen = len(log.names)
+        return names
+
+
+@dataclass(slots=True)
+class Tally(Follower):
+    """One pod shape's verdict on every node, and the counts over them."""
+
+    order: dict[str, int] = field(default_factory=dict)
     """Each node's position in name order: the first of equal shortfalls wins."""
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     shortfalls: dict[str, tuple[int, tuple[int, ...], int, Resources]] = field(
@@ -83,17 +101,10 @@ class Tally:
             tally._judge(state, judge)
         return tally
 
-    def current(self, epoch: object, log: TouchLog) -> bool:
-        """May :meth:`update` bring this tally up to date (else a full pass is due)?"""
-        return (self.epoch == epoch and self.generation == log.generation
-                and len(log.names) - self.seen < len(self.order))
-
     def update(self, log: TouchLog, lookup: Callable[[str], NodeState | None],
                judge: Judge) -> None:
         """Judge again the nodes touched since the tally last read the log."""
-        touched = dict.fromkeys(log.names[self.seen:])
-        self.seen = len(log.names)
-        for name in touched:
+        for name in self.touched(log):
             state = lookup(name)
             if state is not None and name in self.order:
                 self._forget(name)
@@ -101,7 +112,7 @@ class Tally:
 
     def diagnosis(self, reserved_for: str) -> Diagnosis:
         best = min(self.shortfalls.values(), default=None)
-        return Diagnosis(self.total, dict(self.by_filter),
+        return Diagnosis(self.nodes, dict(self.by_filter),
                          best[3] if best is not None else Resources.ZERO, reserved_for,
                          dict(self.reasons))
 
@@ -147,31 +158,24 @@ def copies(free: Resources, asked: list[tuple[str, int]]) -> int:
 
 
 @dataclass(slots=True)
-class Room:
+class Room(Follower):
     """How many pods of one shape fit in the free room of the nodes passing its
     constraints, kept node by node like a :class:`Tally`."""
 
-    epoch: object
-    generation: int
-    seen: int
-    per_node: dict[str, int]
-    total: int
+    per_node: dict[str, int] = field(default_factory=dict)
+    total: int = 0
 
     @classmethod
     def full(cls, epoch: object, log: TouchLog, nodes: list[NodeState],
              asked: list[tuple[str, int]]) -> Room:
         per_node = {state.node.name: copies(state.free, asked) for state in nodes}
-        return cls(epoch, log.generation, len(log.names), per_node, sum(per_node.values()))
-
-    def current(self, epoch: object, log: TouchLog) -> bool:
-        return (self.epoch == epoch and self.generation == log.generation
-                and len(log.names) - self.seen < len(self.per_node))
+        return cls(epoch, log.generation, len(log.names), len(nodes), per_node,
+                   sum(per_node.values()))
 
     def update(self, log: TouchLog, lookup: Callable[[str], NodeState | None],
                asked: list[tuple[str, int]]) -> None:
-        touched = dict.fromkeys(log.names[self.seen:])
-        self.seen = len(log.names)
-        for name in touched:
+        """Count again the nodes touched since it last read the log."""
+        for name in self.touched(log):
             old = self.per_node.get(name)
             state = lookup(name)
             if old is None or state is None:

@@ -127,7 +127,7 @@ def _forget(verdicts: dict[K, V], judged: set[K],
 def _refresh(s: Session, v: Verdicts) -> None:
     """Forget the cached fits when the nodes changed."""
     capacity = s.cluster.capacity()
-    signature = (s.cluster._node_epoch, capacity)
+    signature = (s.cluster.node_epoch, capacity)
     if signature != v.signature:
         v.signature, v.capacity = signature, capacity
         v.fits.clear()
@@ -249,8 +249,7 @@ def _set_app(s: Session, rt: AppRuntime, verdict: dict[str, BlockingReason]) -> 
         # One Event: the task groups' verdicts, else the whole gang's.
         said = [b for group, b in verdict.items() if group != GANG] or [verdict[GANG]]
         for blocking in said:
-            _warn(s, rt.warned, ObjectRef("Application", rt.spec.namespace, rt.spec.name,
-                                          rt.spec.uid), blocking.message)
+            _warn(s, rt.warned, rt.ref, blocking.message)
     else:
         v.apps.pop(key, None)
     rt.dirty = True
@@ -263,8 +262,7 @@ def _set_group(s: Session, rt: GroupRuntime, verdict: BlockingReason | None) -> 
         return
     if verdict is not None:
         v.groups[key] = verdict
-        _warn(s, rt.warned, ObjectRef("PodGroup", rt.spec.namespace, rt.spec.name,
-                                      rt.spec.uid), verdict.message)
+        _warn(s, rt.warned, rt.ref, verdict.message)
     else:
         v.groups.pop(key, None)
     rt.dirty = True
