@@ -57,6 +57,7 @@ import random
 import sys
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from gangsched.core.constraints import (
     NodeAffinity,
@@ -81,7 +82,7 @@ from gangsched.core.model import (
     SortPolicy,
     TaskGroup,
 )
-from gangsched.core.observations import VolumeObserved
+from gangsched.core.observations import Observation, VolumeObserved
 from gangsched.core.placement import (
     NO_PLACEMENT,
     AffinityTerm,
@@ -149,7 +150,7 @@ RWO = frozenset({AccessMode.READ_WRITE_ONCE})
 GI = 2**30
 
 
-def _local_volume(node: str) -> PersistentVolume:
+def local_volume(node: str) -> PersistentVolume:
     """A 100Gi local volume that only ``node`` reaches."""
     reach = NodeAffinity((NodeSelectorTerm((SelectorRequirement(
         HOST, SelectorOperator.IN, (node,)),)),))
@@ -255,7 +256,7 @@ def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workloa
                 pod_list[at] = dataclasses.replace(pod, volumes=PodVolumes((PodClaim(claim.name),)))
     volumes: list[StorageClass | PersistentVolume] = []
     if mix:
-        volumes = [LOCAL, FAST, *(_local_volume(n.name) for n in node_list)]
+        volumes = [LOCAL, FAST, *(local_volume(n.name) for n in node_list)]
     return Workload(node_list, apps, groups, pod_list, plain, volumes, claims)
 
 
@@ -324,7 +325,7 @@ def run(nodes: int, pods: int, *, max_cycles: int = 10_000, mix: bool = False) -
             moved += 1
             placed += bind.uid in real
             if bind.volumes:
-                _volumes_written(world, bind, volumes, claims)
+                volumes_written(world, bind, volumes, claims)
         if not moved and not any(not isinstance(d, BindPod | BindGang) for d in decisions):
             break
         now += 0.01
@@ -343,8 +344,14 @@ def _binds(decisions: list[Decision]) -> list[BindPod]:
     return found
 
 
-def _volumes_written(world: World, bind: BindPod, volumes: dict[str, PersistentVolume],
-                     claims: dict[str, PersistentVolumeClaim]) -> None:
+class Observer(Protocol):
+    """A scheduler or a simulated world: what takes observations."""
+
+    def observe(self, observation: Observation, /) -> object: ...
+
+
+def volumes_written(world: Observer, bind: BindPod, volumes: dict[str, PersistentVolume],
+                    claims: dict[str, PersistentVolumeClaim]) -> None:
     """Show the core what the API shows once ``bind``'s volume writes are done: the PV's
     claimRef and the claim bound (a static volume), or the claim annotated (provisioned)."""
     for w in bind.volumes:

@@ -21,26 +21,18 @@ import argparse
 import dataclasses
 import time
 
-from gangsched.core.constraints import (
-    NodeAffinity,
-    NodeSelectorTerm,
-    SelectorOperator,
-    SelectorRequirement,
-)
-from gangsched.core.decisions import AnnotateClaim, BindGang, BindPod, BindVolume
+from core import FAST, LOCAL, local_volume, volumes_written
+from gangsched.core.decisions import BindGang, BindPod
 from gangsched.core.model import Node, Pod, PodPhase, PodUID
 from gangsched.core.observations import NodeObserved, PodObserved, VolumeObserved
 from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.volumes.model import (
     AccessMode,
-    BindingMode,
-    ClaimRef,
     PersistentVolume,
     PersistentVolumeClaim,
     PodClaim,
     PodVolumes,
-    StorageClass,
 )
 
 NODE = Resources.from_k8s({"cpu": 32, "memory": "128Gi", "pods": 110})
@@ -49,29 +41,19 @@ RWO = frozenset({AccessMode.READ_WRITE_ONCE})
 GI = 2**30
 
 
-def _on(node: str) -> NodeAffinity:
-    return NodeAffinity((NodeSelectorTerm((SelectorRequirement(
-        "kubernetes.io/hostname", SelectorOperator.IN, (node,)),)),))
-
-
 def run(nodes: int, pods: int, share: float) -> tuple[float, int]:
     """(CPU seconds of the cycles, pods bound)."""
     s = Scheduler()
     for i in range(nodes):
         name = f"node-{i:05d}"
         s.observe(NodeObserved(Node(name, NODE, {"kubernetes.io/hostname": name})))
-    s.observe(VolumeObserved(StorageClass("local", "kubernetes.io/no-provisioner",
-                                          BindingMode.WAIT_FOR_FIRST_CONSUMER)))
-    s.observe(VolumeObserved(StorageClass("fast", "csi.example.com",
-                                          BindingMode.WAIT_FOR_FIRST_CONSUMER)))
+    s.observe(VolumeObserved(LOCAL))
+    s.observe(VolumeObserved(FAST))
     volumes: dict[str, PersistentVolume] = {}
     claims: dict[str, PersistentVolumeClaim] = {}
     if share:
         for i in range(nodes):
-            node = f"node-{i:05d}"
-            pv = PersistentVolume(f"local-{node}", resource_version="1", capacity=100 * GI,
-                                  access_modes=RWO, storage_class="local",
-                                  node_affinity=_on(node))
+            pv = local_volume(f"node-{i:05d}")
             volumes[pv.name] = pv
             s.observe(VolumeObserved(pv))
     with_claims = int(pods * share)
@@ -95,18 +77,7 @@ def run(nodes: int, pods: int, share: float) -> tuple[float, int]:
             for b in d.binds if isinstance(d, BindGang) else (d,):
                 if not isinstance(b, BindPod):
                     continue
-                for w in b.volumes:
-                    if isinstance(w, BindVolume):
-                        pv = dataclasses.replace(volumes[w.volume], phase="Bound",
-                                                 claim_ref=ClaimRef(w.namespace, w.claim,
-                                                                    w.claim_uid))
-                        volumes[pv.name] = pv
-                        s.observe(VolumeObserved(pv))
-                        s.observe(VolumeObserved(dataclasses.replace(
-                            claims[w.claim], volume_name=w.volume, phase="Bound")))
-                    elif isinstance(w, AnnotateClaim):
-                        s.observe(VolumeObserved(dataclasses.replace(
-                            claims[w.claim], selected_node=w.node)))
+                volumes_written(s, b, volumes, claims)
                 pod = by_uid[b.uid]
                 s.observe(PodObserved(dataclasses.replace(pod, node_name=b.node,
                                                           phase=PodPhase.RUNNING)))
