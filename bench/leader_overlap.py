@@ -42,7 +42,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "shell"))
 
 from fakeapi import FakeApiServer  # noqa: E402
-from shellkit import OperatorUnderTest, new_cluster, pod, wait_for  # noqa: E402
+from shellkit import (  # noqa: E402
+    BindRecord,
+    OperatorUnderTest,
+    new_cluster,
+    pod,
+    record_binds,
+    wait_for,
+)
 
 
 @dataclass(frozen=True)
@@ -67,27 +74,6 @@ async def _factory(**options: Any) -> FakeApiServer:
     return api
 
 
-def _record_binds(op: OperatorUnderTest,
-                  into: list[tuple[str, float, float, bool]]) -> None:
-    """Record (identity, sent, answered or abandoned, cancelled) of every bind of ``op``."""
-    assert op.runtime is not None
-    client = op.runtime.client
-    original = client.bind
-    identity = op.settings.identity
-
-    async def bind(namespace: str, name: str, uid: str, node: str) -> None:
-        sent = time.monotonic()
-        cancelled = False
-        try:
-            await original(namespace, name, uid, node)
-        except asyncio.CancelledError:
-            cancelled = True
-            raise
-        finally:
-            into.append((identity, sent, time.monotonic(), cancelled))
-
-    client.bind = bind  # type: ignore[method-assign]
-
 
 async def run_once(s: Scenario, every: float) -> dict[str, float]:
     api, kubeconfig = await new_cluster(
@@ -96,7 +82,7 @@ async def run_once(s: Scenario, every: float) -> dict[str, float]:
               "renew_interval": s.interval}
     ops = [OperatorUnderTest(api, kubeconfig, time.time, monotonic=time.monotonic,
                              identity=f"op-{i}", **timing) for i in (1, 2)]
-    binds: list[tuple[str, float, float, bool]] = []
+    binds: list[BindRecord] = []
     producing = True
 
     async def produce() -> None:
@@ -112,7 +98,7 @@ async def run_once(s: Scenario, every: float) -> dict[str, float]:
         await ops[0].start()
         await ops[1].start(wait_ready=False)
         for op in ops:
-            _record_binds(op, binds)
+            record_binds(op, binds)
         await wait_for(lambda: sum(b[0] == "op-1" for b in binds) >= 5, what="op-1 binds",
                        timeout=30)
         api.faults.add(path_regex="/leases", delay=s.delay, agent="op-1")

@@ -145,6 +145,31 @@ async def new_cluster(factory: Callable[..., Any], tmp_path: pathlib.Path, *, no
     return api, api.write_kubeconfig(tmp_path / "kubeconfig")
 
 
+BindRecord = tuple[str, float, float, bool]
+"""(operator identity, sent, answered or abandoned, cancelled) of one bind."""
+
+
+def record_binds(op: OperatorUnderTest, into: list[BindRecord]) -> None:
+    """Record every bind ``op`` sends into ``into``, as it ends (see :data:`BindRecord`)."""
+    assert op.runtime is not None
+    client = op.runtime.client
+    original = client.bind
+    identity = op.settings.identity
+
+    async def bind(namespace: str, name: str, uid: str, node: str) -> None:
+        sent = time.monotonic()
+        cancelled = False
+        try:
+            await original(namespace, name, uid, node)
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+        finally:
+            into.append((identity, sent, time.monotonic(), cancelled))
+
+    client.bind = bind  # type: ignore[method-assign]
+
+
 def bind_answers(api: FakeApiServer, name: str | None = None) -> list[tuple[str, int]]:
     """(pod name, HTTP status) of every ``pods/<name>/binding`` request, in order
     (``api.log_requests`` must be on)."""

@@ -17,11 +17,13 @@ from typing import Any
 import pytest
 from fakeapi import FakeApiServer
 from shellkit import (
+    BindRecord,
     FakeClock,
     OperatorUnderTest,
     assert_bound_at_most_once,
     new_cluster,
     pod,
+    record_binds,
     wait_for,
 )
 
@@ -40,28 +42,11 @@ def lease(api: FakeApiServer) -> dict[str, Any]:
     return dict(api.get(*LEASE, api_version="coordination.k8s.io/v1")["spec"])
 
 
-def record_binds(op: OperatorUnderTest, into: list[tuple[str, float, float]]) -> None:
-    """Record (identity, sent, answered or abandoned) of every bind ``op`` sends."""
-    assert op.runtime is not None
-    client = op.runtime.client
-    original = client.bind
-    identity = op.settings.identity
-
-    async def bind(namespace: str, name: str, uid: str, node: str) -> None:
-        sent = time.monotonic()
-        try:
-            await original(namespace, name, uid, node)
-        finally:
-            into.append((identity, sent, time.monotonic()))
-
-    client.bind = bind  # type: ignore[method-assign]
-
-
 async def test_a_delayed_renewal_never_lets_two_replicas_bind_at_once(cluster) -> None:  # type: ignore[no-untyped-def]
     api, kubeconfig = cluster
     ops = [OperatorUnderTest(api, kubeconfig, time.time, monotonic=time.monotonic,
                              identity=f"op-{i}", **FAST) for i in (1, 2)]
-    binds: list[tuple[str, float, float]] = []
+    binds: list[BindRecord] = []
     await ops[0].start()
     await ops[1].start(wait_ready=False)
     for op in ops:
@@ -85,8 +70,8 @@ async def test_a_delayed_renewal_never_lets_two_replicas_bind_at_once(cluster) -
         producing = False
         await producer
         assert held.hits >= 1
-        last_of_one = max(end for who, _, end in binds if who == "op-1")
-        first_of_two = min(sent for who, sent, _ in binds if who == "op-2")
+        last_of_one = max(end for who, _, end, _ in binds if who == "op-1")
+        first_of_two = min(sent for who, sent, _, _ in binds if who == "op-2")
         overlap = max(0.0, last_of_one - first_of_two)
         print(f"bind overlap {overlap * 1000:.0f} ms; gap between op-1's last bind answer "
               f"and op-2's first bind {(first_of_two - last_of_one) * 1000:.0f} ms")
