@@ -50,7 +50,7 @@ from gangsched.core.framework.podinfo import NO_CONSTRAINTS, Constraints, PodInf
 from gangsched.core.framework.profile import DEFAULT_PROFILE, PluginSet, ProfileConfig
 from gangsched.core.framework.runner import Framework
 from gangsched.core.model import Node, Scoring
-from gangsched.core.plugins import balancedallocation, noderesources
+from gangsched.core.plugins import balancedallocation, noderesources, podtopologyspread
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.podindex import PlacedPod, PodIndex
 from gangsched.core.resources import PODS, Resources
@@ -81,6 +81,10 @@ class Cluster:
         self._frameworks: dict[Scoring, Framework] = {}
         for scoring in Scoring:
             self.framework(scoring)
+        spread = self.framework(Scoring.BINPACK).plugin(podtopologyspread.NAME)
+        self._defaults_filter = (isinstance(spread, podtopologyspread.PodTopologySpread)
+                                 and spread.defaults_filter)
+        """Does the profile's default spread filter the pods it applies to?"""
         self.pod_index = PodIndex()
         """Every pod holding a node, for affinity and spread."""
         self.volumes = VolumeCatalog()
@@ -249,11 +253,20 @@ class Cluster:
         """Changes when what may let ``pod`` fit changes: capacity freed, and for a pod
         whose fit depends on its neighbours, any pod placed or gone."""
         epoch = self.free_epoch
-        if pod.placement.neighbour_bound:
+        if self.neighbour_bound(pod):
             epoch += self.pod_index.epoch
         if pod.volumes.any:
             epoch += self.volumes.epoch
         return epoch
+
+    def neighbour_bound(self, pod: PodInfo) -> bool:
+        """Can where other pods are change where ``pod`` fits? Its own affinity,
+        anti-affinity, spread constraints or host ports; or the profile's default spread
+        constraints, when they filter and the pod gets them (a ReplicaSet's pod with no
+        constraints of its own)."""
+        placement = pod.placement
+        return placement.neighbour_bound or (
+            self._defaults_filter and placement.default_spread and not placement.spread)
 
     def retry(self) -> None:
         """Something other than capacity changed that may let waiting pods fit (a
@@ -519,7 +532,7 @@ class Cluster:
         """
         info = pod or PodInfo(request, constraints, owner=owner)
         blocked = self._blocked(owner if pod is None else info.owner)
-        neighbours = info.placement.neighbour_bound or self.pod_index.required_anti > 0
+        neighbours = self.neighbour_bound(info) or self.pod_index.required_anti > 0
         volumes = info.volumes.any
         key = (info.constraints, info.request, blocked is not None,
                (info.placement, info.namespace) if neighbours else None,

@@ -10,8 +10,27 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conformance import HOST, ZONE, chosen, cluster, feasible, node, place, pod, spread, why
+from conformance import (
+    HOST,
+    ZONE,
+    chosen,
+    cluster,
+    feasible,
+    info,
+    node,
+    place,
+    pod,
+    spread,
+    why,
+)
+from gangsched.core.cluster import Cluster
+from gangsched.core.framework.profile import ProfileConfig
 from gangsched.core.model import Scoring
+from gangsched.core.placement import SpreadConstraint, WhenUnsatisfiable
+from gangsched.core.plugins.podtopologyspread import NAME as SPREAD
+from gangsched.core.plugins.podtopologyspread import Defaulting, SpreadArgs
+from gangsched.core.podindex import PlacedPod
+from gangsched.core.resources import Resources
 
 WEB = {"app": "web"}
 NODES = [node("a", zone="z1"), node("b", zone="z1"), node("c", zone="z2")]
@@ -148,3 +167,46 @@ def test_eight_pods_spread_two_per_node() -> None:
         obj = pod(f"s{i}", labels=WEB, topologySpreadConstraints=[spread(HOST, match=WEB)])
         assert place(c, obj, Scoring.BINPACK) is not None
     assert sorted(len(state.pods) for state in c.nodes.values()) == [2, 2, 2, 2]
+
+
+def _listed_defaults(*constraints: SpreadConstraint) -> Cluster:
+    """Nodes a, b, c and a profile whose ``List`` default constraints are ``constraints``."""
+    args = SpreadArgs(Defaulting.LIST, constraints)
+    found = Cluster(profile=ProfileConfig(args=((SPREAD, args),)))
+    for n in NODES:
+        found.upsert_node(n)
+    return found
+
+
+def _charge(c: Cluster, obj: dict[str, Any], where: str) -> None:
+    p = info(obj)
+    c.charge(where, p.uid, p.request, PlacedPod(p.uid, p.namespace, p.labels, p.placement, where))
+
+
+def test_filtering_default_constraints_make_a_pods_fit_depend_on_its_neighbours() -> None:
+    """With a ``List`` default that filters, a ReplicaSet's pod is checked again when
+    matching pods come elsewhere (no capacity freed): its diagnosis and retries follow
+    the placed pods, as for a pod with constraints of its own."""
+    filtering = SpreadConstraint(1, HOST, WhenUnsatisfiable.DO_NOT_SCHEDULE)
+    c = _listed_defaults(filtering)
+    _charge(c, owned(web("w1"), "apps/v1", "ReplicaSet"), "a")
+    wanted = owned(pod(labels=WEB), "apps/v1", "ReplicaSet")
+    assert c.neighbour_bound(info(wanted))
+    assert c.diagnose(Resources.ZERO, info(wanted).constraints, pod=info(wanted)).by_filter == {
+        "Fits": 2, SPREAD: 1}
+    _charge(c, owned(web("w2"), "apps/v1", "ReplicaSet"), "b")
+    _charge(c, owned(web("w3"), "apps/v1", "ReplicaSet"), "c")
+    assert c.diagnose(Resources.ZERO, info(wanted).constraints, pod=info(wanted)).by_filter == {
+        "Fits": 3}
+    assert not c.neighbour_bound(info(pod(labels=WEB)))  # a bare pod gets no defaults
+
+
+@pytest.mark.parametrize("defaults", [
+    pytest.param((), id="system-defaults-only-score"),
+    pytest.param((SpreadConstraint(1, HOST, WhenUnsatisfiable.SCHEDULE_ANYWAY),),
+                 id="listed-schedule-anyway"),
+])
+def test_scoring_default_constraints_leave_a_pods_fit_to_its_node(
+        defaults: tuple[SpreadConstraint, ...]) -> None:
+    c = cluster(NODES) if not defaults else _listed_defaults(*defaults)
+    assert not c.neighbour_bound(info(owned(pod(labels=WEB), "apps/v1", "ReplicaSet")))

@@ -117,6 +117,14 @@ class PodTopologySpread:
         self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
         """The default constraints of pods with these labels (built once per label set)."""
 
+    @property
+    def defaults_filter(self) -> bool:
+        """Do the default constraints filter nodes (a ``List`` with a DoNotSchedule one)?
+        The System defaults only score."""
+        return (self.args.defaulting is Defaulting.LIST
+                and any(c.when_unsatisfiable is WhenUnsatisfiable.DO_NOT_SCHEDULE
+                        for c in self.args.default_constraints))
+
     def constraints_of(self, pod: PodInfo, kind: WhenUnsatisfiable) -> list[SpreadConstraint]:
         own = pod.placement.spread
         if own:
