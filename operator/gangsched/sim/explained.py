@@ -16,7 +16,7 @@ from gangsched.core.model import AppKey, GroupKey
 from gangsched.sim.backends import GangschedBackend
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.workload import Job, JobKind
-from gangsched.translate import labels, statuses, times
+from gangsched.translate import labels, render, statuses, times
 
 Obj = dict[str, Any]
 
@@ -55,8 +55,7 @@ def objects(out: RunOutput, name: str) -> tuple[Obj, list[Obj], list[Obj]]:
             continue
         pending = world.pending_reasons.get(pod.uid)
         conditions = [] if pod.node_name or pending is None else [
-            {"type": "PodScheduled", "status": "False", "reason": pending.reason,
-             "message": pending.message}]
+            render.pod_scheduled_condition(pending, now=out.end)]
         pods.append({
             "metadata": {"name": pod.name, "labels": {labels.LABEL_PLACEHOLDER: "true"}
                          if pod.placeholder else {}},
