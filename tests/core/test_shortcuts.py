@@ -5,7 +5,9 @@ scheduler runs, once with every shortcut turned off, so that each action does th
 work it did before the shortcuts existed (every preemptor searched, every fit
 simulated). The decisions of every cycle must be the same, in the same order.
 
-Shortcuts covered: ``preempt`` skipped when no waiting work outranks running work
+Shortcuts covered: a whole cycle skipped when nothing was observed since a cycle that
+decided and changed nothing, and no instant it depended on has come
+(``Scheduler.skip_quiet``); ``preempt`` skipped when no waiting work outranks running work
 (``preemption.may_matter``); ``reclaim`` giving up on a preemptor that even every
 candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
 are (``reclaim._too_many``), repeating a search of the same shape that found nothing
@@ -49,9 +51,11 @@ def without_shortcuts() -> Iterator[None]:
     originals = {key: getattr(*key) for key in REFERENCE}
     for (module, name), replacement in REFERENCE.items():
         setattr(module, name, replacement)
+    Scheduler.skip_quiet = False
     try:
         yield
     finally:
+        Scheduler.skip_quiet = True
         for (module, name), original in originals.items():
             setattr(module, name, original)
 
@@ -96,12 +100,20 @@ def test_mixed_workloads_decide_the_same_with_and_without_shortcuts(
         runner.check = False
         runner.setup(cluster)
         seen: list[list[Decision]] = []
-        for op in operations:
+        for index, op in enumerate(operations):
             runner.apply(op)
             seen.append(runner.step())
+            for pause in IDLE[index % len(IDLE)]:  # cycles with nothing observed
+                runner.now += pause
+                seen.append(runner.step())
             runner.now += 7.0
         return seen
     _both(run)
+
+
+IDLE = ((), (0.0,), (1.0, 3.0), (5.0, 0.5, 20.0), (60.0,))
+"""Pauses before cycles that observe nothing new, by operation: a cycle at the same
+instant, and cycles as timers (backoffs, timeouts) come due or not yet."""
 
 
 @pytest.mark.parametrize(("waiting", "running", "searched"), [

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
 from gangsched.core.constraints import Taint, TaintEffect, Toleration, TolerationOperator
-from gangsched.core.decisions import BindPod, Decision, EvictPod, RecordEvent
+from gangsched.core.decisions import (
+    BindPod,
+    Decision,
+    DeletePod,
+    DeleteReason,
+    EvictPod,
+    RecordEvent,
+)
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -332,6 +339,13 @@ class Runner:
                         and not p.terminating and p.node_name}
                 held.update(uid for uid in asked if (pod := self.seen.get(uid)) is not None
                             and pod.app == key and pod.task_group == group.name)
+                # A placeholder given up in this cycle for a real member that takes its
+                # node (the swap binds that member once the deletion is seen).
+                held.update(d.uid for d in decisions if isinstance(d, DeletePod)
+                            and d.reason is DeleteReason.PLACEHOLDER_REPLACED
+                            and (pod := self.seen.get(d.uid)) is not None
+                            and pod.app == key and pod.task_group == group.name
+                            and pod.node_name is not None)
                 assert len(held) >= group.min_member, (
                     f"{key} bound directly with task group {group.name} at "
                     f"{len(held)}/{group.min_member}")

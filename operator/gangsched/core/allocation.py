@@ -106,7 +106,7 @@ class StateAwareGate:
         spec = s.queues.spec(queue)
         self.active = spec is not None and spec.sort_policy is SortPolicy.STATE_AWARE
         self.timeout = spec.state_aware_timeout if spec is not None else 0.0
-        self.now = now
+        self.session = s
         self.holder: AppKey | None = None
         if not self.active:
             return
@@ -122,7 +122,7 @@ class StateAwareGate:
 
     def _expired(self, rt: AppRuntime) -> bool:
         since = rt.starting_since
-        return since is not None and self.now - since >= self.timeout
+        return since is not None and self.session.reached(since + self.timeout)
 
     def allows(self, rt: AppRuntime) -> bool:
         """May ``rt`` get allocations (or be admitted) now?"""
@@ -185,7 +185,7 @@ def _waiting_for_gang(s: Session, rt: AppRuntime, reals: list[PodState], now: fl
     one ``WaitingForGang`` event on the Application says it for those newly waiting."""
     newly = 0
     for ps in reals:
-        if rt.retry_after > now:
+        if not s.reached(rt.retry_after):
             s.mark_pending(ps, "DeadlockBackoff", rt.message)
             continue
         before = ps.pending_reason

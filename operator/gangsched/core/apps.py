@@ -243,7 +243,7 @@ def lifecycle(s: Session, now: float) -> None:
 
 def _complete_if_waited(s: Session, rt: AppRuntime, since: float, now: float) -> None:
     timeout = rt.spec.policy.waiting_timeout
-    if now < since + timeout:
+    if not s.reached(since + timeout):
         return
     left = ph.release_all(s, rt, DeleteReason.APP_COMPLETED, "application completed")
     ph.drop_earmark(s, rt)
@@ -327,7 +327,7 @@ def _placeholder_timeout(s: Session, rt: AppRuntime, now: float) -> None:
     if rt.timer_start is None or rt.state.terminal:
         return
     timeout = rt.spec.policy.placeholder_timeout
-    if now < rt.timer_start + timeout:
+    if not s.reached(rt.timer_start + timeout):
         return
     rt.timer_start = None
     rt.placeholders_expired = True
@@ -374,7 +374,7 @@ def _starting_expired(s: Session, rt: AppRuntime, now: float) -> bool:
     if rt.state is not AppState.STARTING or rt.starting_since is None:
         return False
     queue = s.queues.spec(rt.spec.queue) or QueueSpec(rt.spec.queue)
-    return now - rt.starting_since >= queue.state_aware_timeout
+    return s.reached(rt.starting_since + queue.state_aware_timeout)
 
 
 def _stays_starting(s: Session, rt: AppRuntime) -> bool:

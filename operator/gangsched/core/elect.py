@@ -105,7 +105,7 @@ def _ended(s: Session, held: NodeReservation, now: float) -> tuple[str, str] | N
             return "TargetDone", "the gang left Accepted"
         if rt.reserved:
             return "GangFits", "every placeholder of the gang is allocated"
-        if rt.retry_after > now:
+        if not s.reached(rt.retry_after):
             return "DeadlockVictim", "the gang was released to break a deadlock"
     else:
         groups = [s.groups.get(GroupKey(key)) for key in sorted(held.owners)]
@@ -113,9 +113,9 @@ def _ended(s: Session, held: NodeReservation, now: float) -> tuple[str, str] | N
             return "TargetDone", "the gang timed out, failed or was deleted"
         if all(g is not None and g.satisfied for g in groups):
             return "GangFits", "the gang is scheduled"
-        if any(g is not None and g.retry_after > now for g in groups):
+        if any(g is not None and not s.reached(g.retry_after) for g in groups):
             return "DeadlockVictim", "the gang was released to break a deadlock"
-    if now >= held.expiry:
+    if s.reached(held.expiry):
         for rt_ in _runtimes(s, held):
             rt_.starving_since = now
         return "ReservationExpired", (f"the gang did not fit within "
@@ -135,10 +135,10 @@ def _elect(s: Session, now: float) -> None:
     for key in sorted(s.apps):
         rt = s.apps[key]
         if (not rt.spec.gang or rt.state is not AppState.ACCEPTED or rt.reserved
-                or rt.placeholders_expired or rt.retry_after > now):
+                or rt.placeholders_expired or not s.reached(rt.retry_after)):
             continue
         since = _wait_start(rt)
-        if now - since < threshold or not _quota_allows(s, rt):
+        if not s.reached(since + threshold) or not _quota_allows(s, rt):
             continue
         found.append(((-rt.spec.priority, since, key),
                       NodeReservation(APPLICATION, key, frozenset({key}), now,
@@ -151,12 +151,12 @@ def _elect(s: Session, now: float) -> None:
         if isinstance(gang, str):
             continue
         seen.update(g.spec.key for g in gang)
-        if any(g.satisfied or g.timed_out or g.spec.invalid or g.retry_after > now
+        if any(g.satisfied or g.timed_out or g.spec.invalid or not s.reached(g.retry_after)
                for g in gang):
             continue
         since = max(_wait_start(g) for g in gang)
         priority = max(g.spec.priority for g in gang)
-        if now - since < threshold or not all(_group_quota_allows(s, g) for g in gang):
+        if not s.reached(since + threshold) or not all(_group_quota_allows(s, g) for g in gang):
             continue
         first = gang[0].spec.key
         found.append(((-priority, since, first),
@@ -230,7 +230,7 @@ def _restore(s: Session, now: float) -> None:
         rt.restored_reservation = None
         expiry, nodes = restored
         held = s.node_reservation
-        if held is None and now < expiry and _waiting(rt):
+        if held is None and not s.reached(expiry) and _waiting(rt):
             kind, key, owners = _identity(s, rt)
             since = expiry - s.config.reservation_timeout
             kept = tuple(n for n in nodes if n in s.cluster.nodes)

@@ -177,7 +177,7 @@ def _keys(found: set[AppKey | None]) -> set[AppKey]:
 
 def _enqueue_app(s: Session, rt: AppRuntime, budget: Budget, gate: StateAwareGate | None,
                  favoured: frozenset[str], now: float) -> None:
-    if rt.retry_after > now:
+    if not s.reached(rt.retry_after):
         return
     holder = gate.holder if gate is not None else None
     if gate is not None and not gate.allows(rt):
@@ -217,7 +217,7 @@ def _admit_app(s: Session, rt: AppRuntime, budget: Budget, favoured: frozenset[s
 
 def _enqueue_groups(s: Session, gang: list[GroupRuntime], budget: Budget,
                     favoured: frozenset[str], now: float) -> None:
-    if any(g.retry_after > now for g in gang):
+    if any(not s.reached(g.retry_after) for g in gang):
         return
     needed = Resources.ZERO
     earmarked: list[tuple[GroupRuntime, Resources]] = []

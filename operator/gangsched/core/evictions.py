@@ -148,10 +148,10 @@ def may_try(s: Session, action: str, pre: Preemptor, now: float,
     ``state`` (a :func:`signature`), or what the preemptor asks for; and in any case once
     ``placeholder_retry`` seconds have passed (refusals expire, states move on)."""
     ev = s.evictions
-    if pre.key in ev.plans or ev.backoff.get(pre.key, 0.0) > now:
+    if pre.key in ev.plans or not s.reached(ev.backoff.get(pre.key, 0.0)):
         return False
     last = ev.tried.get((action, pre.key))
-    if last is None or now - last[0] >= s.config.placeholder_retry:
+    if last is None or s.reached(last[0] + s.config.placeholder_retry):
         return True
     return last[1] != (state, pre.total, pre.priority)
 
@@ -308,7 +308,7 @@ def hold(s: Session, now: float) -> None:
         pre = build(s, key, now)
         if pre is None or not pre.items:
             _end(s, plan)
-        elif now - plan.started >= s.config.nomination_timeout:
+        elif s.reached(plan.started + s.config.nomination_timeout):
             _end(s, plan, release_victims=True)
             _back_off(s, key, now)
             s.event(plan.target, EventType.WARNING, "PreemptionTimedOut",

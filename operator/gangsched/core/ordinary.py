@@ -64,7 +64,7 @@ def place(s: Session, ps: PodState, now: float, reason: str,
     if pod.invalid:
         s.mark_pending(ps, "InvalidPod", pod.invalid)
         return False
-    if ps.backoff_until > now:
+    if not s.reached(ps.backoff_until):
         return False
     check = s.queues.fits(s.queue_of(ps) or DEFAULT_QUEUE, ps.request)
     if not check.ok:

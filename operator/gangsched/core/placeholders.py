@@ -62,9 +62,9 @@ def drop_earmark(s: Session, rt: AppRuntime) -> None:
         s.queues_dirty = True
 
 
-def _unwanted(rt: AppRuntime, expected: bool, now: float) -> tuple[DeleteReason, str] | None:
+def _unwanted(s: Session, rt: AppRuntime, expected: bool) -> tuple[DeleteReason, str] | None:
     """Why a live placeholder of ``rt`` should go, or None while the gang may use it."""
-    if rt.state is AppState.ACCEPTED and not rt.admitted and rt.retry_after > now:
+    if rt.state is AppState.ACCEPTED and not rt.admitted and not s.reached(rt.retry_after):
         return DeleteReason.DEADLOCK_VICTIM, "the gang was released to break a deadlock"
     if rt.state is AppState.COMPLETED:
         return DeleteReason.APP_COMPLETED, "application completed"
@@ -93,7 +93,7 @@ def check_placeholders(s: Session, rt: AppRuntime) -> None:
         if (ps is None or not ps.pod.placeholder or ps.pod.app != rt.spec.key
                 or ps.release_reason is not None or ps.pod.terminating):
             continue
-        unwanted = _unwanted(rt, ps.pod.name in expected, s.now)
+        unwanted = _unwanted(s, rt, ps.pod.name in expected)
         if unwanted is not None:
             release(s, rt, ps, *unwanted)
     rt.unchecked.clear()
@@ -106,7 +106,7 @@ def retry_deletes(s: Session, now: float) -> None:
         if ps is None or ps.release_reason is None:
             del s.deleting[uid]
             continue
-        if ps.pod.terminating or now - ps.delete_asked < s.config.placeholder_retry:
+        if ps.pod.terminating or not s.reached(ps.delete_asked + s.config.placeholder_retry):
             continue
         ps.delete_asked = now
         pod = ps.pod

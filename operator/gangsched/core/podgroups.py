@@ -135,7 +135,7 @@ def timeouts(s: Session, now: float) -> None:
         start = rt.schedule_start
         if rt.satisfied or rt.timed_out or start is None:
             continue
-        if now < start + rt.spec.schedule_timeout:
+        if not s.reached(start + rt.spec.schedule_timeout):
             continue
         placed = len(rt.assumed) + _bound(s, rt)
         _release_assumed(s, rt)
@@ -292,11 +292,11 @@ def schedule_group(s: Session, unit: GroupUnit, done: set[GroupKey], now: float)
 def _enqueued(s: Session, gang: list[GroupRuntime], now: float) -> bool:
     """May the gang's members be assumed? Not while a member is a deadlock victim in
     backoff, nor, with the enqueue action, before every member is Inqueue."""
-    if all(g.inqueue and g.retry_after <= now for g in gang):
+    if all(g.inqueue and s.reached(g.retry_after) for g in gang):
         return True
     pending = [ps for found in _pending_by_group(s, gang).values() for ps in found]
     for g in gang:
-        if g.retry_after > now:
+        if not s.reached(g.retry_after):
             _mark_all(s, pending, "DeadlockBackoff", g.message)
             return False
     if "enqueue" not in s.config.actions:
@@ -352,7 +352,7 @@ def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) ->
     queue = g.spec.queue
     owner = g.spec.key
     for ps in pending:
-        if ps.pod.invalid or ps.backoff_until > now:
+        if ps.pod.invalid or not s.reached(ps.backoff_until):
             continue
         check = s.queues.fits(queue, ps.request, own_earmark=g.earmark)
         if not check.ok:

@@ -215,7 +215,7 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
         if ps.node is not None:
             allocated[name] = allocated.get(name, 0) + 1
         elif ps.pending:
-            if ps.backoff_until > now:
+            if not s.reached(ps.backoff_until):
                 return None
             pending.append(ps)
     items: list[Item] = []
@@ -257,7 +257,7 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float) -> Preemptor | 
         need = g.spec.min_member - placed
         if need <= 0:
             continue
-        if len(pending) < need or any(ps.backoff_until > now for ps in pending):
+        if len(pending) < need or any(not s.reached(ps.backoff_until) for ps in pending):
             return None
         pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
         items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
@@ -276,7 +276,7 @@ def for_pod(s: Session, ps: PodState, now: float) -> Preemptor | None:
     """A pending pod placed on its own (no gang condition holds it back)."""
     pod = ps.pod
     if (not ps.pending or not pod.ours or pod.invalid or pod.placeholder
-            or ps.parked_on is not None or ps.backoff_until > now):
+            or ps.parked_on is not None or not s.reached(ps.backoff_until)):
         return None
     gangs: set[str] = set()
     queue = s.queue_of(ps) or DEFAULT_QUEUE

@@ -72,22 +72,22 @@ class Pressure:
         """The pod is gone; an unknown uid is ignored."""
         self._set(uid, (None, None))
 
-    def _set(self, uid: PodUID, now: tuple[int | None, int | None]) -> None:
+    def _set(self, uid: PodUID, after: tuple[int | None, int | None]) -> None:
         before = self._tracked.get(uid, (None, None))
-        if before == now:
+        if before == after:
             return
         if before[0] is not None:
             self.running.remove(before[0])
         if before[1] is not None:
             self.waiting.remove(before[1])
-        if now[0] is not None:
-            self.running.add(now[0])
-        if now[1] is not None:
-            self.waiting.add(now[1])
-        if now == (None, None):
+        if after[0] is not None:
+            self.running.add(after[0])
+        if after[1] is not None:
+            self.waiting.add(after[1])
+        if after == (None, None):
             self._tracked.pop(uid, None)
         else:
-            self._tracked[uid] = now
+            self._tracked[uid] = after
 
     def outranked(self, spec_priorities: Iterable[int]) -> bool:
         """May some waiting work outrank some running work? False only when it cannot:

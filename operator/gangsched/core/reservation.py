@@ -120,7 +120,7 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
     rt.placeholders = {name: p.uid for name, p in observed.items()}
     running = taken(reals)
     if not rt.admitted:
-        if rt.retry_after > now:
+        if not s.reached(rt.retry_after):
             return 0
         remaining = remaining_ask(spec, observed, running)
         if found_admitted(s, observed) or running:
@@ -138,8 +138,9 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
     for group in spec.task_groups:
         group_names = names[group.name]
         present = sum(1 for name in group_names if name in observed)
+        retry = s.config.placeholder_retry
         asked = sum(1 for name in group_names if name not in observed
-                    and now - rt.create_asked.get(name, -1e18) < s.config.placeholder_retry)
+                    and not s.reached(rt.create_asked.get(name, -1e18) + retry))
         need = group.min_member - running.get(group.name, 0) - present
         members_here = waiting.get(group.name, [])[:max(0, need - asked)]
         standing.extend(members_here)
@@ -151,7 +152,7 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
                 continue
             missing -= 1
             when = rt.create_asked.get(name)
-            if when is not None and now - when < s.config.placeholder_retry:
+            if when is not None and not s.reached(when + s.config.placeholder_retry):
                 continue
             rt.create_asked[name] = now
             s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
@@ -264,7 +265,7 @@ def _create_missing(s: Session, rt: AppRuntime, observed: dict[str, PodState],
                 continue
             missing -= 1
             asked = rt.create_asked.get(name)
-            if asked is not None and now - asked < s.config.placeholder_retry:
+            if asked is not None and not s.reached(asked + s.config.placeholder_retry):
                 continue
             rt.create_asked[name] = now
             s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
@@ -391,7 +392,7 @@ def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float, *,
     spec = rt.spec
     group = ps.pod.task_group or ""
     epoch = s.cluster.retry_epoch(ps.info)
-    if ps.backoff_until > now or ps.blocked_epoch == epoch:
+    if not s.reached(ps.backoff_until) or ps.blocked_epoch == epoch:
         return
     check = s.queues.fits(spec.queue, ps.request, own_earmark=rt.earmark)
     if not check.ok:

@@ -31,6 +31,7 @@ every collection is iterated in a defined order and ties are broken by
 from __future__ import annotations
 
 import contextlib
+import heapq
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -92,6 +93,10 @@ if TYPE_CHECKING:
 class Scheduler:
     """All of the core's state, and the one place that changes it (the actions' session)."""
 
+    skip_quiet = True
+    """Skip a cycle that cannot decide anything (see :meth:`cycle`); off, every cycle does
+    the full work (the tests compare both)."""
+
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
         self.cluster = Cluster(self.config.sample_size, self.config.profile)
@@ -126,6 +131,15 @@ class Scheduler:
         """Priorities of running and waiting pods: can preemption matter at all?"""
         self.unsatisfiable = unsatisfiable_logic.Verdicts()
         """Gangs that cannot fit the nodes as they are (see ``unsatisfiable``)."""
+        self._wakes: list[float] = []
+        """Instants ahead at which some condition of a cycle flips (a heap)."""
+        self._wake_set: set[float] = set()
+        self._observed = True
+        """Something was observed since the last cycle that ran."""
+        self._stirred = False
+        """The cycle under way changed state (see :meth:`stir`)."""
+        self._settled = False
+        """The last cycle that ran decided nothing and changed nothing."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -135,6 +149,7 @@ class Scheduler:
 
     def observe(self, obs: Observation) -> None:
         """Record one observation. Never raises on well-typed input; never decides."""
+        self._observed = True
         if isinstance(obs, PodObserved):
             self._pod_observed(obs)
         elif isinstance(obs, PodGone):
@@ -331,6 +346,7 @@ class Scheduler:
         return pod.queue or "default"
 
     def charge(self, ps: PodState, node: str) -> None:
+        self._stirred = True
         ps.node = node
         self.pressure.track(ps)
         pod = ps.pod
@@ -348,6 +364,7 @@ class Scheduler:
         """Release what ``ps`` holds on its node and queue (see ``Cluster.release``)."""
         if ps.node is None:
             return
+        self._stirred = True
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
         if ps.pod.volumes.any:
             self.volumes.pod_left(ps.uid)
@@ -471,12 +488,51 @@ class Scheduler:
         self.out.append(PodPending(pod.uid, pod.namespace, pod.name, reason, message, event))
         return True
 
+    # --- the clock -----------------------------------------------------------------------
+
+    def reached(self, at: float) -> bool:
+        """Is ``at`` no later than the cycle's ``now``? Every decision that depends on
+        the clock asks this way, so that an instant still ahead is remembered as one at
+        which a cycle may decide differently (:meth:`next_wake`)."""
+        if at <= self.now:
+            return True
+        if at not in self._wake_set:
+            self._wake_set.add(at)
+            heapq.heappush(self._wakes, at)
+        return False
+
+    def next_wake(self) -> float | None:
+        """The earliest instant ahead at which some condition of a cycle flips, if any."""
+        return self._wakes[0] if self._wakes else None
+
+    def stir(self) -> None:
+        """Say that the cycle under way changed state that a later cycle acts on, though
+        it decided nothing yet (charges and releases say so themselves)."""
+        self._stirred = True
+
+    def _due(self, now: float) -> bool:
+        """Forget the remembered instants up to ``now``; True if there were any."""
+        due = False
+        while self._wakes and self._wakes[0] <= now:
+            self._wake_set.discard(heapq.heappop(self._wakes))
+            due = True
+        return due
+
     # --- the cycle -----------------------------------------------------------------------
 
     def cycle(self, now: float) -> list[Decision]:
-        """Run one scheduling cycle at time ``now`` and return the decisions, in order."""
+        """Run one scheduling cycle at time ``now`` and return the decisions, in order.
+
+        A cycle that cannot decide anything is skipped: nothing was observed since the
+        last cycle that ran, that cycle decided and changed nothing, and no instant it
+        depended on (:meth:`reached`) has come. Its work would give the same state and no
+        decisions again: the cost of a quiet cluster does not grow with its backlog."""
         self.now = now
         self.cycles += 1
+        due = self._due(now)
+        if self.skip_quiet and self._settled and not self._observed and not due:
+            return []
+        self._observed = self._stirred = False
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         eviction_logic.hold(self, now)
@@ -489,6 +545,7 @@ class Scheduler:
         unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
         out, self.out = self.out, []
+        self._settled = not out and not self._stirred
         return out
 
     def sort_key(

@@ -68,6 +68,15 @@ class Session(Protocol):
     # --- decisions --------------------------------------------------------------------
     out: list[Decision]
 
+    def reached(self, at: float) -> bool:
+        """Is ``at`` no later than ``now``? The one way to ask the clock: an instant still
+        ahead is remembered as one at which a cycle may decide differently."""
+        ...
+
+    def stir(self) -> None:
+        """The cycle changed state that a later cycle acts on, without a decision."""
+        ...
+
     def queue_of(self, ps: PodState) -> str | None: ...
 
     def charge(self, ps: PodState, node: str) -> None: ...

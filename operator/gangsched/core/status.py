@@ -126,7 +126,7 @@ def app_status(s: Session, rt: AppRuntime) -> SetAppStatus:
         starting_since=rt.starting_since,
         reserved_nodes=nodes,
         reservation_expiry=expiry,
-        retry_after=rt.retry_after if rt.retry_after > s.now else None,
+        retry_after=None if s.reached(rt.retry_after) else rt.retry_after,
     )
 
 
@@ -171,7 +171,7 @@ def group_status(s: Session, rt: GroupRuntime) -> SetPodGroupStatus:
                   else s.unsatisfiable.groups.get(rt.spec.key) or rt.blocking),
         reserved_nodes=nodes,
         reservation_expiry=expiry,
-        retry_after=rt.retry_after if rt.retry_after > s.now else None,
+        retry_after=None if s.reached(rt.retry_after) else rt.retry_after,
     )
 
 

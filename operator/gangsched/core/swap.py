@@ -88,7 +88,7 @@ def place_real(
     s: Session, rt: AppRuntime, ps: PodState, free: FreePlaceholders, now: float
 ) -> None:
     """Place one pending real pod of a reserved (or resumed) app."""
-    if ps.parked_on is not None or ps.backoff_until > now:
+    if ps.parked_on is not None or not s.reached(ps.backoff_until):
         return
     group = rt.spec.group(ps.pod.task_group)
     if (group is not None and not ps.swapped and not ps.pod.invalid

@@ -100,16 +100,16 @@ class Unit:
             total = total + amount
         return total
 
-    def available(self, now: float) -> bool:
+    def available(self, s: Session) -> bool:
         """Still a candidate: no pod of it is being evicted, protected or gone."""
-        return all(_victim_ok(ps, now) for ps in self.pods)
+        return all(_victim_ok(s, ps) for ps in self.pods)
 
 
-def _victim_ok(ps: PodState, now: float) -> bool:
+def _victim_ok(s: Session, ps: PodState) -> bool:
     pod = ps.pod
     return (pod.ours and pod.preemptible and pod.active and not pod.terminating
             and ps.node is not None and ps.evicting is None and ps.release_reason is None
-            and ps.evict_refused_until <= now and not ps.assumed)
+            and s.reached(ps.evict_refused_until) and not ps.assumed)
 
 
 def _unit(tier: Tier, key: str, owner: ObjectRef | None, gang: str | None, queue: str,
@@ -150,7 +150,7 @@ def pool(s: Session, now: float) -> Pool:
         if not spec.gang:
             units.extend(_unit(Tier.POD, pod_key(ps.uid), owner, None, spec.queue,
                                ps.pod.priority, ps.pod.creation, [ps])
-                         for ps in bound if not ps.pod.placeholder and _victim_ok(ps, now))
+                         for ps in bound if not ps.pod.placeholder and _victim_ok(s, ps))
             continue
         priority = app_priority(s, rt)
         reals = [ps for ps in pods if not ps.pod.placeholder]
@@ -161,7 +161,7 @@ def pool(s: Session, now: float) -> Pool:
             # Its reservation: allocated placeholders, and members held in memory.
             held = [ps for ps in bound if ps.uid in rt.assumed or (
                 ps.pod.placeholder and ps.release_reason is None and not ps.pod.terminating)]
-            if held and all(_victim_ok(ps, now) for ps in held):
+            if held and all(_victim_ok(s, ps) for ps in held):
                 units.append(_unit(Tier.RESERVATION, gang, owner, gang, spec.queue, priority,
                                    spec.creation, held))
             continue
@@ -169,7 +169,7 @@ def pool(s: Session, now: float) -> Pool:
             continue
         busy = any(ps.assumed or ps.parked_on is not None for ps in reals)
         live = [ps for ps in bound if ps.release_reason is None and not ps.pod.terminating]
-        if live and not busy and all(_victim_ok(ps, now) for ps in live):
+        if live and not busy and all(_victim_ok(s, ps) for ps in live):
             units.append(_unit(Tier.GANG, gang, owner, gang, spec.queue, priority,
                                spec.creation, live))
         by_group: dict[str, list[PodState]] = {}
@@ -181,7 +181,7 @@ def pool(s: Session, now: float) -> Pool:
             surplus[(gang, name)] = len(group_pods) - (group.min_member if group else 0)
             units.extend(_unit(Tier.POD, pod_key(ps.uid), owner, gang, spec.queue,
                                ps.pod.priority, ps.pod.creation, [ps], (gang, name))
-                         for ps in group_pods if _victim_ok(ps, now))
+                         for ps in group_pods if _victim_ok(s, ps))
     seen: set[str] = set()
     for gkey in sorted(s.groups):
         members = s.group_members.get(gkey, set())
@@ -206,7 +206,7 @@ def pool(s: Session, now: float) -> Pool:
                            key=lambda p: p.pod.name)
             members_live.extend(bound)
             budgets.append((g.spec.key, bound, len(bound) - g.spec.min_member))
-        if members_live and all(_victim_ok(ps, now) for ps in members_live):
+        if members_live and all(_victim_ok(s, ps) for ps in members_live):
             units.append(_unit(Tier.GANG, gang, group_ref(first), gang, first.spec.queue,
                                priority, min(g.spec.creation for g in found), members_live))
         for name, bound, extra in budgets:
@@ -214,12 +214,12 @@ def pool(s: Session, now: float) -> Pool:
             units.extend(_unit(Tier.POD, pod_key(ps.uid), group_ref(first), gang,
                                first.spec.queue, ps.pod.priority, ps.pod.creation, [ps],
                                (gang, name))
-                         for ps in bound if _victim_ok(ps, now))
+                         for ps in bound if _victim_ok(s, ps))
     for uid in sorted(s.pods):
         if uid in claimed:
             continue
         ps = s.pods[uid]
-        if ps.node is not None and _victim_ok(ps, now):
+        if ps.node is not None and _victim_ok(s, ps):
             units.append(_unit(Tier.POD, pod_key(uid), None, None, s.queue_of(ps) or "default",
                                ps.pod.priority, ps.pod.creation, [ps]))
     units.sort(key=lambda u: (u.tier, u.priority, -u.creation, u.ref, u.key))
@@ -344,7 +344,6 @@ def select(
     fewest placeholders, then the youngest oldest victim (ties: the first order)."""
     scoring = scoring_for(s, pre)
     total = pre.total
-
     def fits(chosen: list[Unit]) -> bool:
         extra: dict[str, Resources] = {}
         relief = Resources.ZERO
@@ -365,7 +364,7 @@ def select(
         own = unit.gang is not None and unit.gang in pre.gangs
         helps = any(node in nodes for node in unit.freed) or (
             quota_relief and unit.queue == pre.queue)
-        if unit.available(now) and own == own_gang and helps:
+        if unit.available(s) and own == own_gang and helps:
             usable.append(unit)
     if not usable:
         return None
