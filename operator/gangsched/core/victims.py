@@ -344,6 +344,10 @@ def select(
     fewest placeholders, then the youngest oldest victim (ties: the first order)."""
     scoring = scoring_for(s, pre)
     total = pre.total
+    known: dict[tuple[frozenset[tuple[str, Resources]], Resources], bool] = {}
+    """Room already simulated: the orders, and the sets left when one victim is dropped
+    again, meet the same room many times (a whole gang frees what its pods do)."""
+
     def fits(chosen: list[Unit]) -> bool:
         extra: dict[str, Resources] = {}
         relief = Resources.ZERO
@@ -353,8 +357,13 @@ def select(
             if quota_relief:
                 relief = relief + sum((ps.request for ps in unit.pods
                                        if ps.charged_queue == pre.queue), Resources.ZERO)
-        quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + relief)
-        return quota.ok and fit(s, pre.items, extra, scoring, pre.owners) is not None
+        key = (frozenset(extra.items()), relief)
+        found = known.get(key)
+        if found is None:
+            quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + relief)
+            found = known[key] = quota.ok and fit(s, pre.items, extra, scoring,
+                                                  pre.owners) is not None
+        return found
 
     if fits([]):
         return []
