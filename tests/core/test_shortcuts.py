@@ -7,8 +7,10 @@ simulated). The decisions of every cycle must be the same, in the same order.
 
 Shortcuts covered: a whole cycle skipped when nothing was observed since a cycle that
 decided and changed nothing, and no instant it depended on has come
-(``Scheduler.skip_quiet``); ``preempt`` skipped when no waiting work outranks running work
-(``preemption.may_matter``); ``reclaim`` giving up on a preemptor that even every
+(``Scheduler.skip_quiet``); the deserved shares computed once while nothing changes in
+a cycle (``shares.deserved``); ``preempt`` skipped when no waiting work outranks running work
+(``preemption.may_matter``); ``reclaim`` skipped when no reclaimable queue is above its
+deserved share of anything (``reclaim.may_give_back``), giving up on a preemptor that even every
 candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
 are (``reclaim._too_many``), repeating a search of the same shape that found nothing
 (``reclaim._searched``), or searching where no candidate may go even alone
@@ -23,7 +25,7 @@ from contextlib import contextmanager
 import pytest
 from builders import make_node, make_pod
 from contention import Contention, Op, Setup, ops, setups, works
-from gangsched.core import preemption, reclaim
+from gangsched.core import preemption, reclaim, shares
 from gangsched.core.decisions import Decision
 from gangsched.core.model import SchedulerConfig
 from gangsched.core.preemptors import Preemptor
@@ -38,6 +40,8 @@ DEFAULT = SchedulerConfig().actions
 
 REFERENCE: dict[tuple[object, str], object] = {
     (preemption, "may_matter"): lambda s: True,
+    (shares, "deserved"): shares.compute_deserved,
+    (reclaim, "may_give_back"): lambda *args: True,
     (reclaim, "_hopeless"): lambda *args: False,
     (reclaim, "_too_many"): lambda *args: False,
     (reclaim, "_searched"): lambda *args: False,

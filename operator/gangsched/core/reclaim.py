@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 def reclaim(s: Session, now: float) -> None:
     evictions.keep_reasons(s, evictions.RECLAIM)
+    deserved = shares.deserved(s, now)
+    promised, leaving = _in_flight(s, now)
+    if not may_give_back(s, deserved, leaving):
+        return
     found = find(s, now)
     if not found:
         return
@@ -46,8 +50,6 @@ def reclaim(s: Session, now: float) -> None:
     found = [p for p in found if evictions.may_try(s, evictions.RECLAIM, p, now, state)]
     if not found:
         return
-    deserved = shares.deserved(s, now)
-    promised, leaving = _in_flight(s, now)
     found.sort(key=lambda p: (_starvation(s, p, deserved), -p.priority, p.creation, p.key))
     pool: Pool | None = None
     free: Resources | None = None
@@ -120,6 +122,22 @@ def reclaim(s: Session, now: float) -> None:
                 leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
         elif chosen is None:
             evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
+
+
+def may_give_back(s: Session, deserved: dict[str, Resources],
+                  leaving: dict[str, Resources]) -> bool:
+    """Is some reclaimable queue above its deserved share of some resource (the pods
+    slot aside), once what is leaving it has gone? If none is, no preemptor has a victim
+    queue: reclaim could only find that a preemptor fits as things are, which allocate
+    does, or does not, which changes nothing."""
+    for queue in s.queues.used:
+        if not _spec(s, queue).reclaimable:
+            continue
+        used = s.queues.usage(queue) - leaving.get(queue, Resources.ZERO)
+        share = deserved.get(queue, Resources.ZERO)
+        if any(amount > share.get(name) for name, amount in used.items() if name != PODS):
+            return True
+    return False
 
 
 def _searched(searched: set[tuple[object, ...]], seen: tuple[object, ...]) -> bool:

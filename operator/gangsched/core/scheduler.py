@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 import gangsched.core.apps as app_logic
 import gangsched.core.deadlock as deadlock_logic
@@ -89,6 +89,8 @@ from gangsched.core.volumes.catalog import VolumeCatalog
 if TYPE_CHECKING:
     from gangsched.core.elect import NodeReservation
 
+T = TypeVar("T")
+
 
 class Scheduler:
     """All of the core's state, and the one place that changes it (the actions' session)."""
@@ -140,6 +142,9 @@ class Scheduler:
         """The cycle under way changed state (see :meth:`stir`)."""
         self._settled = False
         """The last cycle that ran decided nothing and changed nothing."""
+        self._changes = 0
+        """Counts observations, charges, releases, pending changes and stirs."""
+        self._kept: dict[str, tuple[tuple[int, int, int], object]] = {}
 
     # --- observations --------------------------------------------------------------------
 
@@ -150,6 +155,7 @@ class Scheduler:
     def observe(self, obs: Observation) -> None:
         """Record one observation. Never raises on well-typed input; never decides."""
         self._observed = True
+        self._changes += 1
         if isinstance(obs, PodObserved):
             self._pod_observed(obs)
         elif isinstance(obs, PodGone):
@@ -347,6 +353,7 @@ class Scheduler:
 
     def charge(self, ps: PodState, node: str) -> None:
         self._stirred = True
+        self._changes += 1
         ps.node = node
         self.pressure.track(ps)
         pod = ps.pod
@@ -365,6 +372,7 @@ class Scheduler:
         if ps.node is None:
             return
         self._stirred = True
+        self._changes += 1
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
         if ps.pod.volumes.any:
             self.volumes.pod_left(ps.uid)
@@ -420,6 +428,7 @@ class Scheduler:
     def refresh_pending(self, ps: PodState) -> None:
         """Keep ``pending`` current. A gated pod enters no cycle: it only gets the
         ``SchedulingGated`` condition, once."""
+        self._changes += 1
         if ps.pending and ps.pod.ours and ps.gated:
             self.pending.pop(ps.uid, None)
             self.mark_pending(ps, SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE)
@@ -509,6 +518,18 @@ class Scheduler:
         """Say that the cycle under way changed state that a later cycle acts on, though
         it decided nothing yet (charges and releases say so themselves)."""
         self._stirred = True
+        self._changes += 1
+
+    def kept(self, name: str, compute: Callable[[], T]) -> T:
+        """``compute()``, or what it gave last in this cycle when nothing was observed,
+        charged, released, stirred, made pending or decided since."""
+        version = (self.cycles, self._changes, len(self.out))
+        found = self._kept.get(name)
+        if found is not None and found[0] == version:
+            return found[1]  # type: ignore[return-value]  # what compute() gave
+        value = compute()
+        self._kept[name] = (version, value)
+        return value
 
     def _due(self, now: float) -> bool:
         """Forget the remembered instants up to ``now``; True if there were any."""

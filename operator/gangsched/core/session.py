@@ -14,9 +14,9 @@ never starts a cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from gangsched.core.cluster import Cluster
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
     from gangsched.core.unsatisfiable import Verdicts
     from gangsched.core.volumes.catalog import VolumeCatalog
+
+T = TypeVar("T")
 
 
 class Session(Protocol):
@@ -75,6 +77,10 @@ class Session(Protocol):
 
     def stir(self) -> None:
         """The cycle changed state that a later cycle acts on, without a decision."""
+        ...
+
+    def kept(self, name: str, compute: Callable[[], T]) -> T:
+        """``compute()``, reused within a cycle while nothing has changed since."""
         ...
 
     def queue_of(self, ps: PodState) -> str | None: ...

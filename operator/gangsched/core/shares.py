@@ -103,7 +103,13 @@ def demand(s: Session, now: float) -> dict[str, Resources]:
 
 
 def deserved(s: Session, now: float) -> dict[str, Resources]:
-    """Every queue's deserved share (see the module docstring)."""
+    """Every queue's deserved share (see the module docstring), computed once while
+    nothing changes in a cycle (allocate orders its queues by it, reclaim asks again)."""
+    return s.kept("deserved", lambda: compute_deserved(s, now))
+
+
+def compute_deserved(s: Session, now: float) -> dict[str, Resources]:
+    """Every queue's deserved share, computed from the queues and their demand."""
     asks = demand(s, now)
     children: dict[str | None, list[QueueSpec]] = {}
     for name in s.queues.names():
