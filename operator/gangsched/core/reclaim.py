@@ -260,14 +260,27 @@ def _allowed(s: Session, pool: Pool, deserved: dict[str, Resources],
             found = sizes[id(unit)] = _size(unit)
         return found
 
+    summed: dict[str, tuple[list[int], Resources]] = {}
+    """Per queue, the chosen units last added up and their size: the search mostly
+    asks again with one more unit chosen, so only that one is added."""
+
+    def chosen_size(queue: str, chosen: list[Unit]) -> Resources:
+        mine = [unit for unit in chosen if unit.queue == queue]
+        ids = [id(unit) for unit in mine]
+        known = summed.get(queue)
+        start, total = 0, Resources.ZERO
+        if known is not None and ids[:len(known[0])] == known[0]:
+            start, total = len(known[0]), known[1]
+        for unit in mine[start:]:
+            total = total + size(unit)
+        summed[queue] = (ids, total)
+        return total
+
     def allowed(unit: Unit, chosen: list[Unit]) -> bool:
         if not budget(unit, chosen):
             return False
         mine = size(unit)
-        going = leaving.get(unit.queue, Resources.ZERO) + mine
-        for other in chosen:
-            if other.queue == unit.queue:
-                going = going + size(other)
+        going = leaving.get(unit.queue, Resources.ZERO) + mine + chosen_size(unit.queue, chosen)
         left = s.queues.usage(unit.queue) - going
         share = deserved.get(unit.queue, Resources.ZERO)
         return all(left.get(n) >= share.get(n) for n in short if mine.get(n) > 0)
