@@ -11,6 +11,8 @@ from gangsched.core.observations import PodObserved
 from gangsched.core.preemptors import Item, Kind, Preemptor
 from gangsched.core.resources import Resources
 from gangsched.core.victims import Tier
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simworld import SimWorld
 
 NOTHING = SchedulerConfig(actions=("allocate",))
@@ -205,3 +207,35 @@ def test_within_budget_lets_a_newcomer_take_a_place_in_its_own_group() -> None:
     assert not victims.within_budget(pool)(members[0], [])
     assert victims.within_budget(pool, {key: 1})(members[0], [])
     assert not victims.within_budget(pool, {key: 1})(members[1], [members[0]])
+
+
+# --- counting places instead of simulating ---------------------------------------------
+
+_shapes = st.sampled_from([res(1, "1Gi", pods=1), res(2, "1Gi", pods=1), res(3, "2Gi", pods=1),
+                           res(1, "6Gi", pods=1), res(0, "0", pods=1)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(nodes=st.lists(st.tuples(st.integers(0, 8), st.integers(1, 4)), min_size=1, max_size=6),
+       used=st.lists(st.integers(0, 5), max_size=6),
+       items=st.lists(_shapes, min_size=0, max_size=12),
+       extra=st.dictionaries(st.integers(0, 5), st.integers(0, 4), max_size=3))
+def test_counting_places_agrees_with_the_placement_simulation(
+    nodes: list[tuple[int, int]], used: list[int], items: list[Resources],
+    extra: dict[int, int]
+) -> None:
+    w = SimWorld(config=NOTHING)
+    for i, (cpu, slots) in enumerate(nodes):
+        w.add_node(make_node(f"n{i}", cpu=cpu, memory="8Gi", pods=slots))
+    for i, cpu in enumerate(used):  # running pods take some of the room
+        if i < len(nodes) and 0 < cpu <= nodes[i][0]:
+            w.add_pod(make_pod(f"r{i}", cpu=cpu, node=f"n{i}", phase=PodPhase.RUNNING))
+    freed = {f"n{i}": res(cpu, "1Gi", pods=1) for i, cpu in extra.items() if i < len(nodes)}
+    wanted = [Item(size, Constraints()) for size in items]
+    s = w.scheduler
+    counted = victims.enough_places(s, wanted, freed)
+    placed = victims.fit(s, wanted, freed, Scoring.BINPACK)
+    if counted is not None:
+        assert counted == (placed is not None)
+    if len(set(items)) <= 1:
+        assert counted is not None  # one shape: the count decides
