@@ -30,11 +30,10 @@ step = st.one_of(
 
 
 def _both(cluster: Cluster, request: Resources, owner: str | None) -> tuple[object, object]:
-    """The kept diagnosis (past the cache of whole diagnoses) and a full pass's."""
+    """The diagnosis the cluster gives (kept node by node) and a full pass's."""
     info = PodInfo(request, ANY, owner=owner)
-    blocked = cluster._blocked(owner)
-    return (cluster._tallied((request, owner), info, blocked),
-            cluster._diagnose(info, blocked))
+    return cluster.diagnose(request, ANY, owner), cluster._diagnose(info,
+                                                                   cluster._blocked(owner))
 
 
 def _copies(cluster: Cluster, request: Resources) -> int:

@@ -525,8 +525,10 @@ class Cluster:
         *,
         pod: PodInfo | None = None,
     ) -> Diagnosis:
-        """Why the pod fits no node. O(nodes), cached per pod shape until nodes, capacity
-        or (for a pod whose fit depends on other pods) the placed pods change.
+        """Why the pod fits no node. For a pod whose fit depends on its node alone, from
+        the verdicts kept node by node (O(nodes touched since the last question));
+        otherwise O(nodes), cached per pod shape until nodes, freed capacity or the
+        placed pods change.
 
         Nodes reserved for a gang other than ``owner`` that would fit count as ``Reserved``.
         """
@@ -537,6 +539,10 @@ class Cluster:
         key = (info.constraints, info.request, blocked is not None,
                (info.placement, info.namespace) if neighbours else None,
                (info.volumes, info.namespace, info.uid) if volumes else None)
+        if not (neighbours or volumes):
+            # The tally is kept node by node, placements included: not cached here, where
+            # a placement since (which changes no epoch) would leave a stale shortfall.
+            return self._tallied(key, info, blocked)
         epoch = (self._node_epoch, self._release_epoch,
                  self.pod_index.epoch if neighbours else -1, len(self.namespace_labels),
                  self.volumes.epoch if volumes else -1)
@@ -545,10 +551,7 @@ class Cluster:
             return cached[1]
         if len(self._diagnoses) > 4096:
             self._diagnoses.clear()
-        if neighbours or volumes:
-            diagnosis = self._diagnose(info, blocked)
-        else:
-            diagnosis = self._tallied(key, info, blocked)
+        diagnosis = self._diagnose(info, blocked)
         self._diagnoses[key] = (epoch, diagnosis)
         return diagnosis
 
