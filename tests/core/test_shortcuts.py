@@ -8,7 +8,9 @@ simulated). The decisions of every cycle must be the same, in the same order.
 Shortcuts covered: a whole cycle skipped when nothing was observed since a cycle that
 decided and changed nothing, and no instant it depended on has come
 (``Scheduler.skip_quiet``); the deserved shares computed once while nothing changes in
-a cycle (``shares.deserved``); ``preempt`` skipped when no waiting work outranks running work
+a cycle (``shares.deserved``); a pod that fit nowhere told from the verdicts kept node
+by node that it still fits nowhere, without a pass over the nodes
+(``Cluster.unplaceable``); ``preempt`` skipped when no waiting work outranks running work
 (``preemption.may_matter``); ``reclaim`` skipped when no reclaimable queue is above its
 deserved share of anything (``reclaim.may_give_back``), giving up on a preemptor that even every
 candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
@@ -25,6 +27,7 @@ from contextlib import contextmanager
 import pytest
 from builders import make_node, make_pod
 from contention import Contention, Op, Setup, ops, setups, works
+from gangsched.core import cluster as core_cluster
 from gangsched.core import preemption, reclaim, shares
 from gangsched.core.decisions import Decision
 from gangsched.core.model import SchedulerConfig
@@ -41,6 +44,7 @@ DEFAULT = SchedulerConfig().actions
 REFERENCE: dict[tuple[object, str], object] = {
     (preemption, "may_matter"): lambda s: True,
     (shares, "deserved"): shares.compute_deserved,
+    (core_cluster.Cluster, "unplaceable"): lambda *args: None,
     (reclaim, "may_give_back"): lambda *args: True,
     (reclaim, "_hopeless"): lambda *args: False,
     (reclaim, "_too_many"): lambda *args: False,

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gangsched.core.diagnosis import FIT_PLUGIN, RESERVED, Diagnosis, reserved_reason
+from gangsched.core.diagnosis import FIT_PLUGIN, FITS, RESERVED, Diagnosis, reserved_reason
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import NO_CONSTRAINTS, Constraints, PodInfo
@@ -516,6 +516,25 @@ class Cluster:
         if cycle.decisions and info.uid:
             self.pre_bound[info.uid] = list(cycle.decisions)
         return True
+
+    def unplaceable(self, info: PodInfo, scoring: Scoring) -> Diagnosis | None:
+        """The diagnosis of a pod that :meth:`place` would find no node for, told from
+        the verdicts kept node by node (O(nodes changed since) instead of a pass over
+        the nodes); None when :meth:`place` must be asked: some node may take it, or its
+        fit depends on more than its node (other pods, volumes), or the pass would move
+        the spread scoring's cursor (a node with room that a filter or a reservation
+        turns down)."""
+        if (self.neighbour_bound(info) or self.pod_index.required_anti > 0
+                or info.volumes.any):
+            return None
+        diagnosis = self.diagnose(info.request, info.constraints, pod=info)
+        counts = diagnosis.by_filter
+        if counts.get(FITS, 0) or counts.get(RESERVED, 0):
+            return None
+        if scoring is not Scoring.BINPACK and not diagnosis.pre_filter and any(
+                plugin != FIT_PLUGIN for plugin in counts):
+            return None
+        return diagnosis
 
     def diagnose(
         self,

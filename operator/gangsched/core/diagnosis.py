@@ -18,6 +18,8 @@ from gangsched.core.resources import Resources
 
 RESERVED = "Reserved"
 FIT_PLUGIN = "NodeResourcesFit"
+FITS = "Fits"
+"""The verdict of a node that passes every filter (counted in ``by_filter``)."""
 
 
 def reserved_reason(gang: str) -> str:

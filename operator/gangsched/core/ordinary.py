@@ -75,11 +75,14 @@ def place(s: Session, ps: PodState, now: float, reason: str,
     if ps.blocked_epoch == epoch:
         return False  # nothing changed since it last fit nowhere
     owner = pod.app or pod.pod_group
-    node = s.cluster.place(ps.request, ps.constraints, scoring or s.config.pod_scoring, owner,
-                           pod=ps.info)
+    scoring = scoring or s.config.pod_scoring
+    known = s.cluster.unplaceable(ps.info, scoring) if ps.blocked_epoch >= 0 else None
+    node = None if known is not None else s.cluster.place(ps.request, ps.constraints,
+                                                          scoring, owner, pod=ps.info)
     if node is None:
         ps.blocked_epoch = epoch
-        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, pod=ps.info)
+        diagnosis = known or s.cluster.diagnose(ps.request, ps.constraints, owner,
+                                                pod=ps.info)
         s.mark_pending(ps, diagnosis.reason, diagnosis.message(ps.request))
         return False
     volume_placing.reserve(s, ps, node)

@@ -402,11 +402,14 @@ def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float, *,
             s.mark_pending(ps, "QueueQuota", message)
         rt.dirty = True
         return
-    node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, spec.key,
-                           pod=ps.info)
+    scoring = s.config.gang_scoring
+    known = s.cluster.unplaceable(ps.info, scoring) if ps.blocked_epoch >= 0 else None
+    node = None if known is not None else s.cluster.place(ps.request, ps.constraints,
+                                                          scoring, spec.key, pod=ps.info)
     if node is None:
         ps.blocked_epoch = epoch
-        diagnosis = s.cluster.diagnose(ps.request, ps.constraints, spec.key, pod=ps.info)
+        diagnosis = known or s.cluster.diagnose(ps.request, ps.constraints, spec.key,
+                                                pod=ps.info)
         reason = diagnosis.reason
         message = diagnosis.message(ps.request)
         details = diagnosis.details()

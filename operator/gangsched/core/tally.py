@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from gangsched.core.diagnosis import Diagnosis
+from gangsched.core.diagnosis import FITS, Diagnosis
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.resources import Resources
@@ -119,7 +119,7 @@ class Tally(Follower):
     def _judge(self, state: NodeState, judge: Judge) -> None:
         name = state.node.name
         status, short = judge(state)
-        verdict: Verdict = ("Fits", ()) if status.ok else (status.plugin, status.reasons)
+        verdict: Verdict = (FITS, ()) if status.ok else (status.plugin, status.reasons)
         self.verdicts[name] = verdict
         _count(self.by_filter, (verdict[0],), 1)
         _count(self.reasons, verdict[1], 1)
