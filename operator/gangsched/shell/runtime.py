@@ -518,6 +518,8 @@ class Runtime:
         placeholders that exist. False if ``stop`` was set first.
         """
         self.inbox.clear()
+        for path in self.first_lists():
+            self.client.prefetch(path)  # all at once; observed in the order below
         self.syncing = True
         try:
             # Queues, Applications, PodGroups (an Application's first observation restores
@@ -545,6 +547,13 @@ class Runtime:
         self.ready.set()
         self.wake.set()  # the first cycle at once, not after a tick
         return True
+
+    def first_lists(self) -> tuple[str, ...]:
+        """The paths :meth:`sync` lists, in its order (the first ResourceClaims version
+        it tries among them)."""
+        return (self.priority_watch.path, *(r.path for r in self.cr_watches),
+                *self.foreign.first_lists(), *self.storage.first_lists(),
+                self.namespace_watch.path, self.node_watch.path, self.pod_watch.path)
 
     async def _until_done(self, what: str, call: Callable[[], Awaitable[None]],
                           stop: asyncio.Event | None) -> bool:
@@ -651,7 +660,8 @@ class Runtime:
                 # arrives as the event is set (Python 3.11), and the loop would go on.
                 async with asyncio.timeout(settings.tick):
                     await self.wake.wait()
-                if settings.batch_window:
+                if settings.batch_window and self.cycles:
+                    # (Not before the first: the sync observed everything already.)
                     await asyncio.sleep(settings.batch_window)
             except TimeoutError:
                 pass
