@@ -37,7 +37,7 @@ import json
 import marshal
 import operator
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from gangsched.core.model import Pod, PodPhase, PodUID
 from gangsched.translate import times
@@ -135,15 +135,15 @@ class PodTranslations:
         meta = obj.get("metadata")
         spec = obj.get("spec")
         status = obj.get("status") or {}
-        if not (isinstance(meta, Mapping) and isinstance(spec, Mapping)):
+        if not (_is_map(meta) and _is_map(spec)):
             self.full += 1
             return pod_with_membership(obj, scheduler_names=self.scheduler_names,
                                        priorities=self.priorities)
         template = _template(meta, spec)
         fingerprint = _fingerprint(template, meta)
         uid = meta.get("uid")
-        last = self._last.get(str(uid or ""))
-        if isinstance(status, Mapping):
+        last = self._last.get(uid if isinstance(uid, str) else str(uid or ""))
+        if _is_map(status):
             moved = self._moved(meta, spec, status)
             if moved is not None and last is not None and last.fingerprint == fingerprint:
                 values = list(_VALUES(last.pod))
@@ -206,6 +206,11 @@ class PodTranslations:
 
     def forget(self, uid: str) -> None:
         self._last.pop(uid, None)
+
+
+def _is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, at once for the dicts JSON gives."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _with(values: list[Any], moved: _Moved) -> Pod:
