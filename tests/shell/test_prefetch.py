@@ -2,14 +2,12 @@
 
 :class:`~gangsched.shell.prefetch.ReadAhead` on its own, then
 :meth:`KubeClient.prefetch <gangsched.shell.client.KubeClient.prefetch>` against the fake
-API server, then the operator's start-up: every first list asked for once, and the
-runtime's own order of lists written out in :data:`gangsched.shell.main.FIRST_LISTS`.
+API server (the operator's start-up: ``test_shell_startup.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import pathlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -17,11 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from fakeapi import FakeApiServer
 from gangsched.shell.client import ApiError, Connection, KubeClient
-from gangsched.shell.main import FIRST_LISTS
 from gangsched.shell.prefetch import ReadAhead
-from gangsched.shell.runtime import Runtime
-from gangsched.shell.settings import OperatorSettings
-from shellkit import FakeClock, OperatorUnderTest, new_cluster, pod, wait_for
+from shellkit import pod, wait_for
 
 PODS = "/api/v1/pods"
 
@@ -164,34 +159,3 @@ async def test_a_prefetch_nobody_reads_is_dropped(api: FakeApiServer,
     items, _ = await client.list(PODS)
     assert names(items) == ["a", "b"]
     assert len(lists_of(api, PODS)) == 2
-
-
-# --- the operator's start-up ----------------------------------------------------------------
-
-
-def test_the_first_lists_are_the_runtimes() -> None:
-    """:data:`FIRST_LISTS` (written out so as not to import the core to know them) is
-    what the runtime's sync lists, in its order."""
-    runtime = Runtime(KubeClient(Connection(host="http://127.0.0.1:1")),
-                      OperatorSettings(leader_election=False))
-    assert runtime.first_lists() == FIRST_LISTS
-
-
-@pytest.mark.parametrize("leader_election", [True, False], ids=["elected", "single"])
-async def test_the_operator_asks_for_each_first_list_once(
-        fake_api_factory: Any, tmp_path: pathlib.Path, leader_election: bool) -> None:
-    """Asked for ahead (at start without leader election, once leading with it), every
-    first list is read from there: nothing is listed twice, and the pods are all seen."""
-    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
-    for i in range(3):
-        api.create(pod(f"p-{i}"))
-    op = await OperatorUnderTest(api, kubeconfig, FakeClock(),
-                                 leader_election=leader_election).start()
-    try:
-        assert op.runtime is not None
-        assert len(op.runtime.scheduler.pods) == 3
-        for path in FIRST_LISTS:
-            asked = lists_of(api, path)
-            assert len(asked) == 1, (path, asked)
-    finally:
-        await op.kill()
