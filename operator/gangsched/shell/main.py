@@ -18,8 +18,8 @@ Start-up, in the order the first binds need things:
 1. the connection and the client (aiohttp), then (without leader election) the first
    page of every list the runtime starts with (:data:`FIRST_LISTS`) is asked for at
    once, read ahead while
-2. the runtime, the core and the translation are imported, in a thread (a quarter to
-   half a second of CPU, during which the API server prepares the pages);
+2. the runtime, the core and the translation are imported, in a thread (0.15 to 0.25 s
+   of CPU from bytecode, during which the API server prepares the pages);
 3. the runtime lists (reading those pages, then the rest) and schedules. A replica that
    elects a leader asks for all its lists at once when it holds the Lease.
 

@@ -1,7 +1,7 @@
 """Reading a stream of pages ahead of its reader: how the first lists start early.
 
 At start-up the operator has the API server's answers to wait for and its own modules
-(the core, the translation) to import: about half a second of CPU. The first lists do
+(the core, the translation) to import: a few tenths of a second of CPU. The first lists do
 not need the core to be *sent*, only to be *observed*, so
 :meth:`gangsched.shell.client.KubeClient.prefetch` asks for them first and
 :class:`ReadAhead` keeps their pages coming while the rest is imported (in a thread):
