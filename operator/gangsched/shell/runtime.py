@@ -3,9 +3,11 @@
 Start-up (and every restart) rebuilds all state from the cluster before the first
 cycle: Queues, Applications and PodGroups are listed (their status carries the timers),
 then nodes and pods together (placeholders are recognised by their labels, binds by
-``spec.nodeName``), each page observed by the core as it arrives. Only then do cycles
-start, so nothing is bound twice, no timer restarts from zero, and a gang that was
-half-reserved simply carries on. Every kind comes through one
+``spec.nodeName``), each page observed by the core as it arrives. Every list is asked
+for at once (:meth:`KubeClient.prefetch <gangsched.shell.client.KubeClient.prefetch>`);
+only their observation keeps that order. Only then do cycles start, so nothing is
+bound twice, no timer restarts from zero, and a gang that was half-reserved simply
+carries on. Every kind comes through one
 :class:`~gangsched.shell.watch.Reflector` (list, then watch; a relist diffs by UID), so
 a deletion missed while a watch was down still reaches the core, and the core's keys
 (names) never lose a re-created object to its predecessor's deletion. A pod that has
