@@ -205,3 +205,35 @@ def test_the_cache_keeps_no_raw_pod() -> None:
         tracemalloc.stop()
     assert cache.full == count
     assert retained / count < 3_000, f"{retained / count:.0f} bytes kept per pod"
+
+
+def test_values_from_outside_json_take_the_json_fingerprint() -> None:
+    """A hand-made object with a value ``marshal`` cannot write (a JSON decoder never
+    makes one) is translated all the same, and moves along on the fast path."""
+
+    class Opaque:
+        def __repr__(self) -> str:
+            return "opaque"
+
+    cache = PodTranslations(NAMES)
+    first = base()
+    first["spec"]["extra"] = Opaque()
+    cache.translate(first)
+    later = copy.copy(first)
+    later["spec"] = {**first["spec"], "nodeName": "node-3"}
+    assert cache.translate(later) == pod_with_membership(later, scheduler_names=NAMES)
+    assert (cache.fast, cache.full) == (1, 1)
+
+
+def test_replicas_share_a_parsed_creation_time() -> None:
+    """Replicas created in one second, and in others: each gets its own creation time."""
+    cache = PodTranslations(NAMES)
+    cache.translate(base())
+    for i, stamp in enumerate(["2026-01-01T00:00:07Z", "2026-01-01T00:00:07Z",
+                               "2026-01-01T00:00:08Z", "not a time"]):
+        replica = base()
+        replica["metadata"].update(name=f"w-{i + 1}", uid=f"u-{i + 2}",
+                                   creationTimestamp=stamp)
+        assert cache.translate(replica) == pod_with_membership(replica,
+                                                               scheduler_names=NAMES)
+    assert cache.templated == 4

@@ -14,7 +14,7 @@ where a method says so.
 
 from __future__ import annotations
 
-import builtins
+import asyncio
 import json
 import pathlib
 import ssl
@@ -27,6 +27,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from gangsched.shell.credentials import Credentials
+from gangsched.shell.prefetch import ReadAhead
 from gangsched.shell.ratelimit import TokenBucket
 
 JSON = dict[str, Any]
@@ -130,8 +131,17 @@ def resource_path(
     return base
 
 
+_Page = tuple[list[JSON], str]
+"""A page of a list: its items and the list's resourceVersion."""
+_ListKey = tuple[str, tuple[tuple[str, str], ...], int]
+
+
+def _list_key(path: str, params: Mapping[str, str] | None, page: int) -> _ListKey:
+    return path, tuple(sorted((params or {}).items())), page
+
+
 class KubeClient:
-    """One pooled session; every method is a single API call."""
+    """One pooled session; every method is a single API call (a list: one per page)."""
 
     def __init__(self, connection: Connection, *, max_connections: int = 64,
                  timeout: float = 30.0, qps: float = 0.0, burst: int = 1,
@@ -153,6 +163,8 @@ class KubeClient:
         """Requests answered 401 (each is retried once with a fresh token)."""
         self.watch_activity: dict[str, float] = {}
         """Watch path -> monotonic time a stream of it last opened or delivered."""
+        self._prefetched: dict[_ListKey, ReadAhead[_Page]] = {}
+        """Lists asked for ahead of their reader (see :meth:`prefetch`)."""
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -182,6 +194,9 @@ class KubeClient:
         return self._session
 
     async def close(self) -> None:
+        for ahead in self._prefetched.values():
+            ahead.cancel()
+        self._prefetched.clear()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -320,10 +335,46 @@ class KubeClient:
             rv = version
         return items, rv
 
+    def prefetch(self, path: str, *, params: Mapping[str, str] | None = None,
+                 page: int = 500, ahead: int = 4, keep: float = 5.0) -> None:
+        """Start listing ``path`` now (see :mod:`gangsched.shell.prefetch`), reading at
+        most ``ahead`` pages ahead: the next :meth:`pages` (or :meth:`list`) of the same
+        path, parameters and page size reads them, and the rest of the list, instead
+        of asking again. Not read within ``keep`` seconds, they are dropped. Nothing
+        if that list is being prefetched already. Needs a running event loop.
+
+        The reader gets the list as it was when this was called: what may have been
+        written since must not matter to it (see the runtime's sync)."""
+        key = _list_key(path, params, page)
+        if key in self._prefetched:
+            return
+        ahead_of = self._prefetched[key] = ReadAhead(self._pages(path, params, page), ahead)
+
+        def drop() -> None:
+            if self._prefetched.get(key) is ahead_of:
+                del self._prefetched[key]
+                ahead_of.cancel()
+
+        asyncio.get_running_loop().call_later(keep, drop)
+
     async def pages(self, path: str, *, params: Mapping[str, str] | None = None,
-                    page: int = 500) -> AsyncGenerator[tuple[builtins.list[JSON], str], None]:
+                    page: int = 500) -> AsyncGenerator[_Page, None]:
         """The list, one page (``limit``) at a time, each with the list's
-        resourceVersion (that of the first page's snapshot). ``page`` 0 lists at once."""
+        resourceVersion (that of the first page's snapshot). ``page`` 0 lists at once.
+        A list :meth:`prefetch` started is read from there (once)."""
+        ahead = self._prefetched.pop(_list_key(path, params, page), None)
+        if ahead is None:
+            async for got in self._pages(path, params, page):
+                yield got
+            return
+        try:
+            async for got in ahead.items():
+                yield got
+        finally:
+            ahead.cancel()
+
+    async def _pages(self, path: str, params: Mapping[str, str] | None,
+                     page: int) -> AsyncGenerator[_Page, None]:
         query = dict(params or {})
         if page > 0:
             query["limit"] = str(page)

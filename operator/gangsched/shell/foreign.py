@@ -122,6 +122,10 @@ class ForeignGroups:
     def owns(key: GroupKey) -> bool:
         return foreign.kind_of(key) is not None
 
+    def first_lists(self) -> list[str]:
+        """The paths :meth:`list` lists, in its order."""
+        return [self.reflectors[kind.dialect].path for kind in foreign.KINDS]
+
     async def list(self) -> None:
         """List every kind once (start-up); what fails is left to :meth:`run`."""
         for kind in foreign.KINDS:

@@ -22,8 +22,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from aiohttp import web
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class HealthServer:
         self._runner: web.AppRunner | None = None
 
     async def _handle(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
         problems = self.health.problems()
         bad = {k: v for k, v in problems.items() if v}
         if bad:
@@ -87,6 +91,8 @@ class HealthServer:
                             content_type="application/json")
 
     async def start(self) -> None:
+        from aiohttp import web  # only when serving: not on the start-up path
+
         app = web.Application()
         app.router.add_get(self.path, self._handle)
         runner = web.AppRunner(app, access_log=None)

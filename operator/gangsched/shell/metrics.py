@@ -35,9 +35,8 @@ import collections
 import dataclasses
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client import generate_latest as _generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -55,6 +54,9 @@ from gangsched.core.decisions import (
 )
 from gangsched.core.model import AppKey, Pod, PodUID
 from gangsched.translate import times
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 log = logging.getLogger(__name__)
 
@@ -388,11 +390,15 @@ class MetricsServer:
         self._runner: web.AppRunner | None = None
 
     async def _handle(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
         return web.Response(body=self.metrics.generate_latest(),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def start(self) -> None:
         """Listen (``port`` 0 picks a free one; :attr:`port` then tells which)."""
+        from aiohttp import web  # only when serving: not on the start-up path
+
         app = web.Application()
         app.router.add_get("/metrics", self._handle)
         runner = web.AppRunner(app, access_log=None)

@@ -3,9 +3,11 @@
 Start-up (and every restart) rebuilds all state from the cluster before the first
 cycle: Queues, Applications and PodGroups are listed (their status carries the timers),
 then nodes and pods together (placeholders are recognised by their labels, binds by
-``spec.nodeName``), each page observed by the core as it arrives. Only then do cycles
-start, so nothing is bound twice, no timer restarts from zero, and a gang that was
-half-reserved simply carries on. Every kind comes through one
+``spec.nodeName``), each page observed by the core as it arrives. Every list is asked
+for at once (:meth:`KubeClient.prefetch <gangsched.shell.client.KubeClient.prefetch>`);
+only their observation keeps that order. Only then do cycles start, so nothing is
+bound twice, no timer restarts from zero, and a gang that was half-reserved simply
+carries on. Every kind comes through one
 :class:`~gangsched.shell.watch.Reflector` (list, then watch; a relist diffs by UID), so
 a deletion missed while a watch was down still reaches the core, and the core's keys
 (names) never lose a re-created object to its predecessor's deletion. A pod that has
@@ -518,6 +520,8 @@ class Runtime:
         placeholders that exist. False if ``stop`` was set first.
         """
         self.inbox.clear()
+        for path in self.first_lists():
+            self.client.prefetch(path)  # all at once; observed in the order below
         self.syncing = True
         try:
             # Queues, Applications, PodGroups (an Application's first observation restores
@@ -545,6 +549,13 @@ class Runtime:
         self.ready.set()
         self.wake.set()  # the first cycle at once, not after a tick
         return True
+
+    def first_lists(self) -> tuple[str, ...]:
+        """The paths :meth:`sync` lists, in its order (the first ResourceClaims version
+        it tries among them)."""
+        return (self.priority_watch.path, *(r.path for r in self.cr_watches),
+                *self.foreign.first_lists(), *self.storage.first_lists(),
+                self.namespace_watch.path, self.node_watch.path, self.pod_watch.path)
 
     async def _until_done(self, what: str, call: Callable[[], Awaitable[None]],
                           stop: asyncio.Event | None) -> bool:
@@ -651,7 +662,8 @@ class Runtime:
                 # arrives as the event is set (Python 3.11), and the loop would go on.
                 async with asyncio.timeout(settings.tick):
                     await self.wake.wait()
-                if settings.batch_window:
+                if settings.batch_window and self.cycles:
+                    # (Not before the first: the sync observed everything already.)
                     await asyncio.sleep(settings.batch_window)
             except TimeoutError:
                 pass

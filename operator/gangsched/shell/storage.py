@@ -89,6 +89,11 @@ class StorageWatches:
         return Reflector(self.client, path, on_event, name=path.rsplit("/", 1)[-1],
                          timeout_seconds=self.watch_timeout)
 
+    def first_lists(self) -> list[str]:
+        """The paths :meth:`list` lists (ResourceClaims: the version tried first)."""
+        return [*(r.path for r in self.reflectors),
+                f"/apis/{RESOURCE_GROUP}/{RESOURCE_VERSIONS[0]}/resourceclaims"]
+
     async def list(self) -> None:
         """List every kind once (raises ApiError on failure: the caller retries); find
         out whether ResourceClaims are served."""

@@ -1,0 +1,92 @@
+"""The operator's start-up: the first lists asked for at once, the collector paused.
+
+See :mod:`gangsched.shell.main`: every list the runtime starts with is asked for ahead
+(before the runtime is imported for a single replica, once leading otherwise) and read
+from there, once; the cyclic garbage collector waits for the first cycle.
+"""
+
+from __future__ import annotations
+
+import gc
+import pathlib
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from fakeapi import FakeApiServer
+from gangsched.shell.client import Connection, KubeClient
+from gangsched.shell.main import FIRST_LISTS
+from gangsched.shell.runtime import Runtime
+from gangsched.shell.settings import OperatorSettings
+from shellkit import FakeClock, OperatorUnderTest, new_cluster, pod, wait_for
+
+
+def lists_of(api: FakeApiServer, path: str) -> list[dict[str, str]]:
+    """The query of every list request (not watch) to ``path``, in order."""
+    found = []
+    for entry in api.request_log:
+        url = urlsplit(entry.path_qs)
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if url.path == path and query.get("watch") != "true":
+            found.append(query)
+    return found
+
+
+def test_the_first_lists_are_the_runtimes() -> None:
+    """:data:`FIRST_LISTS` (written out so as not to import the core to know them) is
+    what the runtime's sync lists, in its order."""
+    runtime = Runtime(KubeClient(Connection(host="http://127.0.0.1:1")),
+                      OperatorSettings(leader_election=False))
+    assert runtime.first_lists() == FIRST_LISTS
+
+
+@pytest.mark.parametrize("leader_election", [True, False], ids=["elected", "single"])
+async def test_the_operator_asks_for_each_first_list_once(
+        fake_api_factory: Any, tmp_path: pathlib.Path, leader_election: bool) -> None:
+    """Asked for ahead (at start without leader election, once leading with it), every
+    first list is read from there: nothing is listed twice, and the pods are all seen."""
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
+    for i in range(3):
+        api.create(pod(f"p-{i}"))
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(),
+                                 leader_election=leader_election).start()
+    try:
+        assert op.runtime is not None
+        assert len(op.runtime.scheduler.pods) == 3
+        for path in FIRST_LISTS:
+            asked = lists_of(api, path)
+            assert len(asked) == 1, (path, asked)
+    finally:
+        await op.kill()
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["collecting", "not-collecting"])
+async def test_the_collector_waits_for_the_first_cycle(
+        fake_api_factory: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+        before: bool) -> None:
+    """Paused from the start to the first cycle, then as it was: on again if it was on,
+    still off if something else had turned it off."""
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
+    api.create(pod("p-0"))
+    seen: list[bool] = []
+    cycle = Runtime.cycle
+
+    def noting(runtime: Runtime) -> Any:
+        seen.append(gc.isenabled())
+        return cycle(runtime)
+
+    monkeypatch.setattr(Runtime, "cycle", noting)
+    was = gc.isenabled()
+    (gc.enable if before else gc.disable)()
+    try:
+        op = await OperatorUnderTest(api, kubeconfig, FakeClock(),
+                                     leader_election=False).start()
+        try:
+            await wait_for(lambda: seen, what="the first cycle")
+            await wait_for(lambda: gc.isenabled() is before, what="the collector as before")
+            assert seen[0] is False
+        finally:
+            await op.kill()
+        assert gc.isenabled() is before
+    finally:
+        (gc.enable if was else gc.disable)()
