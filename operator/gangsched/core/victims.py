@@ -390,27 +390,29 @@ def select(
     known: dict[tuple[frozenset[tuple[str, Resources]], Resources], bool] = {}
     """Room already simulated: the orders, and the sets left when one victim is dropped
     again, meet the same room many times (a whole gang frees what its pods do)."""
+    reliefs: dict[int, Resources] = {}
 
-    def fits(chosen: list[Unit]) -> bool:
-        extra: dict[str, Resources] = {}
-        relief = Resources.ZERO
-        for unit in chosen:
-            for node, amount in unit.freed.items():
-                extra[node] = extra.get(node, Resources.ZERO) + amount
-            if quota_relief:
-                relief = relief + sum((ps.request for ps in unit.pods
-                                       if ps.charged_queue == pre.queue), Resources.ZERO)
-        key = (frozenset(extra.items()), relief)
+    def relief_of(unit: Unit) -> Resources:
+        """The queue quota ``unit`` gives back to the preemptor's queue."""
+        relief = reliefs.get(id(unit))
+        if relief is None:
+            relief = reliefs[id(unit)] = sum(
+                (ps.request for ps in unit.pods if ps.charged_queue == pre.queue),
+                Resources.ZERO) if quota_relief else Resources.ZERO
+        return relief
+
+    def fits(freed: Freed) -> bool:
+        key = (frozenset(freed.extra.items()), freed.relief)
         found = known.get(key)
         if found is None:
-            quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + relief)
-            found = quota.ok and enough_places(s, pre.items, extra, pre.owners)
+            quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + freed.relief)
+            found = quota.ok and enough_places(s, pre.items, freed.extra, pre.owners)
             if found is None:
-                found = fit(s, pre.items, extra, scoring, pre.owners) is not None
+                found = fit(s, pre.items, freed.extra, scoring, pre.owners) is not None
             known[key] = found
         return found
 
-    if fits([]):
+    if fits(Freed(relief_of)):
         return []
     nodes = relevant_nodes(s, pre)
     usable = []
@@ -432,41 +434,77 @@ def select(
         rankings.append([u for u in rankings[0] if set(u.freed) == {node}]
                         + [u for u in rankings[0] if set(u.freed) != {node}])
     for ranked in rankings:
-        chosen = _greedy(ranked, fits, room, total, nodes, allowed)
-        if chosen is None:
+        found = _greedy(ranked, fits, Freed(relief_of), room, total, nodes, allowed)
+        if found is None:
             continue
+        chosen, freed = found
         for unit in sorted(chosen, key=_disruption, reverse=True):
-            trial = [u for u in chosen if u is not unit]
-            if fits(trial):
-                chosen = trial
+            freed.remove(unit)
+            if fits(freed):
+                chosen = [u for u in chosen if u is not unit]
+            else:
+                freed.add(unit)
         if best is None or _cost(chosen) < _cost(best):
             best = chosen
     return best
 
 
-def _greedy(ranked: list[Unit], fits: Callable[[list[Unit]], bool], room: Resources,
-            total: Resources, nodes: set[str], allowed: Allowed | None) -> list[Unit] | None:
-    """Add units in order until the preemptor fits. A unit that contains chosen ones (a
-    whole gang, some of whose members were chosen) replaces them; one that overlaps a
-    chosen unit otherwise is skipped."""
+class Freed:
+    """What a set of victims gives back, kept as victims join and leave it: the room
+    per node and the queue quota (so that each question costs what the change does, not
+    the size of the set)."""
+
+    __slots__ = ("_relief_of", "extra", "relief")
+
+    def __init__(self, relief_of: Callable[[Unit], Resources]) -> None:
+        self._relief_of = relief_of
+        self.extra: dict[str, Resources] = {}
+        self.relief = Resources.ZERO
+
+    def add(self, unit: Unit) -> None:
+        extra = self.extra
+        for node, amount in unit.freed.items():
+            extra[node] = extra.get(node, Resources.ZERO) + amount
+        self.relief = self.relief + self._relief_of(unit)
+
+    def remove(self, unit: Unit) -> None:
+        extra = self.extra
+        for node, amount in unit.freed.items():
+            left = extra[node] - amount
+            if left:
+                extra[node] = left
+            else:
+                del extra[node]
+        self.relief = self.relief - self._relief_of(unit)
+
+
+def _greedy(ranked: list[Unit], fits: Callable[[Freed], bool], freed: Freed,
+            room: Resources, total: Resources, nodes: set[str],
+            allowed: Allowed | None) -> tuple[list[Unit], Freed] | None:
+    """Add units in order until the preemptor fits (the chosen units and what they
+    free). A unit that contains chosen ones (a whole gang, some of whose members were
+    chosen) replaces them; one that overlaps a chosen unit otherwise is skipped."""
     chosen: list[Unit] = []
     taken: set[str] = set()
     for unit in ranked:
         uids = {ps.uid for ps in unit.pods}
+        inner: list[Unit] = []
         if uids & taken:
             inner = [u for u in chosen if {ps.uid for ps in u.pods} <= uids]
             if sum(len(u.pods) for u in inner) != len(uids & taken):
                 continue
-            chosen = [u for u in chosen if u not in inner]
-            for u in inner:
-                room = room - sum((a for n, a in u.freed.items() if n in nodes), Resources.ZERO)
-        if allowed is not None and not allowed(unit, chosen):
+        if allowed is not None and not allowed(unit, [u for u in chosen if u not in inner]):
             continue
+        for u in inner:
+            chosen.remove(u)
+            freed.remove(u)
+            room = room - sum((a for n, a in u.freed.items() if n in nodes), Resources.ZERO)
         chosen.append(unit)
-        taken = {ps.uid for u in chosen for ps in u.pods}
+        freed.add(unit)
+        taken |= uids
         room = room + sum((a for n, a in unit.freed.items() if n in nodes), Resources.ZERO)
-        if total.fits_in(room) and fits(chosen):
-            return chosen
+        if total.fits_in(room) and fits(freed):
+            return chosen, freed
     return None
 
 
