@@ -66,6 +66,32 @@ def test_every_kind_of_work_is_a_unit_of_its_tier() -> None:
     assert found["uid-default-plain"] == (Tier.POD, ["plain"])
 
 
+def test_a_gang_not_allowed_leaves_its_chosen_members_chosen() -> None:
+    w = world(16)
+    w.add_app(make_app("train", make_group("g", 2)))
+    for i in range(3):
+        w.add_pod(make_pod(f"train-{i}", app="train", task_group="g", creation=i))
+    w.add_pod(make_pod("plain"))
+    w.settle(0)
+    w.settle(1)
+    found = {u.key: u for u in victims.pool(w.scheduler, 1).units}
+    gang = found["Application/default/train"]
+    member = next(u for u in found.values()
+                  if u.tier is Tier.POD and u.pods[0].pod.name == "train-2")
+    plain = next(u for u in found.values()
+                 if u.tier is Tier.POD and u.pods[0].pod.name == "plain")
+
+    def two_cpus(freed: victims.Freed) -> bool:
+        return sum(freed.extra.values(), Resources.ZERO).get("cpu") >= 2000
+
+    chosen = victims._greedy(
+        [member, gang, plain], two_cpus, victims.Freed(lambda unit: Resources.ZERO),
+        Resources.ZERO, Resources.ZERO, {"n0"}, lambda unit, chosen: unit is not gang)
+    assert chosen is not None
+    assert chosen[0] == [member, plain]
+    assert chosen[1].extra == {"n0": res(2, "2Gi", pods=2)}
+
+
 @pytest.mark.parametrize(
     "pod",
     [
