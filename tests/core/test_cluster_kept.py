@@ -127,3 +127,19 @@ def test_a_diagnosis_after_a_release_judges_only_the_touched_node() -> None:
     second = cluster.diagnose(request, ANY)
     assert second.by_filter == {"NodeResourcesFit": 5, "Fits": 1}
     assert judged == ["n3"]
+
+
+def test_the_closest_node_is_found_again_when_it_fills_up() -> None:
+    cluster = Cluster()
+    for name in ("n0", "n1"):
+        cluster.upsert_node(make_node(name, cpu=4))
+    cluster.charge("n0", "a", res(3) + ONE_POD)
+    cluster.charge("n1", "b", res(2) + ONE_POD)
+    request = res(4) + ONE_POD
+    assert cluster.diagnose(request, ANY).best_shortfall == res(2)  # n1
+    cluster.charge("n1", "c", res(2) + ONE_POD)
+    assert cluster.diagnose(request, ANY).best_shortfall == res(3)  # n0 now
+    cluster.release("n0", "a", Resources.ZERO)
+    assert cluster.diagnose(request, ANY).best_shortfall == res(4)  # n0 fits; n1
+    cluster.charge("n0", "d", res(1) + ONE_POD)
+    assert cluster.diagnose(request, ANY).best_shortfall == res(1)  # n0

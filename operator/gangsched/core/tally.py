@@ -32,6 +32,10 @@ from gangsched.core.resources import Resources
 Verdict = tuple[str, tuple[str, ...]]
 """A node's verdict: the plugin that rejected it (``Fits`` when none) and its reasons."""
 
+Shortfall = tuple[int, tuple[int, ...], int, Resources]
+"""A node short of capacity: (resources short, amounts, position in name order, the
+shortfall); the least is the closest node."""
+
 Judge = Callable[[NodeState], tuple[fw.Status, Resources | None]]
 """Runs the filters on one node: its status, and for a capacity failure the shortfall."""
 
@@ -87,11 +91,14 @@ class Tally(Follower):
     order: dict[str, int] = field(default_factory=dict)
     """Each node's position in name order: the first of equal shortfalls wins."""
     verdicts: dict[str, Verdict] = field(default_factory=dict)
-    shortfalls: dict[str, tuple[int, tuple[int, ...], int, Resources]] = field(
-        default_factory=dict)
+    shortfalls: dict[str, Shortfall] = field(default_factory=dict)
     """For nodes short of capacity: (resources short, amounts, position, shortfall)."""
     by_filter: dict[str, int] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
+    best: Shortfall | None = None
+    """The least of :attr:`shortfalls` while :attr:`best_known` (kept as nodes are judged;
+    forgotten when the node that held it is judged again)."""
+    best_known: bool = True
 
     @classmethod
     def full(cls, epoch: object, log: TouchLog, nodes: list[NodeState], judge: Judge) -> Tally:
@@ -111,7 +118,10 @@ class Tally(Follower):
                 self._judge(state, judge)
 
     def diagnosis(self, reserved_for: str) -> Diagnosis:
-        best = min(self.shortfalls.values(), default=None)
+        if not self.best_known:
+            self.best = min(self.shortfalls.values(), default=None)
+            self.best_known = True
+        best = self.best
         return Diagnosis(self.nodes, dict(self.by_filter),
                          best[3] if best is not None else Resources.ZERO, reserved_for,
                          dict(self.reasons))
@@ -125,7 +135,9 @@ class Tally(Follower):
         _count(self.reasons, verdict[1], 1)
         if short is not None:
             amounts = tuple(amount for _, amount in sorted(short.items()))
-            self.shortfalls[name] = (len(amounts), amounts, self.order[name], short)
+            entry = self.shortfalls[name] = (len(amounts), amounts, self.order[name], short)
+            if self.best_known and (self.best is None or entry < self.best):
+                self.best = entry
 
     def _forget(self, name: str) -> None:
         verdict = self.verdicts.pop(name, None)
@@ -133,7 +145,8 @@ class Tally(Follower):
             return
         _count(self.by_filter, (verdict[0],), -1)
         _count(self.reasons, verdict[1], -1)
-        self.shortfalls.pop(name, None)
+        if self.shortfalls.pop(name, None) is self.best:
+            self.best_known = self.best is None
 
 
 def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
