@@ -8,7 +8,8 @@ simulated). The decisions of every cycle must be the same, in the same order.
 Shortcuts covered: a whole cycle skipped when nothing was observed since a cycle that
 decided and changed nothing, and no instant it depended on has come
 (``Scheduler.skip_quiet``); the deserved shares computed once while nothing changes in
-a cycle (``shares.deserved``); a pod that fit nowhere told from the verdicts kept node
+a cycle (``shares.deserved``), from what each waiting gang asks counted without
+building its preemptor (``shares.app_ask``); a pod that fit nowhere told from the verdicts kept node
 by node that it still fits nowhere, without a pass over the nodes
 (``Cluster.unplaceable``); ``preempt`` skipped when no waiting work outranks running work
 (``preemption.may_matter``); ``reclaim`` skipped when no reclaimable queue is above its
@@ -31,8 +32,11 @@ from gangsched.core import cluster as core_cluster
 from gangsched.core import preemption, reclaim, shares
 from gangsched.core.decisions import Decision
 from gangsched.core.model import SchedulerConfig
-from gangsched.core.preemptors import Preemptor
+from gangsched.core.preemptors import Preemptor, for_app
+from gangsched.core.resources import Resources
+from gangsched.core.runtime import AppRuntime
 from gangsched.core.scheduler import Scheduler
+from gangsched.core.session import Session
 from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 from test_action_properties import ActionRunner
@@ -41,7 +45,13 @@ from workloads import Cluster, clusters
 
 DEFAULT = SchedulerConfig().actions
 
+def _preemptor_total(s: Session, rt: AppRuntime) -> Resources | None:
+    pre = for_app(s, rt, 0.0)
+    return None if pre is None else pre.total
+
+
 REFERENCE: dict[tuple[object, str], object] = {
+    (shares, "app_ask"): _preemptor_total,
     (preemption, "may_matter"): lambda s: True,
     (shares, "deserved"): shares.compute_deserved,
     (core_cluster.Cluster, "unplaceable"): lambda *args: None,
@@ -120,6 +130,34 @@ def test_mixed_workloads_decide_the_same_with_and_without_shortcuts(
 
 
 IDLE = ((), (0.0,), (1.0, 3.0), (5.0, 0.5, 20.0), (60.0,))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), action_ops)
+def test_what_a_waiting_gang_asks_is_what_its_preemptor_asks(
+    cluster: Cluster, operations: list[tuple[str, int, int, int]]
+) -> None:
+    asked: list[tuple[Resources | None, Resources | None]] = []
+    original = shares.app_ask
+
+    def both(s: Session, rt: AppRuntime) -> Resources | None:
+        found = original(s, rt)
+        asked.append((found, _preemptor_total(s, rt)))
+        return found
+
+    shares.app_ask = both  # type: ignore[assignment]
+    try:
+        runner = ActionRunner(SimWorld(config=SchedulerConfig()))
+        runner.check = False
+        runner.setup(cluster)
+        for op in operations:
+            runner.apply(op)
+            runner.step()
+            runner.now += 7.0
+    finally:
+        shares.app_ask = original  # type: ignore[assignment]
+    for found, wanted in asked:
+        assert found == wanted
 """Pauses before cycles that observe nothing new, by operation: a cycle at the same
 instant, and cycles as timers (backoffs, timeouts) come due or not yet."""
 

@@ -236,6 +236,40 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
     )
 
 
+def app_ask(s: Session, rt: AppRuntime) -> Resources | None:
+    """``for_app(s, rt, now).total`` (None when that is None), without building the
+    preemptor: the queue shares ask it of every waiting gang each cycle, so it counts
+    members in one pass, with no sorting. Every pending placeholder's backoff is asked
+    about (so that the cycle wakes when each ends), not only the first's."""
+    spec = rt.spec
+    if (not spec.gang or spec.invalid or rt.state is not AppState.ACCEPTED or rt.reserved
+            or rt.placeholders_expired):
+        return None
+    held: dict[str, int] = {}
+    backoff = False
+    for uid in s.app_members.get(spec.key, ()):
+        ps = s.pods[uid]
+        pod = ps.pod
+        if pod.placeholder:
+            if ps.release_reason is not None or pod.terminating or not pod.active:
+                continue
+            if ps.node is not None:
+                name = pod.task_group or ""
+                held[name] = held.get(name, 0) + 1
+            elif ps.pending and not s.reached(ps.backoff_until):
+                backoff = True
+        elif ps.node is not None and pod.active and pod.task_group is not None:
+            held[pod.task_group] = held.get(pod.task_group, 0) + 1
+    if backoff:
+        return None
+    total = Resources.ZERO
+    for group in spec.task_groups:
+        missing = group.min_member - held.get(group.name, 0)
+        if missing > 0:
+            total = total + (group.min_resource + ONE_POD).scale(missing)
+    return total
+
+
 def for_groups(s: Session, gang: list[GroupRuntime], now: float) -> Preemptor | None:
     """A GangGroup that is not satisfied: each group's first pending members up to its
     ``minMember``. None when some group cannot complete (too few members yet), is

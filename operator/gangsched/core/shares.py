@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gangsched.core.model import DEFAULT_QUEUE, QueueSpec
-from gangsched.core.preemptors import for_app
+from gangsched.core.preemptors import app_ask
 from gangsched.core.resources import PODS, Resources
 from gangsched.core.states import AppState
 
@@ -83,9 +83,9 @@ def demand(s: Session, now: float) -> dict[str, Resources]:
     for key in sorted(s.apps):
         rt = s.apps[key]
         if rt.spec.gang and rt.state is AppState.ACCEPTED and not rt.reserved:
-            pre = for_app(s, rt, now)
-            if pre is not None:
-                add(rt.spec.queue, pre.total)
+            asked_for = app_ask(s, rt)
+            if asked_for is not None:
+                add(rt.spec.queue, asked_for)
                 counted.add(key)
     for uid in s.pending:
         ps = s.pods[uid]
