@@ -119,6 +119,20 @@ def test_a_podgroup_that_can_never_fit_says_so(
         assert "cannot run until" in status.blocking.message
 
 
+def test_a_podgroup_is_judged_again_when_its_members_change() -> None:
+    w = world(4, 4)
+    w.add_group(make_podgroup("pg", 2))
+    w.add_pod(make_pod("pg-0", cpu=2, memory="0", pod_group="pg", creation=0.0))
+    w.settle(0)
+    status = w.group_status[GroupKey("default/pg")]
+    assert status.blocking.reason != "Unsatisfiable"  # one member of two: not judged yet
+    w.add_pod(make_pod("pg-1", cpu=6, memory="0", pod_group="pg", creation=1.0))
+    w.settle(1)
+    status = w.group_status[GroupKey("default/pg")]
+    assert status.blocking.reason == "Unsatisfiable"
+    assert "the largest of the 2 nodes" in status.blocking.message
+
+
 def test_a_podgroup_larger_than_its_queue_max_fails_like_an_application() -> None:
     w = world(8)
     w.add_queue(make_queue("small", max=res(2, "8Gi")))

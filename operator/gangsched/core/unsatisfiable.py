@@ -30,7 +30,8 @@ placeholders or members may be placed; the timer then runs, and a Hard gang is k
 Soft one resumes, a PodGroup times out, as for any gang that does not fit in time.
 
 Cost: O(nodes) per cycle while a gang waits (the capacity of the cluster); the per-member
-checks are cached per (constraints, request) until the nodes change.
+checks are cached per (constraints, request) until the nodes change, and each gang's
+verdict until the nodes, its spec or (for a PodGroup) its members change.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class _Dirty(Protocol):
     dirty: bool
 
 if TYPE_CHECKING:
-    from gangsched.core.runtime import AppRuntime, GroupRuntime
+    from gangsched.core.model import PodGroupSpec
+    from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
     from gangsched.core.session import Session
 
 REASON = "Unsatisfiable"
@@ -85,6 +87,13 @@ class Verdicts:
     signature: tuple[object, ...] = ()
     capacity: Resources = Resources.ZERO
     fits: dict[tuple[Constraints, Resources], _Fit] = field(default_factory=dict)
+    judged_apps: dict[AppKey, tuple[tuple[object, ...], dict[str, BlockingReason]]] = field(
+        default_factory=dict)
+    """Per gang, what its verdict was computed from (its spec; a PodGroup's active
+    members' pods, in order) and the verdict: judged again only when one of them is
+    replaced or the node facts change."""
+    judged_groups: dict[GroupKey, tuple[tuple[object, ...], BlockingReason | None]] = field(
+        default_factory=dict)
 
     def app_blocking(self, key: AppKey, group: str) -> BlockingReason | None:
         """The verdict on a task group of an Application (the gang's, else the group's)."""
@@ -108,10 +117,21 @@ def check(s: Session) -> None:
     _refresh(s, v)
     for rt in apps:
         _set_app(s, rt, _app_verdict(s, v, rt))
-    _forget(v.apps, {rt.spec.key for rt in apps}, s.apps)
+    app_keys = {rt.spec.key for rt in apps}
+    _forget(v.apps, app_keys, s.apps)
     for grt in groups:
         _set_group(s, grt, _group_verdict(s, v, grt))
-    _forget(v.groups, {grt.spec.key for grt in groups}, s.groups)
+    group_keys = {grt.spec.key for grt in groups}
+    _forget(v.groups, group_keys, s.groups)
+    _prune(v.judged_apps, app_keys)
+    _prune(v.judged_groups, group_keys)
+
+
+def _prune(judged: dict[K, V], waiting: set[K]) -> None:
+    """Forget what was judged of gangs no longer waiting."""
+    if len(judged) > len(waiting):
+        for key in [k for k in judged if k not in waiting]:
+            del judged[key]
 
 
 def _forget(verdicts: dict[K, V], judged: set[K],
@@ -131,6 +151,14 @@ def _refresh(s: Session, v: Verdicts) -> None:
     if signature != v.signature:
         v.signature, v.capacity = signature, capacity
         v.fits.clear()
+        v.judged_apps.clear()
+        v.judged_groups.clear()
+
+
+def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    """The same objects, in the same order (identity: specs and pods are replaced, not
+    changed in place)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _fit(s: Session, v: Verdicts, constraints: Constraints, request: Resources) -> _Fit:
@@ -204,6 +232,10 @@ def _member(fit: _Fit, request: Resources, count: int, what: str) -> BlockingRea
 
 def _app_verdict(s: Session, v: Verdicts, rt: AppRuntime) -> dict[str, BlockingReason]:
     spec = rt.spec
+    inputs: tuple[object, ...] = (spec,)
+    held = v.judged_apps.get(spec.key)
+    if held is not None and _same(held[0], inputs):
+        return held[1]
     found: dict[str, BlockingReason] = {}
     minimum = Resources.ZERO
     for group in spec.task_groups:
@@ -216,18 +248,32 @@ def _app_verdict(s: Session, v: Verdicts, rt: AppRuntime) -> dict[str, BlockingR
     whole = _whole(v, minimum, "the gang")
     if whole is not None:
         found[GANG] = whole
+    v.judged_apps[spec.key] = (inputs, found)
     return found
 
 
 def _group_verdict(s: Session, v: Verdicts, rt: GroupRuntime) -> BlockingReason | None:
     spec = rt.spec
-    members = sorted((s.pods[uid] for uid in s.group_members.get(spec.key, ())
-                      if s.pods[uid].pod.active),
-                     key=lambda ps: (-ps.pod.priority, ps.pod.creation, ps.pod.name))
+    active = [ps for ps in (s.pods[uid] for uid in s.group_members.get(spec.key, ()))
+              if ps.pod.active]
+    inputs = (spec, *(ps.pod for ps in active))
+    known = v.judged_groups.get(spec.key)
+    if known is not None and _same(known[0], inputs):
+        return known[1]
+    verdict = _judge_group(s, v, spec, active)
+    v.judged_groups[spec.key] = (inputs, verdict)
+    return verdict
+
+
+def _judge_group(s: Session, v: Verdicts, spec: PodGroupSpec,
+                 active: list[PodState]) -> BlockingReason | None:
+    members = sorted(active, key=lambda ps: (-ps.pod.priority, ps.pod.creation, ps.pod.name))
     kinds: dict[tuple[Constraints, Resources], int] = {}
     for ps in members[:spec.min_member]:
         kinds[(ps.constraints, ps.request)] = kinds.get((ps.constraints, ps.request), 0) + 1
-    for (constraints, request), count in sorted(kinds.items(), key=lambda kv: repr(kv[0])):
+    ordered = (sorted(kinds.items(), key=lambda kv: repr(kv[0])) if len(kinds) > 1
+               else kinds.items())
+    for (constraints, request), count in ordered:
         verdict = _member(_fit(s, v, constraints, request), request, count,
                           f"PodGroup {spec.key}")
         if verdict is not None:
