@@ -87,13 +87,18 @@ def demand(s: Session, now: float) -> dict[str, Resources]:
             if asked_for is not None:
                 add(rt.spec.queue, asked_for)
                 counted.add(key)
+    pods: dict[tuple[str, Resources], int] = {}
+    """Pending pods by queue and request: most share a few shapes, added up once each."""
     for uid in s.pending:
         ps = s.pods[uid]
         if ps.pod.app in counted:
             continue  # a gang not reserved asks for its placeholders, not its pods
         queue = s.queue_of(ps)
         if queue is not None and not ps.pod.invalid:
-            add(queue, ps.request)
+            shape = (queue, ps.request)
+            pods[shape] = pods.get(shape, 0) + 1
+    for (queue, request), count in pods.items():
+        add(queue, request.scale(count))
     for queue in sorted(asked):
         path = s.queues.path(queue)
         amount = Resources(asked[queue])

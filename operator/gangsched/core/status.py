@@ -178,14 +178,18 @@ def group_status(s: Session, rt: GroupRuntime) -> SetPodGroupStatus:
 def queue_statuses(s: Session) -> list[SetQueueStatus]:
     asked: dict[str, dict[str, int]] = {}
     """Per queue, the pending pods' requests: summed as integers, added up the path once."""
+    pods: dict[tuple[str, Resources], int] = {}
+    """Pending pods by queue and request: most share a few shapes, added up once each."""
     for uid in s.pending:
         ps = s.pods[uid]
         queue = s.queue_of(ps)
-        if queue is None:
-            continue
+        if queue is not None:
+            shape = (queue, ps.request)
+            pods[shape] = pods.get(shape, 0) + 1
+    for (queue, request), count in pods.items():
         sums = asked.setdefault(queue, {})
-        for name, amount in ps.request.items():
-            sums[name] = sums.get(name, 0) + amount
+        for name, amount in request.items():
+            sums[name] = sums.get(name, 0) + amount * count
     pending: dict[str, Resources] = {}
     for queue in sorted(asked):
         path = s.queues.path(queue)
