@@ -245,10 +245,11 @@ _shapes = st.sampled_from([res(1, "1Gi", pods=1), res(2, "1Gi", pods=1), res(3, 
 @given(nodes=st.lists(st.tuples(st.integers(0, 8), st.integers(1, 4)), min_size=1, max_size=6),
        used=st.lists(st.integers(0, 5), max_size=6),
        items=st.lists(_shapes, min_size=0, max_size=12),
-       extra=st.dictionaries(st.integers(0, 5), st.integers(0, 4), max_size=3))
+       extra=st.dictionaries(st.integers(0, 5), st.integers(0, 4), max_size=3),
+       reserved=st.sets(st.integers(0, 5), max_size=2), ours=st.booleans())
 def test_counting_places_agrees_with_the_placement_simulation(
     nodes: list[tuple[int, int]], used: list[int], items: list[Resources],
-    extra: dict[int, int]
+    extra: dict[int, int], reserved: set[int], ours: bool
 ) -> None:
     w = SimWorld(config=NOTHING)
     for i, (cpu, slots) in enumerate(nodes):
@@ -259,8 +260,12 @@ def test_counting_places_agrees_with_the_placement_simulation(
     freed = {f"n{i}": res(cpu, "1Gi", pods=1) for i, cpu in extra.items() if i < len(nodes)}
     wanted = [Item(size, Constraints()) for size in items]
     s = w.scheduler
-    counted = victims.enough_places(s, wanted, freed)
-    placed = victims.fit(s, wanted, freed, Scoring.BINPACK)
+    held = [f"n{i}" for i in sorted(reserved) if i < len(nodes)]
+    if held:  # nodes held for a starving gang: closed to others, open to it
+        s.cluster.reserve(held, ["default/gang"], "default/gang")
+    owners = frozenset({"default/gang"} if ours else ())
+    counted = victims.enough_places(s, wanted, freed, owners)
+    placed = victims.fit(s, wanted, freed, Scoring.BINPACK, owners)
     if counted is not None:
         assert counted == (placed is not None)
     if len(set(items)) <= 1:

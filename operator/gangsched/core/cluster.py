@@ -41,7 +41,7 @@ A diagnosis counts the nodes that would fit but are reserved as ``Reserved``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from gangsched.core.diagnosis import FIT_PLUGIN, FITS, RESERVED, Diagnosis, reserved_reason
 from gangsched.core.framework import interface as fw
@@ -54,7 +54,7 @@ from gangsched.core.plugins import balancedallocation, noderesources, podtopolog
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.podindex import PlacedPod, PodIndex
 from gangsched.core.resources import PODS, Resources
-from gangsched.core.tally import Judge, Room, Tally, TouchLog
+from gangsched.core.tally import Judge, Room, Tally, TouchLog, copies
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
@@ -341,6 +341,25 @@ class Cluster:
                 del self._rooms[next(iter(self._rooms))]  # the oldest
             room = self._rooms[key] = Room.full(self._node_epoch, self._touches, nodes, asked)
         return room.total
+
+    def room_with(self, request: Resources, constraints: Constraints,
+                  extra: Mapping[str, Resources], barred: Collection[str]) -> int:
+        """:meth:`room_for` with ``extra`` more free on some nodes and the ``barred``
+        nodes left out: the kept count, corrected on those nodes only."""
+        total = self.room_for(request, constraints)
+        room = self._rooms.get((request, constraints))
+        if room is None:  # asks for nothing: never short
+            return total
+        asked = [(name, amount) for name, amount in request.items() if amount > 0]
+        per_node = room.per_node
+        for name in {*extra, *barred}:
+            here = per_node.get(name)
+            if here is None:
+                continue  # not a node its constraints allow
+            total -= here
+            if name not in barred:
+                total += copies(self.nodes[name].free + extra[name], asked)
+        return total
 
     def _current_sums(self) -> _Sums:
         if self._sums is None:

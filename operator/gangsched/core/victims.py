@@ -292,40 +292,18 @@ def enough_places(s: Session, items: Iterable[Item], extra: Mapping[str, Resourc
     more on a node it may use: False when some shape has fewer (the simulation would
     fail), True when all items are of one shape and it has enough (identical members fit
     wherever one more fits, so the greedy placement cannot fail), None otherwise (the
-    shapes compete for the same room: only the simulation tells). O(shapes x nodes)
-    instead of O(items x nodes)."""
+    shapes compete for the same room: only the simulation tells). The places are the
+    cluster's kept count per shape (:meth:`~gangsched.core.cluster.Cluster.room_with`),
+    corrected on the nodes with extra room or barred: O(shapes x those nodes) instead of
+    O(items x nodes)."""
     shapes: dict[Item, int] = {}
     for item in items:
         shapes[item] = shapes.get(item, 0) + 1
     barred = closed_nodes(s, owners)
     for item, count in shapes.items():
-        room = 0
-        for state in s.cluster.candidates(item.constraints):
-            name = state.node.name
-            if name in barred:
-                continue
-            free = state.free
-            more = extra.get(name)
-            if more is not None:
-                free = free + more
-            room += _places(item.request, free)
-            if room >= count:
-                break
-        if room < count:
+        if s.cluster.room_with(item.request, item.constraints, extra, barred) < count:
             return False
     return True if len(shapes) <= 1 else None
-
-
-def _places(request: Resources, free: Resources) -> int:
-    """How many pods of ``request`` fit in ``free``."""
-    most: int | None = None
-    for name, amount in request.items():
-        if amount > 0:
-            copies = free.get(name) // amount
-            most = copies if most is None else min(most, copies)
-    if most is None:
-        return 1 << 30  # asks for nothing: fits anywhere, any number of times
-    return max(0, most)
 
 
 def _score(state: NodeState, request: Resources, free: Resources) -> float:
