@@ -13,7 +13,8 @@ building its preemptor (``shares.app_ask``); a pod that fit nowhere told from th
 by node that it still fits nowhere, without a pass over the nodes
 (``Cluster.unplaceable``); ``preempt`` skipped when no waiting work outranks running work
 (``preemption.may_matter``); ``reclaim`` skipped when no reclaimable queue is above its
-deserved share of anything (``reclaim.may_give_back``), giving up on a preemptor that even every
+deserved share of anything (``reclaim.may_give_back``), its victim pool made of those
+queues' pods only (``reclaim.givers``), giving up on a preemptor that even every
 candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
 are (``reclaim._too_many``), repeating a search of the same shape that found nothing
 (``reclaim._searched``), or searching where no candidate may go even alone
@@ -56,6 +57,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (shares, "deserved"): shares.compute_deserved,
     (core_cluster.Cluster, "unplaceable"): lambda *args: None,
     (reclaim, "may_give_back"): lambda *args: True,
+    (reclaim, "givers"): lambda *args: None,
     (reclaim, "_hopeless"): lambda *args: False,
     (reclaim, "_too_many"): lambda *args: False,
     (reclaim, "_searched"): lambda *args: False,

@@ -84,7 +84,7 @@ def reclaim(s: Session, now: float) -> None:
             else:
                 chosen = victims.select(s, pre, [], now, quota_relief=False)
         else:
-            pool = pool or victims.pool(s, now)
+            pool = pool or victims.pool(s, now, givers(s, deserved, leaving))
             candidates = by_queues.get(tuple(over))
             if candidates is None:
                 wanted = set(over)
@@ -130,14 +130,29 @@ def may_give_back(s: Session, deserved: dict[str, Resources],
     slot aside), once what is leaving it has gone? If none is, no preemptor has a victim
     queue: reclaim could only find that a preemptor fits as things are, which allocate
     does, or does not, which changes nothing."""
+    return bool(_above_share(s, deserved, leaving))
+
+
+def givers(s: Session, deserved: dict[str, Resources],
+           leaving: dict[str, Resources]) -> frozenset[str] | None:
+    """The queues victims may come from in this call (None: any): those
+    :func:`may_give_back` finds above their share. What leaves a queue only grows as
+    plans are made, so no other queue becomes one; the victim pool leaves the others'
+    pods out."""
+    return _above_share(s, deserved, leaving)
+
+
+def _above_share(s: Session, deserved: dict[str, Resources],
+                 leaving: dict[str, Resources]) -> frozenset[str]:
+    found = []
     for queue in s.queues.used:
         if not _spec(s, queue).reclaimable:
             continue
         used = s.queues.usage(queue) - leaving.get(queue, Resources.ZERO)
         share = deserved.get(queue, Resources.ZERO)
         if any(amount > share.get(name) for name, amount in used.items() if name != PODS):
-            return True
-    return False
+            found.append(queue)
+    return frozenset(found)
 
 
 def _searched(searched: set[tuple[object, ...]], seen: tuple[object, ...]) -> bool:

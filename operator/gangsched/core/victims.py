@@ -34,7 +34,7 @@ one node's would. Nothing changes until the caller decides.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -131,15 +131,20 @@ class Pool:
     surplus: dict[tuple[str, str], int]
 
 
-def pool(s: Session, now: float) -> Pool:
-    """All candidate units, in victim order (tier, priority, newest first, key)."""
+def pool(s: Session, now: float, queues: Collection[str] | None = None) -> Pool:
+    """All candidate units, in victim order (tier, priority, newest first, key); only
+    those of ``queues``, when given."""
     units: list[Unit] = []
     surplus: dict[tuple[str, str], int] = {}
     claimed: set[str] = set()
     for key in sorted(s.apps):
         rt = s.apps[key]
         spec = rt.spec
-        uids = sorted(s.app_members.get(key, ()))
+        members = s.app_members.get(key, ())
+        if queues is not None and spec.queue not in queues:
+            claimed.update(members)
+            continue
+        uids = sorted(members)
         pods = [s.pods[u] for u in uids]
         claimed.update(uids)
         bound = [ps for ps in pods if ps.node is not None and ps.pod.active]
@@ -195,6 +200,8 @@ def pool(s: Session, now: float) -> Pool:
         if not all(g.satisfied and not g.timed_out for g in found):
             continue
         first = found[0]
+        if queues is not None and first.spec.queue not in queues:
+            continue
         gang = group_key(first.spec.key)
         priority = gang_priority(s, found)
         members_live: list[PodState] = []
@@ -220,8 +227,10 @@ def pool(s: Session, now: float) -> Pool:
             continue
         ps = s.pods[uid]
         if ps.node is not None and _victim_ok(s, ps):
-            units.append(_unit(Tier.POD, pod_key(uid), None, None, s.queue_of(ps) or "default",
-                               ps.pod.priority, ps.pod.creation, [ps]))
+            queue = s.queue_of(ps) or "default"
+            if queues is None or queue in queues:
+                units.append(_unit(Tier.POD, pod_key(uid), None, None, queue,
+                                   ps.pod.priority, ps.pod.creation, [ps]))
     units.sort(key=lambda u: (u.tier, u.priority, -u.creation, u.ref, u.key))
     return Pool(units, surplus)
 
