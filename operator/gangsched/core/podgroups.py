@@ -359,10 +359,15 @@ def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) ->
             g.blocking = BlockingReason("QueueQuota", check.describe(ps.request, "a member"),
                                         {"queue": check.queue})
             return
-        node = s.cluster.place(ps.request, ps.constraints, s.config.gang_scoring, owner,
-                               pod=ps.info)
+        # A member that fits nowhere (as most of a waiting gang's do, cycle after cycle)
+        # is told so from the verdicts kept node by node, without a pass over the nodes.
+        scoring = s.config.gang_scoring
+        known = s.cluster.unplaceable(ps.info, scoring)
+        node = None if known is not None else s.cluster.place(
+            ps.request, ps.constraints, scoring, owner, pod=ps.info)
         if node is None:
-            diagnosis = s.cluster.diagnose(ps.request, ps.constraints, owner, pod=ps.info)
+            diagnosis = known or s.cluster.diagnose(ps.request, ps.constraints, owner,
+                                                    pod=ps.info)
             reason = diagnosis.reason
             g.blocking = BlockingReason(reason, diagnosis.message(ps.request),
                                         diagnosis.details())
