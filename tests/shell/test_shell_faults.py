@@ -176,6 +176,7 @@ async def test_event_series_continues_after_a_restart(cluster, op) -> None:  # t
     rule = api.faults.add(method="POST", path_regex=r"/pods/flaky/binding", times=3, status=500)
     api.create(pod("flaky"))
     await wait_for(lambda: rule.hits == 1, what="failure 1")
+    await op.settle()  # the failure handled (its backoff set) before the clock moves on
     await op.advance(1.1)
     await wait_for(lambda: rule.hits == 2, what="failure 2")
     await op.settle()
