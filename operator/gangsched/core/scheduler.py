@@ -31,7 +31,6 @@ every collection is iterated in a defined order and ties are broken by
 from __future__ import annotations
 
 import contextlib
-import heapq
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -57,6 +56,7 @@ from gangsched.core.decisions import (
     PodPending,
     RecordEvent,
 )
+from gangsched.core.instants import Instants
 from gangsched.core.model import AppKey, GroupKey, Pod, PodUID, SchedulerConfig, Scoring
 from gangsched.core.observations import (
     AppGone,
@@ -133,9 +133,8 @@ class Scheduler:
         """Priorities of running and waiting pods: can preemption matter at all?"""
         self.unsatisfiable = unsatisfiable_logic.Verdicts()
         """Gangs that cannot fit the nodes as they are (see ``unsatisfiable``)."""
-        self._wakes: list[float] = []
-        """Instants ahead at which some condition of a cycle flips (a heap)."""
-        self._wake_set: set[float] = set()
+        self._wakes = Instants()
+        """Instants ahead at which some condition of a cycle flips."""
         self._observed = True
         """Something was observed since the last cycle that ran."""
         self._stirred = False
@@ -505,14 +504,12 @@ class Scheduler:
         which a cycle may decide differently (:meth:`next_wake`)."""
         if at <= self.now:
             return True
-        if at not in self._wake_set:
-            self._wake_set.add(at)
-            heapq.heappush(self._wakes, at)
+        self._wakes.add(at)
         return False
 
     def next_wake(self) -> float | None:
         """The earliest instant ahead at which some condition of a cycle flips, if any."""
-        return self._wakes[0] if self._wakes else None
+        return self._wakes.first()
 
     def stir(self) -> None:
         """Say that the cycle under way changed state that a later cycle acts on, though
@@ -531,14 +528,6 @@ class Scheduler:
         self._kept[name] = (version, value)
         return value
 
-    def _due(self, now: float) -> bool:
-        """Forget the remembered instants up to ``now``; True if there were any."""
-        due = False
-        while self._wakes and self._wakes[0] <= now:
-            self._wake_set.discard(heapq.heappop(self._wakes))
-            due = True
-        return due
-
     # --- the cycle -----------------------------------------------------------------------
 
     def cycle(self, now: float) -> list[Decision]:
@@ -550,7 +539,7 @@ class Scheduler:
         decisions again: the cost of a quiet cluster does not grow with its backlog."""
         self.now = now
         self.cycles += 1
-        due = self._due(now)
+        due = self._wakes.pop_until(now)
         if self.skip_quiet and self._settled and not self._observed and not due:
             return []
         self._observed = self._stirred = False

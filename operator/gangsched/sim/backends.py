@@ -14,12 +14,12 @@ jump straight to the next instant at which a timer is due.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import re
 from typing import Protocol
 
 from gangsched.core.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
+from gangsched.core.instants import Instants
 from gangsched.core.model import (
     AppKey,
     AppSpec,
@@ -112,8 +112,7 @@ class GangschedBackend:
         self.reason: dict[str, str] = {}
         self.reserved: dict[str, tuple[str, ...]] = {}
         self.config = config
-        self._deadlines: list[float] = []
-        self._deadline_set: set[float] = set()
+        self._deadlines = Instants()
         self.evicted: dict[PodUID, str] = {}
         """Pods the core evicted, with why, until the engine asks."""
         self.events: dict[str, list[tuple[float, RecordEvent]]] = {}
@@ -224,20 +223,14 @@ class GangschedBackend:
         self.timeline.add(now, f"{kind} {name}", SOURCE, f"{d.reason}: {d.message}")
 
     def next_deadline(self) -> float | None:
-        return self._deadlines[0] if self._deadlines else None
+        return self._deadlines.first()
 
     def pop_deadlines(self, now: float) -> bool:
-        due = False
-        while self._deadlines and self._deadlines[0] <= now:
-            self._deadline_set.discard(heapq.heappop(self._deadlines))
-            due = True
-        return due
+        return self._deadlines.pop_until(now)
 
     def _deadline(self, at: float | None, now: float) -> None:
-        if at is None or at <= now or at in self._deadline_set:
-            return
-        self._deadline_set.add(at)
-        heapq.heappush(self._deadlines, at)
+        if at is not None and at > now:
+            self._deadlines.add(at)
 
     def _app_status(self, d: SetAppStatus, now: float) -> None:
         key = d.key
