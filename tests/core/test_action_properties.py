@@ -23,7 +23,7 @@ from gangsched.core import deadlock
 from gangsched.core.decisions import BindPod, CreatePlaceholder, Decision
 from gangsched.core.model import AppKey, GangMode, SchedulerConfig, SortPolicy
 from gangsched.core.resources import Resources
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from simworld import SimWorld
 from workloads import OP_KINDS, QUEUES, Cluster, Op, Runner, check_invariants, clusters
@@ -151,6 +151,13 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 @SETTINGS
 @given(clusters(), ops, st.sampled_from(sorted(CONFIGS)))
+@example(  # a gang admitted, given placeholders and released for a deadlock in one cycle
+    Cluster(nodes=((2, 4, False, True),) * 4, root_cpu=None, qa_cpu=None, qb_cpu=None,
+            qa_policy=SortPolicy.FIFO),
+    [("accumulate", 0, 0, 0), ("member", 0, 2, 0), ("delete", 0, 0, 0),
+     ("member", 0, 0, 0), ("gang", 1, 74, 210)],
+    "default",
+)
 def test_the_actions_keep_every_invariant(cluster: Cluster, operations: list[Op],
                                           config: str) -> None:
     run(cluster, operations, CONFIGS[config])

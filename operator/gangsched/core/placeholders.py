@@ -10,13 +10,16 @@ from an older spec, or found after a restart. Each placeholder seen for the firs
 is checked in the next cycle and released at once if unwanted.
 
 A deletion that is not seen within ``placeholder_retry`` seconds is asked for again.
+Placeholders asked for in the same cycle as their gang is released are not asked for
+after all: the creation is taken back before it is sent, rather than sent and then
+undone.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gangsched.core.decisions import DeletePod, DeleteReason
+from gangsched.core.decisions import CreatePlaceholder, DeletePod, DeleteReason
 from gangsched.core.reservation import expected_placeholders, forget_held, members
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime, PodState
@@ -43,6 +46,7 @@ def release_all(s: Session, rt: AppRuntime, reason: DeleteReason, message: str) 
     of the real members held in memory (they are pending again). Returns how many
     placeholders."""
     forget_held(s, rt)
+    _take_back_creations(s, rt)
     count = 0
     placeholders, _ = members(s, rt)
     for ps in placeholders:
@@ -52,6 +56,19 @@ def release_all(s: Session, rt: AppRuntime, reason: DeleteReason, message: str) 
         count += 1
     rt.dirty = True
     return count
+
+
+def _take_back_creations(s: Session, rt: AppRuntime) -> None:
+    """Drop the placeholder creations of ``rt`` asked for in this cycle (not sent yet),
+    and forget that they were asked for."""
+    key = rt.spec.key
+    mine = [d for d in s.out if isinstance(d, CreatePlaceholder) and d.app == key]
+    if not mine:
+        return
+    for d in mine:
+        rt.create_asked.pop(d.name, None)
+    taken = {id(d) for d in mine}
+    s.out[:] = [d for d in s.out if id(d) not in taken]
 
 
 def drop_earmark(s: Session, rt: AppRuntime) -> None:
