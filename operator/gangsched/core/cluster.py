@@ -626,13 +626,19 @@ class Cluster:
 
     def _tallied(self, key: object, info: PodInfo, blocked: frozenset[str] | None) -> Diagnosis:
         """The diagnosis of a pod whose fit depends on its node alone: the nodes touched
-        since the last one are judged again, the others keep their verdict."""
+        since the last one are judged again, the others keep their verdict. With no node
+        touched since, the kept diagnosis stands as it is: PreEnqueue and PreFilter
+        passed for this shape then and, for such a pod, depend only on the shape and the
+        nodes, but for scheduling gates (asked again whenever the pod has some)."""
+        epoch = (self._node_epoch, len(self.namespace_labels))
+        tally = self._tallies.get(key)
+        if (tally is not None and not info.placement.gates
+                and tally.settled(epoch, self._touches)):
+            return tally.diagnosis(self.reserved_for if blocked else "")
         judge = self._judge(info, blocked)
         if isinstance(judge, fw.Status):
             self._tallies.pop(key, None)
             return _rejected(len(self.nodes), judge)
-        epoch = (self._node_epoch, len(self.namespace_labels))
-        tally = self._tallies.get(key)
         if tally is not None and tally.current(epoch, self._touches):
             tally.update(self._touches, self.nodes.get, judge)
         else:

@@ -41,9 +41,16 @@ class Diagnosis:
     ``Insufficient`` resources)."""
     pre_filter: str = ""
     """A PreFilter's rejection of the pod as a whole, if any."""
+    _text: str = field(default="", init=False, repr=False, compare=False)
+    """:meth:`message`, once worded (a kept diagnosis answers many pods)."""
 
     def message(self, request: Resources | None = None) -> str:
         """The FitError text (``request`` is accepted for compatibility, unused)."""
+        if not self._text:
+            object.__setattr__(self, "_text", self._word())
+        return self._text
+
+    def _word(self) -> str:
         if self.nodes == 0:
             return "0/0 nodes are available: no nodes in the cluster."
         text = f"0/{self.nodes} nodes are available:"

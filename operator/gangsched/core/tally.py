@@ -77,6 +77,11 @@ class Follower:
         return (self.epoch == epoch and self.generation == log.generation
                 and len(log.names) - self.seen < self.nodes)
 
+    def settled(self, epoch: object, log: TouchLog) -> bool:
+        """Is it up to date as it is (current, and no node touched since it last read)?"""
+        return (self.epoch == epoch and self.generation == log.generation
+                and self.seen == len(log.names))
+
     def touched(self, log: TouchLog) -> list[str]:
         """The nodes touched since it last read the log, once each; marks them read."""
         names = list(dict.fromkeys(log.names[self.seen:]))
@@ -99,6 +104,10 @@ class Tally(Follower):
     """The least of :attr:`shortfalls` while :attr:`best_known` (kept as nodes are judged;
     forgotten when the node that held it is judged again)."""
     best_known: bool = True
+    made: Diagnosis | None = None
+    """The diagnosis last made, while no verdict has changed since (and for whom the
+    reserved nodes were held then)."""
+    made_for: str = ""
 
     @classmethod
     def full(cls, epoch: object, log: TouchLog, nodes: list[NodeState], judge: Judge) -> Tally:
@@ -118,16 +127,24 @@ class Tally(Follower):
                 self._judge(state, judge)
 
     def diagnosis(self, reserved_for: str) -> Diagnosis:
+        """The diagnosis of the verdicts as they stand: the same object while none has
+        changed (so that its message is worded once)."""
+        made = self.made
+        if made is not None and self.made_for == reserved_for:
+            return made
         if not self.best_known:
             self.best = min(self.shortfalls.values(), default=None)
             self.best_known = True
         best = self.best
-        return Diagnosis(self.nodes, dict(self.by_filter),
-                         best[3] if best is not None else Resources.ZERO, reserved_for,
-                         dict(self.reasons))
+        made = self.made = Diagnosis(self.nodes, dict(self.by_filter),
+                                     best[3] if best is not None else Resources.ZERO,
+                                     reserved_for, dict(self.reasons))
+        self.made_for = reserved_for
+        return made
 
     def _judge(self, state: NodeState, judge: Judge) -> None:
         name = state.node.name
+        self.made = None
         status, short = judge(state)
         verdict: Verdict = (FITS, ()) if status.ok else (status.plugin, status.reasons)
         self.verdicts[name] = verdict
@@ -143,6 +160,7 @@ class Tally(Follower):
         verdict = self.verdicts.pop(name, None)
         if verdict is None:
             return
+        self.made = None
         _count(self.by_filter, (verdict[0],), -1)
         _count(self.reasons, verdict[1], -1)
         if self.shortfalls.pop(name, None) is self.best:
