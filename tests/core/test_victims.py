@@ -86,7 +86,7 @@ def test_a_gang_not_allowed_leaves_its_chosen_members_chosen() -> None:
 
     chosen = victims._greedy(
         [member, gang, plain], two_cpus, victims.Freed(lambda unit: Resources.ZERO),
-        Resources.ZERO, Resources.ZERO, {"n0"}, lambda unit, chosen: unit is not gang)
+        Resources.ZERO, Resources.ZERO, {"n0"}, lambda unit, freed: unit is not gang)
     assert chosen is not None
     assert chosen[0] == [member, plain]
     assert chosen[1].extra == {"n0": res(2, "2Gi", pods=2)}
@@ -230,9 +230,13 @@ def test_within_budget_lets_a_newcomer_take_a_place_in_its_own_group() -> None:
     pool = victims.pool(s, 1)
     members = [u for u in pool.units if u.tier is Tier.POD]
     key = ("Application/default/train", "g")
-    assert not victims.within_budget(pool)(members[0], [])
-    assert victims.within_budget(pool, {key: 1})(members[0], [])
-    assert not victims.within_budget(pool, {key: 1})(members[1], [members[0]])
+    nothing, one = victims.Freed(), victims.Freed()
+    one.add(members[0])
+    assert not victims.within_budget(pool)(members[0], nothing)
+    assert victims.within_budget(pool, {key: 1})(members[0], nothing)
+    assert not victims.within_budget(pool, {key: 1})(members[1], one)
+    one.remove(members[0])
+    assert victims.within_budget(pool, {key: 1})(members[1], one)
 
 
 # --- counting places instead of simulating ---------------------------------------------

@@ -31,7 +31,7 @@ from gangsched.core.cluster import Constraints
 from gangsched.core.model import DEFAULT_QUEUE, QueueSpec
 from gangsched.core.preemptors import Preemptor, build, find
 from gangsched.core.resources import PODS, Resources, format_amount
-from gangsched.core.victims import Allowed, Pool, Unit
+from gangsched.core.victims import Allowed, Freed, Pool, Unit
 
 if TYPE_CHECKING:
     from gangsched.core.session import Session
@@ -50,11 +50,12 @@ def reclaim(s: Session, now: float) -> None:
     found = [p for p in found if evictions.may_try(s, evictions.RECLAIM, p, now, state)]
     if not found:
         return
-    found.sort(key=lambda p: (_starvation(s, p, deserved), -p.priority, p.creation, p.key))
+    starving: dict[tuple[str, Resources], float] = {}
+    found.sort(key=lambda p: (_starvation(s, p, deserved, starving), -p.priority,
+                              p.creation, p.key))
     pool: Pool | None = None
     free: Resources | None = None
     room: dict[tuple[Resources, Constraints], int] | None = None
-    sizes: dict[int, Resources] = {}
     by_queues: dict[tuple[str, ...], list[Unit]] = {}
     gangs_of: dict[tuple[str, ...], frozenset[str]] = {}
     searched: set[tuple[object, ...]] = set()
@@ -63,8 +64,21 @@ def reclaim(s: Session, now: float) -> None:
     stuck: dict[tuple[object, ...], bool] = {}
     """Since the last plan, per victim queues and short resources: may no candidate go
     even alone? (The answer does not depend on the preemptor otherwise.)"""
+    judged: dict[tuple[object, ...], bool | None] = {}
+    """Since the last plan, per preemptor shape (:func:`_shape`): skipped (False) or
+    fruitless (None). Everything the judgement reads is the shape's or the call's, and
+    the call's changes only with a plan: pending pods of a few shapes are judged once."""
     for pre in found:
         queue = pre.queue
+        if pre.key in s.evictions.plans:
+            continue
+        shape = _shape(s, pre)
+        verdict = judged.get(shape, True)
+        if verdict is None:
+            evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
+        if verdict is not True:
+            continue
+        judged[shape] = False  # until a search says otherwise
         used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
         share = deserved.get(queue, Resources.ZERO)
         if (pre.key in s.evictions.plans or not shares.within(used, share, pre.total)
@@ -90,7 +104,7 @@ def reclaim(s: Session, now: float) -> None:
                 wanted = set(over)
                 candidates = by_queues[tuple(over)] = [u for u in pool.units
                                                        if u.queue in wanted]
-            allowed = _allowed(s, pool, deserved, leaving, short, sizes)
+            allowed = _allowed(s, pool, deserved, leaving, short)
             held = gangs_of.get(tuple(over))
             if held is None:
                 held = gangs_of[tuple(over)] = frozenset(u.gang for u in candidates if u.gang)
@@ -110,6 +124,10 @@ def reclaim(s: Session, now: float) -> None:
                                         quota_relief=False)
             if chosen is None:
                 searched.add(seen)
+        if chosen is None:
+            judged[shape] = None
+        elif not chosen:
+            judged.pop(shape)  # it fits as things are: allocate places it, not reclaim
         if chosen:
             why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
             evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
@@ -117,9 +135,10 @@ def reclaim(s: Session, now: float) -> None:
             free = room = None  # the room held for it is charged on its nodes
             searched.clear()
             stuck.clear()
+            judged.clear()
             promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
             for unit in chosen:
-                leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + _size(unit)
+                leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + unit.asked
         elif chosen is None:
             evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
 
@@ -155,6 +174,15 @@ def _above_share(s: Session, deserved: dict[str, Resources],
     return frozenset(found)
 
 
+def _shape(s: Session, pre: Preemptor) -> tuple[object, ...]:
+    """What reclaim's judgement of ``pre`` reads of it: its queue, its members' requests
+    and constraints (so its total), its earmark, the gangs it belongs to and is owned by
+    (its own gangs are no victims for it; nodes reserved for it are open to it) and its
+    scoring."""
+    return (pre.queue, tuple(pre.items), pre.earmark, pre.gangs, pre.owners,
+            victims.scoring_for(s, pre))
+
+
 def _searched(searched: set[tuple[object, ...]], seen: tuple[object, ...]) -> bool:
     """Did a search of this shape find nothing since the last plan?"""
     return seen in searched
@@ -171,7 +199,8 @@ def _stuck(known: dict[tuple[object, ...], bool], key: tuple[object, ...],
 
 def _none_may_go(candidates: list[Unit], allowed: Allowed) -> bool:
     """Is every candidate refused even alone (so that none can ever be chosen)?"""
-    return not any(allowed(u, []) for u in candidates)
+    nothing = Freed()
+    return not any(allowed(u, nothing) for u in candidates)
 
 
 def _hopeless(s: Session, need: Resources, free: Resources, over: list[str],
@@ -261,56 +290,36 @@ def _over(s: Session, queue: str, deserved: dict[str, Resources],
 
 
 def _allowed(s: Session, pool: Pool, deserved: dict[str, Resources],
-             leaving: dict[str, Resources], short: frozenset[str],
-             sizes: dict[int, Resources]) -> Allowed:
+             leaving: dict[str, Resources], short: frozenset[str]) -> Allowed:
     """Budgets, and no victim queue below its deserved share of a short resource.
 
     The more units are chosen, the fewer may join: a unit refused alone is refused with
-    any others. ``sizes`` caches each unit's size for the call (units do not change)."""
+    any others."""
     budget = victims.within_budget(pool)
 
-    def size(unit: Unit) -> Resources:
-        found = sizes.get(id(unit))
-        if found is None:
-            found = sizes[id(unit)] = _size(unit)
-        return found
-
-    summed: dict[str, tuple[list[int], Resources]] = {}
-    """Per queue, the chosen units last added up and their size: the search mostly
-    asks again with one more unit chosen, so only that one is added."""
-
-    def chosen_size(queue: str, chosen: list[Unit]) -> Resources:
-        mine = [unit for unit in chosen if unit.queue == queue]
-        ids = [id(unit) for unit in mine]
-        known = summed.get(queue)
-        start, total = 0, Resources.ZERO
-        if known is not None and ids[:len(known[0])] == known[0]:
-            start, total = len(known[0]), known[1]
-        for unit in mine[start:]:
-            total = total + size(unit)
-        summed[queue] = (ids, total)
-        return total
-
-    def allowed(unit: Unit, chosen: list[Unit]) -> bool:
+    def allowed(unit: Unit, chosen: Freed) -> bool:
         if not budget(unit, chosen):
             return False
-        mine = size(unit)
-        going = leaving.get(unit.queue, Resources.ZERO) + mine + chosen_size(unit.queue, chosen)
+        mine = unit.asked
+        going = (leaving.get(unit.queue, Resources.ZERO) + mine
+                 + chosen.leaving.get(unit.queue, Resources.ZERO))
         left = s.queues.usage(unit.queue) - going
         share = deserved.get(unit.queue, Resources.ZERO)
         return all(left.get(n) >= share.get(n) for n in short if mine.get(n) > 0)
     return allowed
 
 
-def _size(unit: Unit) -> Resources:
-    total = Resources.ZERO
-    for ps in unit.pods:
-        total = total + ps.request
-    return total
+def _starvation(s: Session, pre: Preemptor, deserved: dict[str, Resources],
+                known: dict[tuple[str, Resources], float]) -> float:
+    """The queue's usage over its deserved share, at worst among what ``pre`` asks for
+    (kept in ``known`` per queue and ask for the call)."""
+    found = known.get((pre.queue, pre.total))
+    if found is None:
+        found = known[(pre.queue, pre.total)] = _worst_ratio(s, pre, deserved)
+    return found
 
 
-def _starvation(s: Session, pre: Preemptor, deserved: dict[str, Resources]) -> float:
-    """The queue's usage over its deserved share, at worst among what ``pre`` asks for."""
+def _worst_ratio(s: Session, pre: Preemptor, deserved: dict[str, Resources]) -> float:
     used = s.queues.usage(pre.queue)
     share = deserved.get(pre.queue, Resources.ZERO)
     worst = 0.0

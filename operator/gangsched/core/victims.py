@@ -87,6 +87,7 @@ class Unit:
     """For a ``Pod`` unit above minMember: (gang key, group) whose surplus it draws on."""
     freed: dict[str, Resources] = field(default_factory=dict)
     """Capacity it frees, per node."""
+    _asked: Resources | None = field(default=None, repr=False, compare=False)
 
     @property
     def ref(self) -> str:
@@ -99,6 +100,16 @@ class Unit:
         for amount in self.freed.values():
             total = total + amount
         return total
+
+    @property
+    def asked(self) -> Resources:
+        """What its pods request: what their queue gives back when they go."""
+        if self._asked is None:
+            total = Resources.ZERO
+            for ps in self.pods:
+                total = total + ps.request
+            self._asked = total
+        return self._asked
 
     def available(self, s: Session) -> bool:
         """Still a candidate: no pod of it is being evicted, protected or gone."""
@@ -347,8 +358,9 @@ def relevant_nodes(s: Session, pre: Preemptor) -> set[str]:
     return found - closed_nodes(s, pre.owners)
 
 
-Allowed = Callable[[Unit, list[Unit]], bool]
-"""May this unit join the chosen ones? (Budgets, queue shares.)"""
+Allowed = Callable[[Unit, "Freed"], bool]
+"""May this unit join the chosen ones (what they give back so far)? (Budgets, queue
+shares.)"""
 
 
 def select(
@@ -438,21 +450,28 @@ def select(
 
 class Freed:
     """What a set of victims gives back, kept as victims join and leave it: the room
-    per node and the queue quota (so that each question costs what the change does, not
-    the size of the set)."""
+    per node, the queue quota, what leaves each queue (the victims' requests) and how
+    many victims draw on each group's surplus (so that each question costs what the
+    change does, not the size of the set)."""
 
-    __slots__ = ("_relief_of", "extra", "relief")
+    __slots__ = ("_relief_of", "budgets", "extra", "leaving", "relief")
 
-    def __init__(self, relief_of: Callable[[Unit], Resources]) -> None:
+    def __init__(self, relief_of: Callable[[Unit], Resources] | None = None) -> None:
         self._relief_of = relief_of
         self.extra: dict[str, Resources] = {}
         self.relief = Resources.ZERO
+        self.leaving: dict[str, Resources] = {}
+        self.budgets: dict[tuple[str, str], int] = {}
 
     def add(self, unit: Unit) -> None:
         extra = self.extra
         for node, amount in unit.freed.items():
             extra[node] = extra.get(node, Resources.ZERO) + amount
-        self.relief = self.relief + self._relief_of(unit)
+        if self._relief_of is not None:
+            self.relief = self.relief + self._relief_of(unit)
+        self.leaving[unit.queue] = self.leaving.get(unit.queue, Resources.ZERO) + unit.asked
+        if unit.budget is not None:
+            self.budgets[unit.budget] = self.budgets.get(unit.budget, 0) + 1
 
     def remove(self, unit: Unit) -> None:
         extra = self.extra
@@ -462,7 +481,19 @@ class Freed:
                 extra[node] = left
             else:
                 del extra[node]
-        self.relief = self.relief - self._relief_of(unit)
+        if self._relief_of is not None:
+            self.relief = self.relief - self._relief_of(unit)
+        left = self.leaving[unit.queue] - unit.asked
+        if left:
+            self.leaving[unit.queue] = left
+        else:
+            del self.leaving[unit.queue]
+        if unit.budget is not None:
+            count = self.budgets[unit.budget] - 1
+            if count:
+                self.budgets[unit.budget] = count
+            else:
+                del self.budgets[unit.budget]
 
 
 def _greedy(ranked: list[Unit], fits: Callable[[Freed], bool], freed: Freed,
@@ -480,11 +511,14 @@ def _greedy(ranked: list[Unit], fits: Callable[[Freed], bool], freed: Freed,
             inner = [u for u in chosen if {ps.uid for ps in u.pods} <= uids]
             if sum(len(u.pods) for u in inner) != len(uids & taken):
                 continue
-        if allowed is not None and not allowed(unit, [u for u in chosen if u not in inner]):
+        for u in inner:
+            freed.remove(u)
+        if allowed is not None and not allowed(unit, freed):
+            for u in inner:
+                freed.add(u)
             continue
         for u in inner:
             chosen.remove(u)
-            freed.remove(u)
             room = room - sum((a for n, a in u.freed.items() if n in nodes), Resources.ZERO)
         chosen.append(unit)
         freed.add(unit)
@@ -549,10 +583,10 @@ def _disruption(unit: Unit) -> tuple[int, int, int, str]:
 def within_budget(pool_: Pool, joining: Mapping[tuple[str, str], int] | None = None) -> Allowed:
     """Units above minMember may go only while their group keeps ``minMember`` members
     (``joining``: members the preemptor adds to a group, as a task taking a task's place)."""
-    def allowed(unit: Unit, chosen: list[Unit]) -> bool:
+    def allowed(unit: Unit, chosen: Freed) -> bool:
         if unit.budget is None:
             return True
-        used = sum(1 for u in chosen if u.budget == unit.budget)
+        used = chosen.budgets.get(unit.budget, 0)
         extra = pool_.surplus.get(unit.budget, 0) + (joining or {}).get(unit.budget, 0)
         return used < extra
     return allowed
