@@ -38,6 +38,7 @@ from gangsched.core.model import (
     Style,
 )
 from gangsched.core.resources import Resources
+from gangsched.core.scheduler import Scheduler
 from hypothesis import strategies as st
 from simworld import SimWorld
 
@@ -386,6 +387,26 @@ def _path(w: SimWorld, queue: str) -> list[str]:
     return chain
 
 
+PendingCounts = dict[tuple[str, Resources, bool], int]
+
+
+def pending_counts(s: Scheduler) -> tuple[PendingCounts, PendingCounts]:
+    """The pending pods by (queue, request, invalid): as the scheduler keeps them by shape,
+    and walked one by one."""
+    walked: PendingCounts = {}
+    for uid in s.pending:
+        ps = s.pods[uid]
+        queue = s.queue_of(ps)
+        assert queue is not None
+        key = (queue, ps.request, bool(ps.pod.invalid))
+        walked[key] = walked.get(key, 0) + 1
+    kept: PendingCounts = {}
+    for shape, count in s.pending_shapes.counts.items():
+        key = (s.queue_for(shape.app, shape.group, shape.queue), shape.request, shape.invalid)
+        kept[key] = kept.get(key, 0) + count
+    return kept, walked
+
+
 def check_invariants(w: SimWorld, held: set[str] | frozenset[str] = frozenset()) -> None:
     """What must hold after every cycle, computed from the world, not the core's books.
 
@@ -415,6 +436,8 @@ def check_invariants(w: SimWorld, held: set[str] | frozenset[str] = frozenset())
     for name, spec in w.queues.items():
         used = queue_used.get(name, Resources.ZERO)
         assert spec.within_max(used), f"queue {name} over max: {used} > {spec.max}"
+    kept, walked = pending_counts(s)
+    assert kept == walked, f"pending pods kept by shape {kept}, walked {walked}"
     for pod in w.placeholders():
         assert pod.app in w.apps or pod.name in held, f"{pod.name} outlived its application"
     for key, rt in s.apps.items():

@@ -57,7 +57,15 @@ from gangsched.core.decisions import (
     RecordEvent,
 )
 from gangsched.core.instants import Instants
-from gangsched.core.model import AppKey, GroupKey, Pod, PodUID, SchedulerConfig, Scoring
+from gangsched.core.model import (
+    DEFAULT_QUEUE,
+    AppKey,
+    GroupKey,
+    Pod,
+    PodUID,
+    SchedulerConfig,
+    Scoring,
+)
 from gangsched.core.observations import (
     AppGone,
     AppObserved,
@@ -80,6 +88,7 @@ from gangsched.core.observations import (
     VolumeGone,
     VolumeObserved,
 )
+from gangsched.core.pendings import PendingShapes, Shape
 from gangsched.core.podindex import PlacedPod
 from gangsched.core.queues import QueueTree
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
@@ -111,6 +120,8 @@ class Scheduler:
         self.group_members: dict[GroupKey, set[PodUID]] = {}
         self.pending: dict[PodUID, None] = {}
         """Pods of ours waiting for a node, in arrival order."""
+        self.pending_shapes = PendingShapes()
+        """The same pods counted by shape (what decides their queue, their request)."""
         self.parked: dict[PodUID, None] = {}
         """Real pods waiting for the deletion of the placeholder they take."""
         self.deleting: dict[PodUID, None] = {}
@@ -263,6 +274,7 @@ class Scheduler:
         self.uncharge(ps)
         self.volumes.forget_pod(uid)
         self.pending.pop(uid, None)
+        self.pending_shapes.remove(uid)
         self.parked.pop(uid, None)
         self.deleting.pop(uid, None)
         self.touch_owner(ps)
@@ -340,15 +352,20 @@ class Scheduler:
         pod = ps.pod
         if not pod.ours:
             return None
-        if pod.app is not None:
-            app = self.apps.get(pod.app)
-            if app is not None:
-                return app.spec.queue
-        if pod.pod_group is not None:
-            group = self.groups.get(pod.pod_group)
-            if group is not None:
-                return group.spec.queue
-        return pod.queue or "default"
+        return self.queue_for(pod.app, pod.pod_group, pod.queue or DEFAULT_QUEUE)
+
+    def queue_for(self, app: AppKey | None, group: GroupKey | None, queue: str) -> str:
+        """The leaf queue of a pod of ours of ``app`` and ``group`` naming ``queue``: its
+        Application's, else its PodGroup's, else its own."""
+        if app is not None:
+            rt = self.apps.get(app)
+            if rt is not None:
+                return rt.spec.queue
+        if group is not None:
+            grt = self.groups.get(group)
+            if grt is not None:
+                return grt.spec.queue
+        return queue
 
     def charge(self, ps: PodState, node: str) -> None:
         self._stirred = True
@@ -428,13 +445,19 @@ class Scheduler:
         """Keep ``pending`` current. A gated pod enters no cycle: it only gets the
         ``SchedulingGated`` condition, once."""
         self._changes += 1
-        if ps.pending and ps.pod.ours and ps.gated:
+        pod = ps.pod
+        if ps.pending and pod.ours and ps.gated:
             self.pending.pop(ps.uid, None)
+            self.pending_shapes.remove(ps.uid)
             self.mark_pending(ps, SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE)
-        elif ps.pending and ps.pod.ours:
+        elif ps.pending and pod.ours:
             self.pending[ps.uid] = None
+            self.pending_shapes.put(ps.uid, Shape(pod.app, pod.pod_group,
+                                                  pod.queue or DEFAULT_QUEUE, ps.request,
+                                                  bool(pod.invalid)))
         else:
             self.pending.pop(ps.uid, None)
+            self.pending_shapes.remove(ps.uid)
 
     def touch_owner(self, ps: PodState) -> None:
         pod = ps.pod

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gangsched.core.elect import NodeReservation
     from gangsched.core.evictions import Evictions
     from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, Scoring
+    from gangsched.core.pendings import PendingShapes
     from gangsched.core.pressure import Pressure
     from gangsched.core.queues import QueueTree
     from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
@@ -55,6 +56,7 @@ class Session(Protocol):
     app_members: dict[AppKey, set[PodUID]]
     group_members: dict[GroupKey, set[PodUID]]
     pending: dict[PodUID, None]
+    pending_shapes: PendingShapes
     parked: dict[PodUID, None]
     deleting: dict[PodUID, None]
 
@@ -84,6 +86,8 @@ class Session(Protocol):
         ...
 
     def queue_of(self, ps: PodState) -> str | None: ...
+
+    def queue_for(self, app: AppKey | None, group: GroupKey | None, queue: str) -> str: ...
 
     def charge(self, ps: PodState, node: str) -> None: ...
 

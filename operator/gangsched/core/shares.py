@@ -89,14 +89,11 @@ def demand(s: Session, now: float) -> dict[str, Resources]:
                 counted.add(key)
     pods: dict[tuple[str, Resources], int] = {}
     """Pending pods by queue and request: most share a few shapes, added up once each."""
-    for uid in s.pending:
-        ps = s.pods[uid]
-        if ps.pod.app in counted:
+    for shape, count in s.pending_shapes.counts.items():
+        if shape.app in counted or shape.invalid:
             continue  # a gang not reserved asks for its placeholders, not its pods
-        queue = s.queue_of(ps)
-        if queue is not None and not ps.pod.invalid:
-            shape = (queue, ps.request)
-            pods[shape] = pods.get(shape, 0) + 1
+        at = (s.queue_for(shape.app, shape.group, shape.queue), shape.request)
+        pods[at] = pods.get(at, 0) + count
     for (queue, request), count in pods.items():
         add(queue, request.scale(count))
     for queue in sorted(asked):

@@ -180,12 +180,9 @@ def queue_statuses(s: Session) -> list[SetQueueStatus]:
     """Per queue, the pending pods' requests: summed as integers, added up the path once."""
     pods: dict[tuple[str, Resources], int] = {}
     """Pending pods by queue and request: most share a few shapes, added up once each."""
-    for uid in s.pending:
-        ps = s.pods[uid]
-        queue = s.queue_of(ps)
-        if queue is not None:
-            shape = (queue, ps.request)
-            pods[shape] = pods.get(shape, 0) + 1
+    for shape, count in s.pending_shapes.counts.items():
+        key = (s.queue_for(shape.app, shape.group, shape.queue), shape.request)
+        pods[key] = pods.get(key, 0) + count
     for (queue, request), count in pods.items():
         sums = asked.setdefault(queue, {})
         for name, amount in request.items():

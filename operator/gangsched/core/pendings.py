@@ -1,0 +1,60 @@
+"""The pending pods counted by shape, kept as pods come and go.
+
+The queue shares (:func:`gangsched.core.shares.demand`) and the queue statuses
+(:func:`gangsched.core.status.queue_statuses`) add up the requests of every pending pod
+by queue, every cycle. A pod's queue is its Application's, else its PodGroup's, else its
+own (:meth:`~gangsched.core.scheduler.Scheduler.queue_of`): it can move when those
+objects come, go or change queue, so the pods are counted by what decides it (their
+Application, PodGroup and own queue), their request and whether they are invalid. Most
+pending pods share a few such shapes; a cycle resolves each shape's queue once, at the
+cost of the shapes rather than the pods.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gangsched.core.model import AppKey, GroupKey, PodUID
+from gangsched.core.resources import Resources
+
+
+class Shape(NamedTuple):
+    app: AppKey | None
+    group: GroupKey | None
+    queue: str
+    """The pod's own queue (``default`` when it names none)."""
+    request: Resources
+    invalid: bool
+
+
+class PendingShapes:
+    """How many pending pods there are of each :class:`Shape`."""
+
+    __slots__ = ("_of", "counts")
+
+    def __init__(self) -> None:
+        self.counts: dict[Shape, int] = {}
+        self._of: dict[PodUID, Shape] = {}
+
+    def put(self, uid: PodUID, shape: Shape) -> None:
+        """``uid`` is pending, as ``shape`` (moved if it was counted as another)."""
+        old = self._of.get(uid)
+        if old == shape:
+            return
+        if old is not None:
+            self._drop(old)
+        self._of[uid] = shape
+        self.counts[shape] = self.counts.get(shape, 0) + 1
+
+    def remove(self, uid: PodUID) -> None:
+        """``uid`` is pending no more."""
+        old = self._of.pop(uid, None)
+        if old is not None:
+            self._drop(old)
+
+    def _drop(self, shape: Shape) -> None:
+        left = self.counts[shape] - 1
+        if left:
+            self.counts[shape] = left
+        else:
+            del self.counts[shape]

@@ -1,0 +1,83 @@
+"""Pending pods kept by shape follow every change that moves a pod's queue or request.
+
+The queue shares and the queue statuses count pending pods from
+:class:`~gangsched.core.pendings.PendingShapes`; each case changes a pending pod, or what
+decides its queue, and compares the kept counts with a walk over the pending pods.
+"""
+
+from __future__ import annotations
+
+from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue
+from gangsched.core.model import AppKey, GroupKey
+from simworld import SimWorld
+from workloads import pending_counts
+
+
+def world() -> SimWorld:
+    w = SimWorld()
+    for name in ("qa", "qb"):
+        w.add_queue(make_queue(name))
+    return w
+
+
+def counted(w: SimWorld) -> dict[tuple[str, str, bool], int]:
+    kept, walked = pending_counts(w.scheduler)
+    assert kept == walked
+    return {(queue, request.format_short(), invalid): count
+            for (queue, request, invalid), count in kept.items()}
+
+
+def test_a_pending_pod_moved_to_another_queue_is_counted_there() -> None:
+    w = world()
+    w.add_pod(make_pod("p", cpu=64, queue="qa", uid="u"))
+    w.step(0)
+    assert counted(w) == {("qa", "cpu=64, memory=1Gi, pods=1", False): 1}
+    w.add_pod(make_pod("p", cpu=64, queue="qb", uid="u"))
+    w.step(1)
+    assert counted(w) == {("qb", "cpu=64, memory=1Gi, pods=1", False): 1}
+
+
+def test_a_pending_pod_resized_is_counted_with_its_new_request() -> None:
+    w = world()
+    w.add_pod(make_pod("p", cpu=64, uid="u"))
+    w.add_pod(make_pod("p", cpu=65, uid="u"))
+    w.step(0)
+    assert counted(w) == {("default", "cpu=65, memory=1Gi, pods=1", False): 1}
+
+
+def test_an_invalid_pod_made_valid_is_counted_as_valid() -> None:
+    w = world()
+    w.add_pod(make_pod("p", cpu=64, uid="u", invalid="bad quantity"))
+    w.step(0)
+    assert counted(w) == {("default", "cpu=64, memory=1Gi, pods=1", True): 1}
+    w.add_pod(make_pod("p", cpu=64, uid="u"))
+    w.step(1)
+    assert counted(w) == {("default", "cpu=64, memory=1Gi, pods=1", False): 1}
+
+
+def test_pods_follow_their_application_and_podgroup_as_they_come_and_go() -> None:
+    w = world()
+    w.add_pod(make_pod("a", cpu=64, app="spark", queue="qa"))
+    w.add_pod(make_pod("m", cpu=64, pod_group="pg", queue="qa"))
+    w.step(0)
+    assert counted(w) == {("qa", "cpu=64, memory=1Gi, pods=1", False): 2}
+    w.add_app(make_app("spark", make_group("g", 1, cpu=64), queue="qb"))
+    w.add_group(make_podgroup("pg", 1, queue="qb"))
+    w.step(1)
+    assert counted(w) == {("qb", "cpu=64, memory=1Gi, pods=1", False): 2}
+    w.remove_app(AppKey("default/spark"))
+    w.remove_group(GroupKey("default/pg"))
+    w.step(2)
+    assert counted(w) == {("qa", "cpu=64, memory=1Gi, pods=1", False): 2}
+
+
+def test_a_pod_that_leaves_pending_is_no_longer_counted() -> None:
+    w = world()
+    w.add_node(make_node("n0", cpu=64, memory="16Gi"))
+    for name in ("p", "q", "r"):
+        w.add_pod(make_pod(name, cpu=64))
+    w.step(0)  # one is bound, two wait
+    assert counted(w) == {("default", "cpu=64, memory=1Gi, pods=1", False): 2}
+    w.delete("q")
+    w.step(1)
+    assert counted(w) == {("default", "cpu=64, memory=1Gi, pods=1", False): 1}
