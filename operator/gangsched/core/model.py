@@ -55,7 +55,10 @@ class PodPhase(_ParsedEnum):
 
     @property
     def terminal(self) -> bool:
-        return self in (PodPhase.SUCCEEDED, PodPhase.FAILED)
+        return self._value_ in _TERMINAL_PHASES  # a plain attribute: asked of every pod
+
+
+_TERMINAL_PHASES = frozenset({PodPhase.SUCCEEDED.value, PodPhase.FAILED.value})
 
 
 class Style(_ParsedEnum):
