@@ -193,12 +193,17 @@ def queue_statuses(s: Session) -> list[SetQueueStatus]:
         total = Resources(asked[queue])
         for level in path if isinstance(path, tuple) else (queue,):
             pending[level] = pending.get(level, Resources.ZERO) + total
-    apps: dict[str, dict[str, int]] = {}
+    leaves: dict[tuple[str, AppState], int] = {}
+    """Applications by leaf queue and state: added up each queue's path once each."""
     for rt in s.apps.values():
-        path = s.queues.path(rt.spec.queue)
-        for level in path if isinstance(path, tuple) else (rt.spec.queue,):
+        at = (rt.spec.queue, rt.state)
+        leaves[at] = leaves.get(at, 0) + 1
+    apps: dict[str, dict[str, int]] = {}
+    for (leaf, state), count in leaves.items():
+        path = s.queues.path(leaf)
+        for level in path if isinstance(path, tuple) else (leaf,):
             by_state = apps.setdefault(level, {})
-            by_state[rt.state.value] = by_state.get(rt.state.value, 0) + 1
+            by_state[state.value] = by_state.get(state.value, 0) + count
     result = []
     for name in s.queues.names():
         spec = s.queues.spec(name)
