@@ -18,8 +18,10 @@ queues' pods only (``reclaim.givers``), giving up on a preemptor that even every
 candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
 are (``reclaim._too_many``), repeating a search of the same shape that found nothing
 (``reclaim._searched``), searching where no candidate may go even alone
-(``reclaim._none_may_go``), or judging again a preemptor of a shape already judged since
-the last plan (``reclaim._shape``: turned off, every preemptor is a shape of its own).
+(``reclaim._none_may_go``; and before the pool of candidates is made, when no pod of the
+victim queues may: ``reclaim._none_can_go``), or judging again a preemptor of a shape
+already judged since the last plan (``reclaim._shape``: turned off, every preemptor is
+a shape of its own).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (reclaim, "_too_many"): lambda *args: False,
     (reclaim, "_searched"): lambda *args: False,
     (reclaim, "_none_may_go"): lambda *args: False,
+    (reclaim, "_none_can_go"): lambda *args: False,
     (reclaim, "_shape"): lambda s, pre: (pre.key,),
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""

@@ -66,6 +66,9 @@ class QueueTree:
         self.used: dict[str, Resources] = {}
         self.earmarked: dict[str, Resources] = {}
         self.placeholder_used: dict[str, Resources] = {}
+        self.charged: dict[str, dict[Resources, int]] = {}
+        """Per queue charged (not its parents), how many pods of each request: the few
+        shapes of the pods it runs."""
         self._paths: dict[str, tuple[str, ...] | str] = {}
 
     # --- specs ---------------------------------------------------------------------------
@@ -129,6 +132,8 @@ class QueueTree:
         return path if isinstance(path, tuple) else (name,)
 
     def charge(self, name: str, request: Resources, *, placeholder: bool = False) -> None:
+        shapes = self.charged.setdefault(name, {})
+        shapes[request] = shapes.get(request, 0) + 1
         for level in self._levels(name):
             self.used[level] = self.used.get(level, Resources.ZERO) + request
             if placeholder:
@@ -136,6 +141,15 @@ class QueueTree:
                 self.placeholder_used[level] = held + request
 
     def release(self, name: str, request: Resources, *, placeholder: bool = False) -> None:
+        shapes = self.charged.get(name)
+        if shapes is not None:
+            left = shapes.get(request, 0) - 1
+            if left > 0:
+                shapes[request] = left
+            else:
+                shapes.pop(request, None)
+                if not shapes:
+                    del self.charged[name]
         for level in self._levels(name):
             self.used[level] = self.used.get(level, Resources.ZERO) - request
             if placeholder:

@@ -97,6 +97,12 @@ def reclaim(s: Session, now: float) -> None:
                 chosen = None  # it does not fit as things are
             else:
                 chosen = victims.select(s, pre, [], now, quota_relief=False)
+        elif _stuck_pods(s, stuck, over, deserved, leaving, short):
+            # No pod of a victim queue may go, so no unit of them: as below, without the
+            # pool of candidates.
+            room = {} if room is None else room
+            chosen = (None if _too_many(s, room, pre)
+                      else victims.select(s, pre, [], now, quota_relief=False))
         else:
             pool = pool or victims.pool(s, now, givers(s, deserved, leaving))
             candidates = by_queues.get(tuple(over))
@@ -195,6 +201,34 @@ def _stuck(known: dict[tuple[object, ...], bool], key: tuple[object, ...],
     if found is None:
         found = known[key] = _none_may_go(candidates, allowed)
     return found
+
+
+def _stuck_pods(s: Session, known: dict[tuple[object, ...], bool], over: list[str],
+                deserved: dict[str, Resources], leaving: dict[str, Resources],
+                short: frozenset[str]) -> bool:
+    """:func:`_none_can_go`, once per victim queues and short resources."""
+    key = ("pods", tuple(over), short)
+    found = known.get(key)
+    if found is None:
+        found = known[key] = _none_can_go(s, over, deserved, leaving, short)
+    return found
+
+
+def _none_can_go(s: Session, over: list[str], deserved: dict[str, Resources],
+                 leaving: dict[str, Resources], short: frozenset[str]) -> bool:
+    """Does every pod charged to the victim queues ask, of some short resource, more
+    than its queue has above its deserved share (once what is leaving has gone)? Then no
+    candidate may go even alone (:func:`_none_may_go` holds): a unit asks at least what
+    each of its pods does. Told from the request shapes each queue runs, without the
+    pool of candidates."""
+    for queue in over:
+        used = s.queues.usage(queue) - leaving.get(queue, Resources.ZERO)
+        share = deserved.get(queue, Resources.ZERO)
+        for request in s.queues.charged.get(queue, {}):
+            if all(request.get(n) <= used.get(n) - share.get(n)
+                   for n in short if request.get(n) > 0):
+                return False
+    return True
 
 
 def _none_may_go(candidates: list[Unit], allowed: Allowed) -> bool:

@@ -425,6 +425,7 @@ class Scheduler:
         """Recount every queue's usage from the pods (queue specs or membership changed)."""
         self.queues.used.clear()
         self.queues.placeholder_used.clear()
+        self.queues.charged.clear()
         for ps in self.pods.values():
             ps.charged_queue = None
             if ps.node is not None:
