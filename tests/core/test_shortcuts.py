@@ -9,14 +9,16 @@ Shortcuts covered: a whole cycle skipped when nothing was observed since a cycle
 decided and changed nothing, and no instant it depended on has come
 (``Scheduler.skip_quiet``); the deserved shares computed once while nothing changes in
 a cycle (``shares.deserved``), from what each waiting gang asks counted without
-building its preemptor (``shares.app_ask``); a pod that fit nowhere told from the verdicts kept node
-by node that it still fits nowhere, without a pass over the nodes
-(``Cluster.unplaceable``); ``preempt`` skipped when no waiting work outranks running work
-(``preemption.may_matter``); ``reclaim`` skipped when no reclaimable queue is above its
-deserved share of anything (``reclaim.may_give_back``), its victim pool made of those
-queues' pods only (``reclaim.givers``), giving up on a preemptor that even every
-candidate's room could not cover (``reclaim._hopeless``) or that cannot fit as things
-are (``reclaim._too_many``), repeating a search of the same shape that found nothing
+building its preemptor (``shares.app_ask``); a pod that fit nowhere told from the
+verdicts kept node by node that it still fits nowhere, without a pass over the nodes
+(``Cluster.unplaceable``); a bin-packing scan started past the nodes that had no room
+for the shape and have had none given back since (``Cluster._watermark``); ``preempt``
+skipped when no waiting work outranks running work (``preemption.may_matter``);
+``reclaim`` skipped when no reclaimable queue is above its deserved share of anything
+(``reclaim.may_give_back``), its victim pool made of those queues' pods only
+(``reclaim.givers``), giving up on a preemptor that even every candidate's room could
+not cover (``reclaim._hopeless``) or that cannot fit as things are
+(``reclaim._too_many``), repeating a search of the same shape that found nothing
 (``reclaim._searched``), searching where no candidate may go even alone
 (``reclaim._none_may_go``; and before the pool of candidates is made, when no pod of the
 victim queues may: ``reclaim._none_can_go``), or judging again a preemptor of a shape
@@ -59,6 +61,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (preemption, "may_matter"): lambda s: True,
     (shares, "deserved"): shares.compute_deserved,
     (core_cluster.Cluster, "unplaceable"): lambda *args: None,
+    (core_cluster.Cluster, "_watermark"): lambda *args: 0,
     (reclaim, "may_give_back"): lambda *args: True,
     (reclaim, "givers"): lambda *args: None,
     (reclaim, "_hopeless"): lambda *args: False,

@@ -97,11 +97,17 @@ class Cluster:
         self.free_epoch = 0
         """Bumped whenever capacity is released or added: cached "does not fit" is stale."""
         self._release_epoch = 0
-        """Bumped on every release, also those that need no retry: watermarks are stale."""
+        """Bumped on every release, also those that need no retry."""
         self._sorted: list[NodeState] | None = None
         self._static: dict[Constraints, list[NodeState]] = {}
-        self._watermarks: dict[tuple[Constraints, Resources], int] = {}
-        self._watermark_epoch = -1
+        self._positions: dict[Constraints, dict[str, int]] = {}
+        """Each node's position among :meth:`candidates` (cached with them)."""
+        self._watermarks: dict[tuple[Constraints, Resources], tuple[int, int]] = {}
+        """Per pod shape, below which position no candidate had room for it, and how much
+        of :attr:`_released` had been read then."""
+        self._released: list[str] = []
+        """Nodes that had room given back, in order: the only nodes below a watermark
+        that may have room for its shape now (charges only take room)."""
         self._cursor: dict[Constraints, int] = {}
         self._diagnoses: dict[object, tuple[object, Diagnosis]] = {}
         self._tallies: dict[object, Tally] = {}
@@ -144,6 +150,7 @@ class Cluster:
             state.free = node.allocatable - state.used
             self._sums = None
             self._freed()
+            self._released.append(node.name)  # it may have more room: below a watermark
         if (
             old.labels != node.labels
             or old.taints != node.taints
@@ -173,9 +180,11 @@ class Cluster:
         self._rooms.clear()
         self._sums = None
         self._static.clear()
+        self._positions.clear()
         self._cursor.clear()
         self._node_epoch += 1
         self._watermarks.clear()
+        self._released.clear()
 
     def sorted_nodes(self) -> list[NodeState]:
         if self._sorted is None:
@@ -248,6 +257,10 @@ class Cluster:
             if self._sums is not None:
                 self._sums.moved(state, before)
             self._freed(retry)
+            self._released.append(node_name)
+            if len(self._released) > 4 * len(self.nodes) + 64:
+                self._watermarks.clear()  # a fresh scan costs less than reading the log
+                self._released.clear()
 
     def retry_epoch(self, pod: PodInfo) -> int:
         """Changes when what may let ``pod`` fit changes: capacity freed, and for a pod
@@ -404,6 +417,25 @@ class Cluster:
             self._static[constraints] = found
         return found
 
+    def _watermark(self, constraints: Constraints, request: Resources) -> int:
+        """The first position among the candidates that may have room for ``request``:
+        the last scan's first fit, lowered to any node that has had room given back
+        since (the nodes before it had none then, and only a release adds room)."""
+        mark = self._watermarks.get((constraints, request))
+        if mark is None:
+            return 0
+        start, seen = mark
+        if seen < len(self._released):
+            positions = self._positions.get(constraints)
+            if positions is None:
+                positions = self._positions[constraints] = {
+                    state.node.name: i for i, state in enumerate(self.candidates(constraints))}
+            for name in self._released[seen:]:
+                at = positions.get(name)
+                if at is not None and at < start:
+                    start = at
+        return start
+
     def fits(
         self,
         node_name: str,
@@ -470,16 +502,12 @@ class Cluster:
             return None
         extra = [f for f in cycle.filters if f.name != FIT_PLUGIN]
         blocked = self._blocked(owner if pod is None else info.owner)
-        if self._watermark_epoch != self._release_epoch:
-            self._watermarks.clear()
-            self._watermark_epoch = self._release_epoch
         nodes = self.candidates(constraints)
         count = len(nodes)
         if count == 0:
             return None
         if scoring is Scoring.BINPACK:
-            key = (constraints, request)
-            start = self._watermarks.get(key, 0)
+            start = self._watermark(constraints, request)
             order = range(start, count)
         else:
             start = self._cursor.get(constraints, 0) % count
@@ -509,7 +537,8 @@ class Cluster:
             if len(feasible) >= sample:
                 break
         if scoring is Scoring.BINPACK:
-            self._watermarks[(constraints, request)] = first_fit if first_fit >= 0 else count
+            self._watermarks[(constraints, request)] = (first_fit if first_fit >= 0 else count,
+                                                        len(self._released))
         else:
             self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
         if not feasible:
