@@ -371,7 +371,7 @@ class Cluster:
                 continue  # not a node its constraints allow
             total -= here
             if name not in barred:
-                total += copies(self.nodes[name].free + extra[name], asked)
+                total += copies(self.nodes[name].free, asked, extra[name])
         return total
 
     def _current_sums(self) -> _Sums:

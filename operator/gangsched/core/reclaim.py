@@ -335,11 +335,16 @@ def _allowed(s: Session, pool: Pool, deserved: dict[str, Resources],
         if not budget(unit, chosen):
             return False
         mine = unit.asked
-        going = (leaving.get(unit.queue, Resources.ZERO) + mine
-                 + chosen.leaving.get(unit.queue, Resources.ZERO))
-        left = s.queues.usage(unit.queue) - going
-        share = deserved.get(unit.queue, Resources.ZERO)
-        return all(left.get(n) >= share.get(n) for n in short if mine.get(n) > 0)
+        queue = unit.queue
+        used = s.queues.usage(queue)
+        gone = leaving.get(queue, Resources.ZERO)
+        going = chosen.leaving.get(queue, Resources.ZERO)
+        share = deserved.get(queue, Resources.ZERO)
+        for n in short:  # what would be left of each short resource it asks for
+            amount = mine.get(n)
+            if amount > 0 and used.get(n) - gone.get(n) - going.get(n) - amount < share.get(n):
+                return False
+        return True
     return allowed
 
 

@@ -176,11 +176,13 @@ def _count(counts: dict[str, int], keys: Iterable[str], step: int) -> None:
             del counts[key]
 
 
-def copies(free: Resources, asked: list[tuple[str, int]]) -> int:
-    """How many pods asking ``asked`` (positive amounts) fit in ``free``."""
+def copies(free: Resources, asked: list[tuple[str, int]],
+           extra: Resources = Resources.ZERO) -> int:
+    """How many pods asking ``asked`` (positive amounts) fit in ``free`` (and ``extra``
+    more)."""
     fewest = -1
     for name, amount in asked:
-        count = free.get(name) // amount
+        count = (free.get(name) + extra.get(name)) // amount
         if fewest < 0 or count < fewest:
             fewest = count
         if fewest <= 0:
