@@ -88,6 +88,8 @@ class Unit:
     freed: dict[str, Resources] = field(default_factory=dict)
     """Capacity it frees, per node."""
     _asked: Resources | None = field(default=None, repr=False, compare=False)
+    _orders: tuple[tuple[object, ...], ...] | None = field(default=None, repr=False,
+                                                          compare=False)
 
     @property
     def ref(self) -> str:
@@ -100,6 +102,13 @@ class Unit:
         for amount in self.freed.values():
             total = total + amount
         return total
+
+    def orders(self) -> tuple[tuple[object, ...], ...]:
+        """Its place in each victim order of :data:`_ORDERS` (worked out once: a search
+        ranks every candidate three times, and the searches of a call share them)."""
+        if self._orders is None:
+            self._orders = tuple(order(self) for order in _ORDERS)
+        return self._orders
 
     @property
     def asked(self) -> Resources:
@@ -428,7 +437,7 @@ def select(
         if state.node.name in nodes:
             room = room + state.free.clamp_non_negative()
     best: list[Unit] | None = None
-    rankings = [sorted(usable, key=order) for order in _ORDERS]
+    rankings = [sorted(usable, key=_ranked_by(i)) for i in range(len(_ORDERS))]
     for node in _promising(s, rankings[0], nodes):  # the victims of one node first
         rankings.append([u for u in rankings[0] if set(u.freed) == {node}]
                         + [u for u in rankings[0] if set(u.freed) != {node}])
@@ -551,6 +560,13 @@ def _promising(s: Session, units: list[Unit], nodes: set[str]) -> list[str]:
             share = sum(v / alloc.get(n) for n, v in total.items() if alloc.get(n) > 0)
             ranked.append((-share, node))
     return [node for _, node in sorted(ranked)[:FOCUSED]]
+
+
+def _ranked_by(index: int) -> Callable[[Unit], tuple[object, ...]]:
+    """The sort key of victim order ``index``, as each unit keeps it."""
+    def key(unit: Unit) -> tuple[object, ...]:
+        return unit.orders()[index]
+    return key
 
 
 _TIER_RANK = {Tier.RESERVATION: 0, Tier.POD: 1, Tier.GANG: 2}
