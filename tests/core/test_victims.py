@@ -274,3 +274,26 @@ def test_counting_places_agrees_with_the_placement_simulation(
         assert counted == (placed is not None)
     if len(set(items)) <= 1:
         assert counted is not None  # one shape: the count decides
+
+
+# --- the preemptor a pod on its own makes ------------------------------------------------
+
+
+def test_a_pod_on_its_own_makes_its_preemptor_again_when_it_changes() -> None:
+    from gangsched.core.preemptors import for_pod
+    w = world(1)
+    w.add_pod(make_pod("big", cpu=4, uid="u", priority=1))
+    w.settle(0)
+    s = w.scheduler
+    ps = s.pods[next(iter(s.pending))]
+    first = for_pod(s, ps, 0)
+    assert first is not None and for_pod(s, ps, 0) is first  # the same version: kept
+    w.add_pod(make_pod("big", cpu=4, uid="u", priority=7, queue="q"))
+    w.settle(1)
+    again = for_pod(s, ps, 1)
+    assert again is not None and again is not first
+    assert (again.priority, again.queue) == (7, "q")
+    w.add_pod(make_pod("big", cpu=2, uid="u", priority=7, queue="q"))
+    w.settle(2)
+    resized = for_pod(s, ps, 2)
+    assert resized is not None and resized.total == res(2, "1Gi", pods=1)

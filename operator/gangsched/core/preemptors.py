@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gangsched.core.cluster import ONE_POD, Constraints
 from gangsched.core.decisions import ObjectRef
@@ -109,16 +109,19 @@ class Preemptor:
         return f"{self.kind.value.lower()} {self.name} (priority {self.priority})"
 
 
+_APP, _GROUP, _POD = (f"{kind.value}/" for kind in (Kind.APP, Kind.GROUP, Kind.POD))
+
+
 def app_key(key: AppKey) -> str:
-    return f"{Kind.APP.value}/{key}"
+    return _APP + key
 
 
 def group_key(key: GroupKey) -> str:
-    return f"{Kind.GROUP.value}/{key}"
+    return _GROUP + key
 
 
 def pod_key(uid: PodUID) -> str:
-    return f"{Kind.POD.value}/{uid}"
+    return _POD + uid
 
 
 def app_priority(s: Session, rt: AppRuntime) -> int:
@@ -312,6 +315,11 @@ def for_pod(s: Session, ps: PodState, now: float) -> Preemptor | None:
     if (not ps.pending or not pod.ours or pod.invalid or pod.placeholder
             or ps.parked_on is not None or not s.reached(ps.backoff_until)):
         return None
+    if pod.app is None and pod.pod_group is None:
+        # All of it is the pod's: made once per version of the pod.
+        kept = ps.preemptor
+        if kept is not None and kept[0] is pod:
+            return cast(Preemptor, kept[1])
     gangs: set[str] = set()
     queue = s.queue_of(ps) or DEFAULT_QUEUE
     if pod.app is not None:
@@ -327,9 +335,12 @@ def for_pod(s: Session, ps: PodState, now: float) -> Preemptor | None:
             return None
         gang = gang_of(s, pod.pod_group)  # a GangGroup is named by its first PodGroup
         gangs.add(group_key(pod.pod_group if isinstance(gang, str) else gang[0].spec.key))
-    return Preemptor(
+    made = Preemptor(
         key=pod_key(ps.uid), kind=Kind.POD, target=pod_ref(ps), queue=queue,
         priority=pod.priority, creation=pod.creation,
         items=[Item(ps.request, ps.constraints)], gangs=frozenset(gangs), pod=ps, pods=[ps],
         owners=frozenset(o for o in (pod.app, pod.pod_group) if o is not None),
     )
+    if pod.app is None and pod.pod_group is None:
+        ps.preemptor = (pod, made)
+    return made

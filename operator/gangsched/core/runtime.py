@@ -42,6 +42,7 @@ class PodState:
         "parked_on",
         "pending_reason",
         "pod",
+        "preemptor",
         "release_reason",
         "request",
         "swapped",
@@ -69,6 +70,9 @@ class PodState:
         self.parked_node: str | None = None
         """The node of that placeholder, where the real pod goes once it is deleted."""
         self.swapped = False
+        self.preemptor: tuple[Pod, object] | None = None
+        """A pod on its own: the preemptor made of it, and the version of the pod it was
+        made of (see ``preemptors.for_pod``)."""
         """For a real gang member: it has taken a placeholder once, and takes no other."""
         self.release_reason: str | None = None
         """For a placeholder: why the core asked for its deletion."""
