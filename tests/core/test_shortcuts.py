@@ -44,7 +44,9 @@ from gangsched.core.runtime import AppRuntime
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.session import Session
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from simworld import SimWorld
+from test_action_properties import CONFIGS as ACTION_CONFIGS
 from test_action_properties import ActionRunner
 from test_action_properties import ops as action_ops
 from workloads import Cluster, clusters
@@ -118,13 +120,13 @@ def test_preempt_and_reclaim_decide_the_same_with_and_without_shortcuts(
     _both(lambda: _contended(setup, background, operations, DEFAULT))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters(), action_ops)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), action_ops, st.sampled_from(sorted(ACTION_CONFIGS)))
 def test_mixed_workloads_decide_the_same_with_and_without_shortcuts(
-    cluster: Cluster, operations: list[tuple[str, int, int, int]]
+    cluster: Cluster, operations: list[tuple[str, int, int, int]], config: str
 ) -> None:
     def run() -> list[list[Decision]]:
-        runner = ActionRunner(SimWorld(config=SchedulerConfig()))
+        runner = ActionRunner(SimWorld(config=ACTION_CONFIGS[config]))
         runner.check = False
         runner.setup(cluster)
         seen: list[list[Decision]] = []

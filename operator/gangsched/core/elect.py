@@ -165,6 +165,7 @@ def _elect(s: Session, now: float) -> None:
     if found:
         found.sort(key=lambda item: item[0])
         s.node_reservation = found[0][1]
+        s.stir()
 
 
 def _quota_allows(s: Session, rt: AppRuntime) -> bool:
@@ -205,6 +206,7 @@ def release(s: Session, reason: str, message: str) -> None:
     if held is None:
         return
     s.node_reservation = None
+    s.stir()  # another gang may be elected next, even when this one held no nodes yet
     s.cluster.reserve((), (), "")
     for node in held.annotated:
         s.out.append(AnnotateNode(node, ANNOTATION, None))
