@@ -155,6 +155,16 @@ class Scheduler:
         self._changes = 0
         """Counts observations, charges, releases, pending changes and stirs."""
         self._kept: dict[str, tuple[tuple[int, int, int], object]] = {}
+        self._emitted = 0
+        """Decisions returned by the cycles so far."""
+        self._action: str | None = None
+        """The action running, if any (the instants it asks about are its own)."""
+        self._next_for: dict[str, float] = {}
+        """Per action, the earliest instant ahead that its last run asked about."""
+        self._next_outside = float("inf")
+        """The earliest instant ahead asked about outside the actions in this cycle."""
+        self._ran: set[str] = set()
+        """The actions that have run since the scheduler started."""
 
     # --- observations --------------------------------------------------------------------
 
@@ -529,6 +539,11 @@ class Scheduler:
         if at <= self.now:
             return True
         self._wakes.add(at)
+        action = self._action
+        if action is None:
+            self._next_outside = min(self._next_outside, at)
+        else:
+            self._next_for[action] = min(self._next_for.get(action, at), at)
         return False
 
     def next_wake(self) -> float | None:
@@ -543,7 +558,9 @@ class Scheduler:
 
     def kept(self, name: str, compute: Callable[[], T]) -> T:
         """``compute()``, or what it gave last in this cycle when nothing was observed,
-        charged, released, stirred, made pending or decided since."""
+        charged, released, stirred, made pending or decided since. (The instants the
+        computation asked about are the first reader's: those after it in the cycle run
+        whenever it does, see :meth:`cycle`.)"""
         version = (self.cycles, self._changes, len(self.out))
         found = self._kept.get(name)
         if found is not None and found[0] == version:
@@ -566,21 +583,54 @@ class Scheduler:
         due = self._wakes.pop_until(now)
         if self.skip_quiet and self._settled and not self._observed and not due:
             return []
+        # Woken only by instants the actions asked about, after a cycle that decided and
+        # changed nothing: the actions before the first whose instant came would do
+        # nothing again (that cycle's state is theirs), so they are passed over.
+        quiet = (self.skip_quiet and self._settled and not self._observed
+                 and not self._came(self._next_outside))
         self._observed = self._stirred = False
+        self._next_outside = float("inf")
+        before = self._version()
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         eviction_logic.hold(self, now)
         swap_logic.complete_swaps(self, now)
         eviction_logic.first_go(self, now)
-        registry.run(self, self.config.actions, now)
+        quiet = quiet and self._version() == before
+        for name in self.config.actions:
+            if quiet and name in self._ran and not self._came(
+                    self._next_for.get(name, float("inf"))):
+                continue
+            quiet = False  # what an action changes, those after it may read
+            self._act(name, now)
         deadlock_logic.after_actions(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
         unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
         out, self.out = self.out, []
+        self._emitted += len(out)
         self._settled = not out and not self._stirred
         return out
+
+    def _version(self) -> tuple[int, int]:
+        """Changes and decisions so far: what an action's inputs can differ by."""
+        return (self._changes, self._emitted + len(self.out))
+
+    def _came(self, at: float) -> bool:
+        """Has the instant ``at``, asked about before, come? (The bookkeeping of
+        :meth:`reached`: no decision asks this.)"""
+        return at <= self.now
+
+    def _act(self, action: str, now: float) -> None:
+        """Run ``action``, noting the instants it asks about."""
+        self._action = action
+        self._next_for.pop(action, None)
+        self._ran.add(action)
+        try:
+            registry.run(self, (action,), now)
+        finally:
+            self._action = None
 
     def sort_key(
         self, queue: str, priority: int, creation: float, ref: str
