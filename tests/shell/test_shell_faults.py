@@ -101,6 +101,9 @@ async def test_409_on_bind_is_retried_at_once(cluster, op) -> None:  # type: ign
     api.create(pod("p"))
     await wait_for(lambda: node_of(api, "p") == "node-0", what="bound on the retry")
     assert rule.hits == 1
+    # The event is written beside the retried bind, not before it: wait for it too.
+    await wait_for(lambda: events(api, reason="BindFailed", regarding="p"),
+                   what="the BindFailed event")
     event = events(api, reason="BindFailed", regarding="p")[0]
     assert "already assigned" in event["note"]
 
