@@ -93,6 +93,7 @@ class Preemptor:
         return f"{self.target.namespace}/{self.target.name}"
 
     _total: Resources | None = field(default=None, repr=False, compare=False)
+    _shapes: dict[Item, int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def total(self) -> Resources:
@@ -103,6 +104,16 @@ class Preemptor:
                 found = found + item.request
             self._total = found
         return self._total
+
+    @property
+    def shapes(self) -> dict[Item, int]:
+        """How many of its items there are of each shape (request and constraints)."""
+        if self._shapes is None:
+            found: dict[Item, int] = {}
+            for item in self.items:
+                found[item] = found.get(item, 0) + 1
+            self._shapes = found
+        return self._shapes
 
     def describe(self) -> str:
         """``application default/train (priority 10)``, for messages."""

@@ -328,6 +328,12 @@ def enough_places(s: Session, items: Iterable[Item], extra: Mapping[str, Resourc
     shapes: dict[Item, int] = {}
     for item in items:
         shapes[item] = shapes.get(item, 0) + 1
+    return enough_places_of(s, shapes, extra, owners)
+
+
+def enough_places_of(s: Session, shapes: Mapping[Item, int], extra: Mapping[str, Resources],
+                     owners: frozenset[str] = frozenset()) -> bool | None:
+    """:func:`enough_places` of items counted by shape (a preemptor's, counted once)."""
     barred = closed_nodes(s, owners)
     for item, count in shapes.items():
         if s.cluster.room_with(item.request, item.constraints, extra, barred) < count:
@@ -414,7 +420,7 @@ def select(
         found = known.get(key)
         if found is None:
             quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + freed.relief)
-            found = quota.ok and enough_places(s, pre.items, freed.extra, pre.owners)
+            found = quota.ok and enough_places_of(s, pre.shapes, freed.extra, pre.owners)
             if found is None:
                 found = fit(s, pre.items, freed.extra, scoring, pre.owners) is not None
             known[key] = found

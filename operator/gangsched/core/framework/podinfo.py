@@ -34,6 +34,16 @@ class Constraints:
     affinity: NodeAffinity = ANY_NODE
     node_name: str = ""
     """``spec.nodeName`` of a pod that asks for one node (see the NodeName plugin)."""
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        """Worked out once: constraints key the caches that every placement reads."""
+        cached = self._hash
+        if cached is None:
+            cached = hash((self.node_selector, self.tolerations, self.affinity,
+                           self.node_name))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @classmethod
     def build(
