@@ -99,10 +99,7 @@ class Preemptor:
     def total(self) -> Resources:
         """What its items ask for together (computed once: items are not changed)."""
         if self._total is None:
-            found = Resources.ZERO
-            for item in self.items:
-                found = found + item.request
-            self._total = found
+            self._total = sum((item.request for item in self.items), Resources.ZERO)
         return self._total
 
     @property

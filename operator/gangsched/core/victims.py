@@ -98,10 +98,7 @@ class Unit:
 
     @property
     def size(self) -> Resources:
-        total = Resources.ZERO
-        for amount in self.freed.values():
-            total = total + amount
-        return total
+        return sum(self.freed.values(), Resources.ZERO)
 
     def orders(self) -> tuple[tuple[object, ...], ...]:
         """Its place in each victim order of :data:`_ORDERS` (worked out once: a search
@@ -114,10 +111,7 @@ class Unit:
     def asked(self) -> Resources:
         """What its pods request: what their queue gives back when they go."""
         if self._asked is None:
-            total = Resources.ZERO
-            for ps in self.pods:
-                total = total + ps.request
-            self._asked = total
+            self._asked = sum((ps.request for ps in self.pods), Resources.ZERO)
         return self._asked
 
     def available(self, s: Session) -> bool:
