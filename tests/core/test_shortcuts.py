@@ -35,7 +35,7 @@ import pytest
 from builders import make_node, make_pod
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core import cluster as core_cluster
-from gangsched.core import preemption, reclaim, shares
+from gangsched.core import preemption, reclaim, registry, shares
 from gangsched.core.decisions import Decision
 from gangsched.core.model import SchedulerConfig
 from gangsched.core.preemptors import Preemptor, for_app
@@ -200,3 +200,36 @@ def test_preempt_looks_for_preemptors_only_when_some_work_outranks_running_work(
     finally:
         preemption.find = original  # type: ignore[assignment]
     assert bool(calls) is searched
+
+
+def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
+    """A fruitless preemption is tried again ``placeholder_retry`` seconds later: the
+    cycle woken for that runs preempt, not allocate before it (it would find what it
+    found in the last cycle, over the whole backlog); an observation runs both again."""
+    w = SimWorld(config=SchedulerConfig(actions=("allocate", "preempt")))
+    w.add_node(make_node("n0", cpu=2))
+    w.add_pod(make_pod("running", cpu=2, preemptible=False))
+    w.step(0.0)
+    w.add_pod(make_pod("waiting", cpu=2, priority=5))
+    calls: list[tuple[str, float]] = []
+    actions = dict(registry.ACTIONS)
+
+    def spy(name: str) -> Callable[[Session, float], None]:
+        def run(s: Session, now: float) -> None:
+            calls.append((name, now))
+            actions[name](s, now)
+        return run
+
+    original = registry.ACTIONS
+    registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
+    try:
+        for now in (1.0, 2.0, 5.0, 11.0):
+            w.step(now)
+        w.add_pod(make_pod("other", cpu=1))
+        w.step(12.0)
+    finally:
+        registry.ACTIONS = original
+    assert calls == [("allocate", 1.0), ("preempt", 1.0),  # the new pod: a fruitless search
+                     ("allocate", 2.0), ("preempt", 2.0),  # after a cycle that decided
+                     ("preempt", 11.0),  # 5.0 is quiet; 11.0 is preempt's retry
+                     ("allocate", 12.0), ("preempt", 12.0)]  # a pod observed
