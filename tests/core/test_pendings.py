@@ -7,8 +7,9 @@ decides its queue, and compares the kept counts with a walk over the pending pod
 
 from __future__ import annotations
 
+import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue
-from gangsched.core.model import AppKey, GroupKey
+from gangsched.core.model import AppKey, GroupKey, Pod
 from simworld import SimWorld
 from workloads import pending_counts
 
@@ -37,22 +38,26 @@ def test_a_pending_pod_moved_to_another_queue_is_counted_there() -> None:
     assert counted(w) == {("qb", "cpu=64, memory=1Gi, pods=1", False): 1}
 
 
-def test_a_pending_pod_resized_is_counted_with_its_new_request() -> None:
+@pytest.mark.parametrize(("before", "after", "counted_before", "counted_after"), [
+    pytest.param(make_pod("p", cpu=64, uid="u"), make_pod("p", cpu=65, uid="u"),
+                 ("default", "cpu=64, memory=1Gi, pods=1", False),
+                 ("default", "cpu=65, memory=1Gi, pods=1", False), id="resized"),
+    pytest.param(make_pod("p", cpu=64, uid="u", invalid="bad quantity"),
+                 make_pod("p", cpu=64, uid="u"),
+                 ("default", "cpu=64, memory=1Gi, pods=1", True),
+                 ("default", "cpu=64, memory=1Gi, pods=1", False), id="made-valid"),
+])
+def test_a_pending_pod_changed_is_counted_as_it_is_now(
+    before: Pod, after: Pod, counted_before: tuple[str, str, bool],
+    counted_after: tuple[str, str, bool],
+) -> None:
     w = world()
-    w.add_pod(make_pod("p", cpu=64, uid="u"))
-    w.add_pod(make_pod("p", cpu=65, uid="u"))
+    w.add_pod(before)
     w.step(0)
-    assert counted(w) == {("default", "cpu=65, memory=1Gi, pods=1", False): 1}
-
-
-def test_an_invalid_pod_made_valid_is_counted_as_valid() -> None:
-    w = world()
-    w.add_pod(make_pod("p", cpu=64, uid="u", invalid="bad quantity"))
-    w.step(0)
-    assert counted(w) == {("default", "cpu=64, memory=1Gi, pods=1", True): 1}
-    w.add_pod(make_pod("p", cpu=64, uid="u"))
+    assert counted(w) == {counted_before: 1}
+    w.add_pod(after)
     w.step(1)
-    assert counted(w) == {("default", "cpu=64, memory=1Gi, pods=1", False): 1}
+    assert counted(w) == {counted_after: 1}
 
 
 def test_pods_follow_their_application_and_podgroup_as_they_come_and_go() -> None:

@@ -81,7 +81,7 @@ def reclaim(s: Session, now: float) -> None:
         judged[shape] = False  # until a search says otherwise
         used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
         share = deserved.get(queue, Resources.ZERO)
-        if (pre.key in s.evictions.plans or not shares.within(used, share, pre.total)
+        if (not shares.within(used, share, pre.total)
                 or not s.queues.fits(queue, pre.total, own_earmark=pre.earmark).ok):
             continue
         free = _free(s) if free is None else free

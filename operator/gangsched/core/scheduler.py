@@ -155,8 +155,6 @@ class Scheduler:
         self._changes = 0
         """Counts observations, charges, releases, pending changes and stirs."""
         self._kept: dict[str, tuple[tuple[int, int, int], object]] = {}
-        self._emitted = 0
-        """Decisions returned by the cycles so far."""
         self._action: str | None = None
         """The action running, if any (the instants it asks about are its own)."""
         self._next_for: dict[str, float] = {}
@@ -590,13 +588,13 @@ class Scheduler:
                  and not self._came(self._next_outside))
         self._observed = self._stirred = False
         self._next_outside = float("inf")
-        before = self._version()
+        before = (self._changes, len(self.out))
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         eviction_logic.hold(self, now)
         swap_logic.complete_swaps(self, now)
         eviction_logic.first_go(self, now)
-        quiet = quiet and self._version() == before
+        quiet = quiet and (self._changes, len(self.out)) == before
         for name in self.config.actions:
             if quiet and name in self._ran and not self._came(
                     self._next_for.get(name, float("inf"))):
@@ -609,13 +607,8 @@ class Scheduler:
         unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
         out, self.out = self.out, []
-        self._emitted += len(out)
         self._settled = not out and not self._stirred
         return out
-
-    def _version(self) -> tuple[int, int]:
-        """Changes and decisions so far: what an action's inputs can differ by."""
-        return (self._changes, self._emitted + len(self.out))
 
     def _came(self, at: float) -> bool:
         """Has the instant ``at``, asked about before, come? (The bookkeeping of

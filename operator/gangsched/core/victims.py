@@ -245,7 +245,7 @@ def pool(s: Session, now: float, queues: Collection[str] | None = None) -> Pool:
             if queues is None or queue in queues:
                 units.append(_unit(Tier.POD, pod_key(uid), None, None, queue,
                                    ps.pod.priority, ps.pod.creation, [ps]))
-    units.sort(key=lambda u: (u.tier, u.priority, -u.creation, u.ref, u.key))
+    units.sort(key=_ranked_by(0))
     return Pool(units, surplus)
 
 
