@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer
+from gangsched.shell import foreign as foreign_groups
 from shellkit import (
     FakeClock,
     OperatorUnderTest,
@@ -169,6 +170,34 @@ async def test_coscheduling_podgroup(fake_api_factory: Any, tmp_path: pathlib.Pa
         status = written()
         assert set(status) == {"phase", "running", "succeeded", "failed", "scheduleStartTime"}
         assert api.try_get("podgroups", "default", "pg1", api_version=GANGSCHED) is None
+    finally:
+        await op.kill()
+
+
+async def test_a_foreign_crd_installed_later_is_looked_for_again(
+        fake_api_factory: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Missing at start-up (404): not listed again at once, but every ``RECHECK``
+    seconds; once installed, its PodGroups are watched with no restart."""
+    monkeypatch.setattr(foreign_groups, "RECHECK", 0.5)
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=3, cpu="4",
+                                        memory="16Gi")
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(),
+                                 scheduler_names=SCHEDULERS).start()
+    path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+
+    def lists() -> int:
+        return sum(1 for e in api.request_log
+                   if e.path_qs.startswith(path + "?") and "watch=true" not in e.path_qs)
+    try:
+        await op.settle(2)
+        assert lists() == 1, "listed again right after the start-up list's 404"
+        await wait_for(lambda: lists() >= 2, what="looked for again")
+        api.install_crds_from_dir(HERE / "foreign_crds")
+        podgroup = load(COSCHEDULING_PODGROUP)
+        podgroup["metadata"]["namespace"] = "default"
+        api.create(podgroup)
+        replicas = create(api, pods_of(COSCHEDULING_DEPLOYMENT, 3, uids=False))
+        await wait_for(lambda: len(bound(api, replicas)) == 3, what="gang bound")
     finally:
         await op.kill()
 

@@ -47,10 +47,10 @@ class ForeignGroups:
 
     def __init__(self, client: KubeClient, submit: Callable[[Observation], None],
                  status: StatusWriter, *, watch_timeout: int = 300,
-                 recheck: float = RECHECK) -> None:
+                 recheck: float | None = None) -> None:
         self.submit = submit
         self.status = status
-        self.recheck = recheck
+        self.recheck = RECHECK if recheck is None else recheck
         self.objects: dict[str, JSON] = {}
         """The latest object per foreign key."""
         self.priorities: PriorityClasses = NO_CLASSES
@@ -153,9 +153,11 @@ class ForeignGroups:
     async def _run(self, kind: foreign.ForeignKind, stop: asyncio.Event) -> None:
         reflector = self.reflectors[kind.dialect]
         backoff = 0.5
+        known_missing = self.installed[kind.dialect] is False  # the start-up list's 404
         while not stop.is_set() and not reflector.synced.is_set():
-            if await self._list(kind):
+            if not known_missing and await self._list(kind):
                 break
+            known_missing = False
             delay = self.recheck if self.installed[kind.dialect] is False else backoff
             backoff = min(backoff * 2, 30.0)
             with contextlib.suppress(TimeoutError):
