@@ -1,14 +1,19 @@
-"""The operator's start-up: the first lists asked for at once, the collector paused.
+"""The operator's start-up: the first lists asked for at once, the collector paused, the
+core's cycles off the event loop.
 
 See :mod:`gangsched.shell.main`: every list the runtime starts with is asked for ahead
 (before the runtime is imported for a single replica, once leading otherwise) and read
-from there, once; the cyclic garbage collector waits for the first cycle.
+from there, once; the cyclic garbage collector waits for the first cycle. The first cycle
+after a large list is the longest; it runs on the core's thread (see
+:meth:`gangsched.shell.runtime.Runtime.cycle`), as every cycle does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import pathlib
+import threading
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -90,3 +95,76 @@ async def test_the_collector_waits_for_the_first_cycle(
         assert gc.isenabled() is before
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _node_of(api: FakeApiServer, name: str) -> str | None:
+    obj = api.try_get("pods", "default", name)
+    return None if obj is None else obj["spec"].get("nodeName")
+
+
+async def test_the_event_loop_goes_on_while_the_core_decides(
+        fake_api_factory: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cycle under way (held here until the test lets it go) does not hold the event
+    loop: a pod created meanwhile reaches the inbox, for the next cycle, which binds it."""
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
+    api.create(pod("p-0"))
+    decide = Runtime.decide
+    inside, go = threading.Event(), threading.Event()
+    held: list[bool] = []
+
+    def held_once(runtime: Runtime, batch: Any, now: float) -> Any:
+        if not held:
+            inside.set()
+            held.append(go.wait(timeout=5))  # False if the loop could not let it go
+        return decide(runtime, batch, now)
+
+    monkeypatch.setattr(Runtime, "decide", held_once)
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), leader_election=False).start()
+    try:
+        assert op.runtime is not None
+        runtime = op.runtime
+        await wait_for(inside.is_set, what="the first cycle under way")
+        api.create(pod("p-1"))
+        await wait_for(lambda: runtime.inbox, what="p-1 observed while the core decides")
+        assert not held and _node_of(api, "p-0") is None
+        go.set()
+        await wait_for(lambda: _node_of(api, "p-0") and _node_of(api, "p-1"),
+                       what="both bound")
+        assert held == [True]
+    finally:
+        go.set()
+        await op.kill()
+
+
+async def test_a_cycle_that_ends_after_the_lease_is_lost_binds_nothing(
+        fake_api_factory: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Leadership lost while the core worked: its decisions are dropped, and the loop
+    stops (another replica lists everything again and decides afresh)."""
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path)
+    api.create(pod("p-0"))
+    decide = Runtime.decide
+    decided: list[int] = []
+
+    def losing(runtime: Runtime, batch: Any, now: float) -> Any:
+        decisions = decide(runtime, batch, now)
+        decided.append(len(decisions))
+        lost = threading.Event()
+
+        def lose() -> None:
+            runtime.leading.clear()
+            lost.set()
+        loop.call_soon_threadsafe(lose)
+        lost.wait(timeout=5)
+        return decisions
+
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(Runtime, "decide", losing)
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), leader_election=False).start()
+    try:
+        assert op.runtime is not None
+        await wait_for(lambda: op.task is not None and op.task.done(), what="the loop stops")
+        assert decided and decided[0] > 0  # the core did decide (the bind, at least)
+        assert _node_of(api, "p-0") is None
+        assert op.runtime.binds.done == 0 and op.runtime.cycles == 0
+    finally:
+        await op.kill()

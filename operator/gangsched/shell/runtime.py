@@ -14,9 +14,9 @@ a deletion missed while a watch was down still reaches the core, and the core's 
 finished and is in no gang is forgotten (the core and the caches keep nothing of it).
 
 Everything else is level-based: every watch event becomes an observation in the inbox;
-the loop wakes, drains the inbox into the core, runs one cycle at the wall clock's
-``now`` and hands each decision to an executor. The loop itself never awaits
-the API server.
+the loop wakes, hands the inbox to the core, which observes it and runs one cycle at
+the wall clock's ``now`` on its own thread (the event loop stays free meanwhile), and
+hands each decision to an executor. The loop itself never awaits the API server.
 
 Failures: a failed bind goes back to the core (``BindFailed``), which also asks again
 for placeholders and deletions that do not happen. An eviction the API server refuses
@@ -30,6 +30,7 @@ cycles: a replica that takes over lists everything first, like a restarted one.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -150,6 +151,10 @@ class Runtime:
         self.clock = clock
         self.monotonic = monotonic
         self.scheduler = Scheduler(self.settings.core)
+        self.core_thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="gangsched-core")
+        """Where the core's cycles run, one at a time, off the event loop (see
+        :meth:`cycle`)."""
         self.inbox: list[Observation] = []
         self.wake = asyncio.Event()
         self.apps: dict[str, JSON] = {}
@@ -582,6 +587,13 @@ class Runtime:
         for observation in batch:
             observe(observation)
 
+    def decide(self, batch: list[Observation], now: float) -> list[Decision]:
+        """The core's part of a cycle (on the core's thread): observe, then decide."""
+        observe = self.scheduler.observe
+        for observation in batch:
+            observe(observation)
+        return self.scheduler.cycle(now)
+
     # --- the loop ------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -628,6 +640,9 @@ class Runtime:
             await self.binds.stop()
             await self.api.stop()
             await self.reports.stop()
+            # A cycle under way when the loop was cancelled ends on its own; its
+            # decisions are not carried out.
+            self.core_thread.shutdown(wait=False, cancel_futures=True)
             if graceful and self.elector is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self.elector.release(),
@@ -669,15 +684,27 @@ class Runtime:
                 pass
             self.wake.clear()
             if self.leading.is_set():
-                self.cycle()
+                await self.cycle()
             self.last_cycle = self.monotonic()
 
-    def cycle(self) -> list[Decision]:
-        """Drain the inbox, run one core cycle, dispatch its decisions."""
+    async def cycle(self) -> list[Decision]:
+        """Drain the inbox, run one core cycle, dispatch its decisions.
+
+        The core's work (observing the batch, then the cycle) runs on the core's own
+        thread, never on the event loop: a cycle of thousands of placements takes a
+        tenth of a second or more, and the loop meanwhile goes on renewing the Lease,
+        answering probes, reading watches and carrying out binds. Only that thread
+        touches the core once the first cycle starts; the loop hands it the batch and
+        the clock's ``now`` and gets the decisions back. A replica that lost the Lease
+        while its core worked carries none of them out.
+        """
         started = time.perf_counter()
-        self._drain()
+        batch, self.inbox = self.inbox, []
         now = self.clock()
-        decisions = self.scheduler.cycle(now)
+        decisions = await asyncio.get_running_loop().run_in_executor(
+            self.core_thread, self.decide, batch, now)
+        if not self.leading.is_set():
+            return []
         self.cycles += 1
         self.decisions += len(decisions)
         for decision in decisions:
