@@ -70,6 +70,9 @@ class QueueTree:
         """Per queue charged (not its parents), how many pods of each request: the few
         shapes of the pods it runs."""
         self._paths: dict[str, tuple[str, ...] | str] = {}
+        self._default = QueueSpec(DEFAULT_QUEUE, sort_policy=default_policy)
+        """The default queue's spec while none is observed (made once: a spec checks
+        its fields when made)."""
 
     # --- specs ---------------------------------------------------------------------------
 
@@ -84,7 +87,7 @@ class QueueTree:
     def spec(self, name: str) -> QueueSpec | None:
         found = self.specs.get(name)
         if found is None and name == DEFAULT_QUEUE:
-            return QueueSpec(DEFAULT_QUEUE, sort_policy=self.default_policy)
+            return self._default
         return found
 
     def names(self) -> list[str]:
