@@ -19,7 +19,7 @@ from builders import (
     make_queue,
     res,
 )
-from gangsched.core.decisions import BindPod, PodPending, RecordEvent
+from gangsched.core.decisions import BindPod, EvictPod, PodPending, RecordEvent
 from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, SortPolicy
 from gangsched.core.observations import (
     AppGone,
@@ -345,3 +345,26 @@ def test_freed_capacity_goes_to_the_queue_furthest_below_its_share(over: str,
     w.settle(2.0)
     assert w.pod(f"{under}-wait-0").node_name == "n0"
     assert w.pod(f"{over}-more-0").node_name is None
+
+
+@pytest.mark.parametrize("first, second", [("a", "b"), ("b", "a")])
+def test_queues_waiting_together_share_the_room_in_one_cycle(first: str, second: str) -> None:
+    """Room that two waiting queues both want is handed out unit by unit to whichever is
+    furthest below its deserved share at that moment, not queue after queue: each ends
+    the cycle at its share (weights 3:1 here), and reclaim has nothing to take back."""
+    w = SimWorld()  # the default actions, reclaim among them
+    for i in range(2):
+        w.add_node(make_node(f"n{i}", cpu=4))
+    w.add_queue(make_queue("a", weight=3))
+    w.add_queue(make_queue("b"))
+    for i in range(8):  # every pod of `first` sorts before every pod of `second`
+        w.add_pod(make_pod(f"{first}-{i}", cpu=1, queue=first, creation=i))
+        w.add_pod(make_pod(f"{second}-{i}", cpu=1, queue=second, creation=10 + i))
+    w.step(0.0)
+    bound = w.bound_names()
+    assert len({n for n in bound if n.startswith("a-")}) == 6
+    assert len({n for n in bound if n.startswith("b-")}) == 2
+    for t in range(1, 25):
+        w.step(float(t))
+    assert not [d for d in w.decisions if isinstance(d, EvictPod)]
+    assert w.bound_names() == bound

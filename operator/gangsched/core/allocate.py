@@ -2,17 +2,19 @@
 
 Units are the applications with work (:mod:`~gangsched.core.allocation`), the PodGroups
 (:mod:`~gangsched.core.podgroups`) and the ordinary pods (:mod:`~gangsched.core.ordinary`).
-Queues are served furthest below their deserved share first, then by name: freed
-capacity then goes to the queue that deserves it before a queue already above its share
-takes it back (which reclaim would only have to undo). Within a queue, units go in the
-queue's sort order: placeholders, real pods (which take a placeholder of their task group
-when there is one), PodGroup members (bound only when the whole GangGroup is assumed),
-and ordinary pods.
+Queues are served unit by unit, each time the one furthest below its deserved share at
+that moment (then by name): room that several queues wait for is shared as their
+deserved shares say within the cycle, instead of the first queue taking all it can and
+reclaim taking it back in the next (a queue is served again at once while its units take
+nothing). Within a queue, units go in the queue's sort order: placeholders, real pods
+(which take a placeholder of their task group when there is one), PodGroup members
+(bound only when the whole GangGroup is assumed), and ordinary pods.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import gangsched.core.allocation as alloc_logic
@@ -34,24 +36,33 @@ def allocate(s: Session, now: float) -> None:
     for queue, key, unit in units:
         by_queue.setdefault(queue, []).append((key, unit))
     done: set[GroupKey] = set()
-    for queue in queue_order(s, by_queue, now):
-        ordered = sorted(by_queue[queue], key=lambda item: item[0])
+    served: dict[str, Iterator[tuple[tuple[object, ...], object]]] = {}
+    gates: dict[str, alloc_logic.StateAwareGate] = {}
+    for queue, items in by_queue.items():
+        ordered = sorted(items, key=lambda item: item[0])
         with_work = {u.rt.spec.key for _, u in ordered if isinstance(u, alloc_logic.AppUnit)}
-        gate = alloc_logic.StateAwareGate(s, queue, now, with_work)
-        for _, unit in ordered:
+        gates[queue] = alloc_logic.StateAwareGate(s, queue, now, with_work)
+        served[queue] = iter(ordered)
+    deserved = shares.deserved(s, now) if len(by_queue) > 1 else {}
+
+    def ratio(queue: str) -> float:
+        """How much of its deserved share the queue uses now (0 with one queue)."""
+        if not deserved:
+            return 0.0
+        return shares.ratio(s.queues.usage(queue), deserved.get(queue, Resources.ZERO))
+
+    heap = [(ratio(queue), queue) for queue in by_queue]
+    heapq.heapify(heap)
+    while heap:
+        _, queue = heapq.heappop(heap)
+        gate, used = gates[queue], s.queues.usage(queue)
+        for _, unit in served[queue]:
             if isinstance(unit, alloc_logic.AppUnit):
                 alloc_logic.schedule_app(s, unit, gate, now)
             elif isinstance(unit, group_logic.GroupUnit):
                 group_logic.schedule_group(s, unit, done, now)
             elif isinstance(unit, PodState):
                 s.schedule_ordinary(unit, now)
-
-
-def queue_order(s: Session, queues: Iterable[str], now: float) -> list[str]:
-    """Queues furthest below their deserved share first, then by name."""
-    order = sorted(queues)
-    if len(order) < 2:
-        return order
-    deserved = shares.deserved(s, now)
-    return sorted(order, key=lambda q: (shares.ratio(s.queues.usage(q),
-                                                     deserved.get(q, Resources.ZERO)), q))
+            if s.queues.usage(queue) is not used:  # it took something: still the lowest?
+                heapq.heappush(heap, (ratio(queue), queue))
+                break
