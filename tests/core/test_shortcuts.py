@@ -72,6 +72,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (reclaim, "_none_may_go"): lambda *args: False,
     (reclaim, "_none_can_go"): lambda *args: False,
     (reclaim, "_shape"): lambda s, pre: (pre.key,),
+    (reclaim, "_refused"): lambda *args: lambda queue, need: False,
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""
 

@@ -26,7 +26,7 @@ Invalid, timed-out, killed or rejected work, and work in bind backoff, never pre
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -164,12 +164,21 @@ def pod_ref(ps: PodState) -> ObjectRef:
 # --- finding the waiting work ---------------------------------------------------------
 
 
-def find(s: Session, now: float) -> list[Preemptor]:
-    """Every unit blocked for capacity or quota, highest priority first, then oldest."""
+def find(s: Session, now: float, *,
+         refused: Callable[[str, Resources], bool] | None = None) -> list[Preemptor]:
+    """Every unit blocked for capacity or quota, highest priority first, then oldest.
+
+    ``refused(queue, need)``: the caller passes over every preemptor of ``queue`` that
+    asks at least ``need`` (in each resource ``need`` asks for). Those are left out,
+    unbuilt where that is known from the unit alone: a pod asks its request, and an
+    Application at least what one of its task groups' members asks."""
     found: list[Preemptor] = []
     for key in sorted(s.apps):
         rt = s.apps[key]
         if any(b.reason in BLOCKED for b in rt.blocking.values()):
+            if refused is not None and rt.spec.task_groups and all(
+                    refused(rt.spec.queue, g.min_resource) for g in rt.spec.task_groups):
+                continue
             pre = for_app(s, rt, now)
             if pre is not None and pre.items:
                 found.append(pre)
@@ -183,11 +192,14 @@ def find(s: Session, now: float) -> list[Preemptor]:
             continue
         seen.update(g.spec.key for g in gang)
         pre = for_groups(s, gang, now)
-        if pre is not None and pre.items:
+        if (pre is not None and pre.items
+                and not (refused is not None and refused(pre.queue, pre.total))):
             found.append(pre)
     for uid in s.pending:
         ps = s.pods[uid]
         if ps.pending_reason is not None and ps.pending_reason[0] in BLOCKED:
+            if refused is not None and refused(s.queue_of(ps) or DEFAULT_QUEUE, ps.request):
+                continue
             single = for_pod(s, ps, now)
             if single is not None:
                 found.append(single)

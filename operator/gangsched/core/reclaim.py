@@ -24,6 +24,7 @@ what they need), then by the preemptor's priority and age.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gangsched.core import evictions, shares, victims
@@ -43,7 +44,7 @@ def reclaim(s: Session, now: float) -> None:
     promised, leaving = _in_flight(s, now)
     if not may_give_back(s, deserved, leaving):
         return
-    found = find(s, now)
+    found = find(s, now, refused=_refused(s, deserved, promised))
     if not found:
         return
     state = evictions.signature(s, now)
@@ -178,6 +179,25 @@ def _above_share(s: Session, deserved: dict[str, Resources],
         if any(amount > share.get(name) for name, amount in used.items() if name != PODS):
             found.append(queue)
     return frozenset(found)
+
+
+def _refused(s: Session, deserved: dict[str, Resources],
+             promised: dict[str, Resources]) -> Callable[[str, Resources], bool]:
+    """Would a preemptor of the queue that asks at least ``need`` leave its deserved
+    share (with the room promised to it)? Then reclaim passes it over (the check at
+    the top of its loop): :func:`~gangsched.core.preemptors.find` need not build it.
+    Asking more of a resource only fails :func:`shares.within` sooner, and ``promised``
+    only grows in a call, so a need refused at the start is refused in the loop."""
+    known: dict[tuple[str, Resources], bool] = {}
+
+    def refused(queue: str, need: Resources) -> bool:
+        found = known.get((queue, need))
+        if found is None:
+            used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
+            found = known[(queue, need)] = not shares.within(
+                used, deserved.get(queue, Resources.ZERO), need)
+        return found
+    return refused
 
 
 def _shape(s: Session, pre: Preemptor) -> tuple[object, ...]:
