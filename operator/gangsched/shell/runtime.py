@@ -550,7 +550,6 @@ class Runtime:
                 return False
         finally:
             self.syncing = False
-        self._drain()
         self.ready.set()
         self.wake.set()  # the first cycle at once, not after a tick
         return True
@@ -580,12 +579,6 @@ class Runtime:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), timeout=delay)
         return False
-
-    def _drain(self) -> None:
-        batch, self.inbox = self.inbox, []
-        observe = self.scheduler.observe
-        for observation in batch:
-            observe(observation)
 
     def decide(self, batch: list[Observation], now: float) -> list[Decision]:
         """The core's part of a cycle (on the core's thread): observe, then decide."""
