@@ -2,16 +2,18 @@
 
 The queue shares and the queue statuses count pending pods from
 :class:`~gangsched.core.pendings.PendingShapes`; each case changes a pending pod, or what
-decides its queue, and compares the kept counts with a walk over the pending pods.
+decides its queue, and compares the kept counts with a walk over the pending pods. The
+same pods are kept by kind (an Application's, a PodGroup's, neither), from which
+``allocate`` makes its units.
 """
 
 from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue
-from gangsched.core.model import AppKey, GroupKey, Pod
+from gangsched.core.model import AppKey, GroupKey, Pod, PodUID
 from simworld import SimWorld
-from workloads import pending_counts
+from workloads import pending_counts, pending_kinds, walked_kinds
 
 
 def world() -> SimWorld:
@@ -86,3 +88,21 @@ def test_a_pod_that_leaves_pending_is_no_longer_counted() -> None:
     w.delete("q")
     w.step(1)
     assert counted(w) == {("default", "cpu=64, memory=1Gi, pods=1", False): 1}
+
+
+def test_a_pod_that_joins_or_leaves_a_gang_is_kept_with_its_kind() -> None:
+    w = world()
+    w.add_pod(make_pod("p", cpu=64, uid="u"))
+    w.add_pod(make_pod("m", cpu=64, pod_group="pg", uid="v"))
+    w.step(0)
+    assert pending_kinds(w.scheduler) == walked_kinds(w.scheduler) == {
+        "app": set(), "group": {"v"}, "plain": {"u"}}
+    w.add_pod(make_pod("p", cpu=64, app="spark", uid="u"))  # relabelled into an app
+    w.add_pod(make_pod("m", cpu=64, uid="v"))  # out of its PodGroup
+    w.step(1)
+    assert pending_kinds(w.scheduler) == walked_kinds(w.scheduler) == {
+        "app": {"u"}, "group": set(), "plain": {"v"}}
+    assert w.scheduler.pods[PodUID("v")].pending_reason is not None  # tried as a pod alone
+    w.delete("p")
+    w.step(2)
+    assert pending_kinds(w.scheduler) == {"app": set(), "group": set(), "plain": {"v"}}

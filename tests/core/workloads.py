@@ -407,6 +407,23 @@ def pending_counts(s: Scheduler) -> tuple[PendingCounts, PendingCounts]:
     return kept, walked
 
 
+def pending_kinds(s: Scheduler) -> dict[str, set[PodUID]]:
+    """The pending pods by kind, as the scheduler keeps them."""
+    kinds = s.pending_shapes
+    return {"app": set(kinds.of_apps), "group": set(kinds.of_groups), "plain": set(kinds.plain)}
+
+
+def walked_kinds(s: Scheduler) -> dict[str, set[PodUID]]:
+    """The pending pods by kind, walked one by one: an Application's members, a PodGroup's
+    members of no Application, and pods of neither."""
+    found: dict[str, set[PodUID]] = {"app": set(), "group": set(), "plain": set()}
+    for uid in s.pending:
+        pod = s.pods[uid].pod
+        kind = "app" if pod.app is not None else "group" if pod.pod_group is not None else "plain"
+        found[kind].add(uid)
+    return found
+
+
 def check_invariants(w: SimWorld, held: set[str] | frozenset[str] = frozenset()) -> None:
     """What must hold after every cycle, computed from the world, not the core's books.
 
@@ -438,6 +455,7 @@ def check_invariants(w: SimWorld, held: set[str] | frozenset[str] = frozenset())
         assert spec.within_max(used), f"queue {name} over max: {used} > {spec.max}"
     kept, walked = pending_counts(s)
     assert kept == walked, f"pending pods kept by shape {kept}, walked {walked}"
+    assert pending_kinds(s) == walked_kinds(s)
     for pod in w.placeholders():
         assert pod.app in w.apps or pod.name in held, f"{pod.name} outlived its application"
     for key, rt in s.apps.items():

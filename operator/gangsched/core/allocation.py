@@ -41,11 +41,11 @@ def units(s: Session, now: float) -> list[tuple[str, tuple[object, ...], object]
     """The apps with work this cycle, and what to say to pods of missing apps."""
     by_app: dict[AppKey, AppUnit] = {}
     backfill = backfill_logic.enabled(s)
-    for uid in s.pending:
+    for uid in s.pending_shapes.of_apps:
         ps = s.pods[uid]
         key = ps.pod.app
         if key is None:
-            continue
+            continue  # (not kept among these)
         if backfill and backfill_logic.is_best_effort(s, ps):
             continue  # the backfill action's
         if ps.pod.invalid:  # never scheduled, and no part of its app's work

@@ -166,7 +166,7 @@ def _gate(s: Session, gates: dict[str, StateAwareGate], queue: str,
         return None
     gate = gates.get(queue)
     if gate is None:
-        with_work = {s.pods[uid].pod.app for uid in s.pending if s.pods[uid].pod.app}
+        with_work = {s.pods[uid].pod.app for uid in s.pending_shapes.of_apps}
         gate = gates[queue] = StateAwareGate(s, queue, now, _keys(with_work))
     return gate
 

@@ -25,11 +25,17 @@ def sort_key(s: Session, queue: str, priority: int, creation: float,
     others (fifo, stateaware, fair) by (creation, priority desc, name). Names compare in
     natural order (:func:`~gangsched.core.naming.natural_key`): of two gangs submitted at
     the same instant, ``spark-2`` goes before ``spark-10``."""
+    return _key(_by_priority(s, queue), priority, creation, ref)
+
+
+def _by_priority(s: Session, queue: str) -> bool:
     spec = s.queues.spec(queue)
+    return spec is not None and spec.sort_policy is SortPolicy.PRIORITY
+
+
+def _key(by_priority: bool, priority: int, creation: float, ref: str) -> tuple[object, ...]:
     name = naming.natural_key(ref)
-    if spec is not None and spec.sort_policy is SortPolicy.PRIORITY:
-        return (-priority, creation, name)
-    return (creation, -priority, name)
+    return (-priority, creation, name) if by_priority else (creation, -priority, name)
 
 
 def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
@@ -37,15 +43,21 @@ def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     (best-effort ones are the ``backfill`` action's when it runs)."""
     found: list[tuple[str, tuple[object, ...], object]] = []
     backfill = backfill_logic.enabled(s)
-    for uid in s.pending:
+    policies: dict[str, bool] = {}
+    for uid in s.pending_shapes.plain:
         ps = s.pods[uid]
         pod = ps.pod
-        if pod.app is not None or pod.pod_group is not None:
-            continue
         if backfill and backfill_logic.is_best_effort(s, ps):
             continue
         queue = pod.queue or DEFAULT_QUEUE
-        found.append((queue, sort_key(s, queue, pod.priority, pod.creation, pod.ref), ps))
+        by_priority = policies.get(queue)
+        if by_priority is None:
+            by_priority = policies[queue] = _by_priority(s, queue)
+        order = ps.order
+        if order is None or order[0] != queue or order[1] is not by_priority:
+            order = ps.order = (queue, by_priority,
+                                _key(by_priority, pod.priority, pod.creation, pod.ref))
+        found.append((queue, order[2], ps))
     return found
 
 

@@ -8,6 +8,11 @@ objects come, go or change queue, so the pods are counted by what decides it (th
 Application, PodGroup and own queue), their request and whether they are invalid. Most
 pending pods share a few such shapes; a cycle resolves each shape's queue once, at the
 cost of the shapes rather than the pods.
+
+The same pods are also kept by kind, each kind in arrival order: members of an
+Application, members of a PodGroup only, and pods of neither. Each of ``allocate``'s
+kinds of unit is made from its own pods, so the cost of making the ordinary pods' units
+does not grow with the gangs waiting, nor the reverse.
 """
 
 from __future__ import annotations
@@ -30,11 +35,17 @@ class Shape(NamedTuple):
 class PendingShapes:
     """How many pending pods there are of each :class:`Shape`."""
 
-    __slots__ = ("_of", "counts")
+    __slots__ = ("_of", "counts", "of_apps", "of_groups", "plain")
 
     def __init__(self) -> None:
         self.counts: dict[Shape, int] = {}
         self._of: dict[PodUID, Shape] = {}
+        self.of_apps: dict[PodUID, None] = {}
+        """Pending members of an Application (of a PodGroup too or not), in arrival order."""
+        self.of_groups: dict[PodUID, None] = {}
+        """Pending members of a PodGroup and of no Application, in arrival order."""
+        self.plain: dict[PodUID, None] = {}
+        """Pending pods of neither, in arrival order."""
 
     def put(self, uid: PodUID, shape: Shape) -> None:
         """``uid`` is pending, as ``shape`` (moved if it was counted as another)."""
@@ -43,6 +54,11 @@ class PendingShapes:
             return
         if old is not None:
             self._drop(old)
+            if self._kind(old) is not self._kind(shape):
+                del self._kind(old)[uid]
+                self._kind(shape)[uid] = None
+        else:
+            self._kind(shape)[uid] = None
         self._of[uid] = shape
         self.counts[shape] = self.counts.get(shape, 0) + 1
 
@@ -51,6 +67,12 @@ class PendingShapes:
         old = self._of.pop(uid, None)
         if old is not None:
             self._drop(old)
+            del self._kind(old)[uid]
+
+    def _kind(self, shape: Shape) -> dict[PodUID, None]:
+        if shape.app is not None:
+            return self.of_apps
+        return self.of_groups if shape.group is not None else self.plain
 
     def _drop(self, shape: Shape) -> None:
         left = self.counts[shape] - 1

@@ -164,11 +164,11 @@ class GroupUnit:
 
 def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     by_group: dict[GroupKey, GroupUnit] = {}
-    for uid in s.pending:
+    for uid in s.pending_shapes.of_groups:
         ps = s.pods[uid]
         key = ps.pod.pod_group
-        if key is None or ps.pod.app is not None:
-            continue
+        if key is None:
+            continue  # (not kept among these)
         if ps.pod.invalid:
             s.mark_pending(ps, "InvalidPod", ps.pod.invalid)
             continue

@@ -37,6 +37,7 @@ class PodState:
         "failures",
         "info",
         "node",
+        "order",
         "parked_name",
         "parked_node",
         "parked_on",
@@ -81,6 +82,9 @@ class PodState:
         """For a preemption victim: the key of the plan that evicts it (see ``evictions``)."""
         self.evict_refused_until = 0.0
         """Its eviction was refused (a PodDisruptionBudget): no victim again until then."""
+        self.order: tuple[str, bool, tuple[object, ...]] | None = None
+        """For a pod on its own: its queue, whether that queue sorts by priority, and its
+        sort key there (see ``ordinary.units``), until the pod changes."""
 
     def update(self, pod: Pod) -> None:
         """Take a newer version of the pod; a changed request or constraint retries it."""
@@ -98,6 +102,8 @@ class PodState:
             self.blocked_epoch = -1
         old = self.pod
         self.pod = pod
+        if pod is not old:
+            self.order = None
         if ((pod is not old and (pod.requests, pod.placement, pod.app, pod.pod_group,
                                  pod.volumes)
                 != (old.requests, old.placement, old.app, old.pod_group, old.volumes))
