@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from builders import make_app, make_pod, make_podgroup
 from gangsched.core import deadlock
 from gangsched.core.decisions import BindPod, CreatePlaceholder, Decision
-from gangsched.core.model import AppKey, GangMode, SchedulerConfig, SortPolicy
+from gangsched.core.model import AppKey, GangMode, SchedulerConfig, Scoring, SortPolicy
 from gangsched.core.resources import Resources
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -39,6 +39,7 @@ CONFIGS = {
     "reserve-first": SchedulerConfig(
         actions=("elect", "reserve", "enqueue", "allocate"), starvation_threshold=0.0,
         reservation_timeout=25.0),
+    "spread": SchedulerConfig(gang_scoring=Scoring.SPREAD, pod_scoring=Scoring.SPREAD),
 }
 NEW_PLACEMENTS = ("Scheduled", "Backfilled", "PlaceholderAllocated",
                   "PlaceholderReplacedElsewhere")

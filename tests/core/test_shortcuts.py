@@ -11,7 +11,7 @@ decided and changed nothing, and no instant it depended on has come
 a cycle (``shares.deserved``), from what each waiting gang asks counted without
 building its preemptor (``shares.app_ask``); a pod that fit nowhere told from the
 verdicts kept node by node that it still fits nowhere, without a pass over the nodes
-(``Cluster.unplaceable``); a bin-packing scan started past the nodes that had no room
+(``Cluster.unplaceable``, under spread scoring); a bin-packing scan started past the nodes that had no room
 for the shape and have had none given back since (``Cluster._watermark``); ``preempt``
 skipped when no waiting work outranks running work (``preemption.may_matter``);
 ``reclaim`` skipped when no reclaimable queue is above its deserved share of anything
@@ -30,14 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from builders import make_node, make_pod
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core import cluster as core_cluster
 from gangsched.core import preemption, reclaim, registry, shares
-from gangsched.core.decisions import Decision
-from gangsched.core.model import SchedulerConfig
+from gangsched.core.decisions import BindPod, Decision
+from gangsched.core.model import SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime
@@ -234,3 +235,41 @@ def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
                      ("allocate", 2.0), ("preempt", 2.0),  # after a cycle that decided
                      ("preempt", 11.0),  # 5.0 is quiet; 11.0 is preempt's retry
                      ("allocate", 12.0), ("preempt", 12.0)]  # a pod observed
+
+
+def test_under_spread_scoring_the_tally_answers_for_pods_that_fit_nowhere_only() -> None:
+    """Spread scoring asks the kept tally before a pass over the nodes (bin-packing's
+    scan starts past the full nodes and needs no such help): after room is freed, the
+    pod that fits there is placed, and the next is told from the tally that it fits
+    nowhere, with no pass of its own."""
+    placed: list[int] = []
+
+    def run() -> list[list[Decision]]:
+        w = SimWorld(config=SchedulerConfig(pod_scoring=Scoring.SPREAD))
+        for i in range(3):
+            w.add_node(make_node(f"n{i}", cpu=2))
+            w.add_pod(make_pod(f"run{i}", cpu=2))
+        seen = [w.step(0.0)]
+        for i in range(3):
+            w.add_pod(make_pod(f"wait{i}", cpu=2))
+        seen.append(w.step(1.0))
+        w.delete("run1")
+        passes = 0
+        original = core_cluster.Cluster.place
+
+        def place(self: core_cluster.Cluster, *args: Any, **kwargs: Any) -> str | None:
+            nonlocal passes
+            passes += 1
+            return original(self, *args, **kwargs)
+
+        core_cluster.Cluster.place = place  # type: ignore[method-assign]
+        try:
+            seen.append(w.step(2.0))
+        finally:
+            core_cluster.Cluster.place = original  # type: ignore[method-assign]
+        placed.append(passes)
+        return seen
+
+    _both(run)
+    assert [sum(isinstance(d, BindPod) for d in cycle) for cycle in run()] == [3, 0, 1]
+    assert placed[0] == 1 and placed[1] == 3  # with the tally, without it

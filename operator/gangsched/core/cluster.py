@@ -571,17 +571,19 @@ class Cluster:
         the nodes); None when :meth:`place` must be asked: some node may take it, or its
         fit depends on more than its node (other pods, volumes), or the pass would move
         the spread scoring's cursor (a node with room that a filter or a reservation
-        turns down)."""
-        if (self.neighbour_bound(info) or self.pod_index.required_anti > 0
-                or info.volumes.any):
+        turns down). None as well under bin-packing: its scan starts past the nodes that
+        had no room for the shape (:meth:`_watermark`), so a pod that fits nowhere costs
+        it little, and a pod that fits would pay for the tally's catching up and then
+        for the scan (in a wave of binds, that doubled the cost of each)."""
+        if (scoring is Scoring.BINPACK or self.neighbour_bound(info)
+                or self.pod_index.required_anti > 0 or info.volumes.any):
             return None
         diagnosis = self.diagnose(info.request, info.constraints, pod=info)
         counts = diagnosis.by_filter
         if counts.get(FITS, 0) or counts.get(RESERVED, 0):
             return None
-        if scoring is not Scoring.BINPACK and not diagnosis.pre_filter and any(
-                plugin != FIT_PLUGIN for plugin in counts):
-            return None
+        if not diagnosis.pre_filter and any(plugin != FIT_PLUGIN for plugin in counts):
+            return None  # the pass would move the spread cursor past such a node
         return diagnosis
 
     def diagnose(
