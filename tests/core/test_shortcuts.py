@@ -11,10 +11,11 @@ decided and changed nothing, and no instant it depended on has come
 a cycle (``shares.deserved``), from what each waiting gang asks counted without
 building its preemptor (``shares.app_ask``); a pod that fit nowhere told from the
 verdicts kept node by node that it still fits nowhere, without a pass over the nodes
-(``Cluster.unplaceable``, under spread scoring); a bin-packing scan started past the nodes that had no room
-for the shape and have had none given back since (``Cluster._watermark``); ``preempt``
-skipped when no waiting work outranks running work (``preemption.may_matter``);
-``reclaim`` skipped when no reclaimable queue is above its deserved share of anything
+(``Cluster.unplaceable``, under spread scoring); a bin-packing scan started past the
+nodes that had no room for the shape and have had none given back since, and no scan
+nor PreFilter when that is every node (``Cluster._watermark``); ``preempt`` skipped
+when no waiting work outranks running work (``preemption.may_matter``); ``reclaim``
+skipped when no reclaimable queue is above its deserved share of anything
 (``reclaim.may_give_back``), its victim pool made of those queues' pods only
 (``reclaim.givers``), giving up on a preemptor that even every candidate's room could
 not cover (``reclaim._hopeless``) or that cannot fit as things are

@@ -18,10 +18,11 @@ Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
 3. *dynamic* filters (capacity, host ports, pod (anti-)affinity, topology spread) on
    the static candidates, in a cheap order: binpack scans from the front of the
    (name-sorted) candidates, skipping a prefix known to be too full for this request
-   shape (the *watermark*, valid until some capacity is released); spread rotates its
-   starting point. The scan stops after ``sample_size`` feasible nodes, as
-   kube-scheduler's ``percentageOfNodesToScore`` does; every filter is exact, only the
-   choice among feasible nodes is sampled;
+   shape (the *watermark*, valid until some capacity is released; a watermark past
+   every candidate fails the pod before its PreFilter runs, as the capacity check
+   alone would); spread rotates its starting point. The scan stops after
+   ``sample_size`` feasible nodes, as kube-scheduler's ``percentageOfNodesToScore``
+   does; every filter is exact, only the choice among feasible nodes is sampled;
 4. Score plugins over the feasible nodes found, normalized and weighted; ties go to
    scan order;
 5. Reserve and PreBind plugins (none in the default registry) on the chosen node: a
@@ -494,6 +495,15 @@ class Cluster:
         """
         info = pod or PodInfo(request, constraints, owner=owner)
         request, constraints = info.request, info.constraints
+        nodes = self.candidates(constraints)
+        count = len(nodes)
+        if count == 0:
+            return None
+        if scoring is Scoring.BINPACK:
+            start = self._watermark(constraints, request)
+            if start >= count:  # no candidate has room for the shape: nothing to filter
+                self._watermarks[(constraints, request)] = (count, len(self._released))
+                return None
         fwk = self.framework(scoring)
         if not fwk.pre_enqueue(info).ok:
             return None
@@ -502,12 +512,7 @@ class Cluster:
             return None
         extra = [f for f in cycle.filters if f.name != FIT_PLUGIN]
         blocked = self._blocked(owner if pod is None else info.owner)
-        nodes = self.candidates(constraints)
-        count = len(nodes)
-        if count == 0:
-            return None
         if scoring is Scoring.BINPACK:
-            start = self._watermark(constraints, request)
             order = range(start, count)
         else:
             start = self._cursor.get(constraints, 0) % count
