@@ -17,6 +17,7 @@ from builders import (
     placeholder_of,
     res,
 )
+from gangsched.core import reservation
 from gangsched.core.decisions import (
     BindPod,
     CreatePlaceholder,
@@ -656,3 +657,29 @@ def test_placeholder_timeout_clears_the_blocking_reason(style: Style, state: set
     status = world.app_status[app.key]
     assert status.state in state
     assert status.task_groups[0].blocking.reason == "None"
+
+
+def test_an_apps_members_are_sorted_again_whenever_one_joins_leaves_or_changes() -> None:
+    """``reservation.members`` keeps its sorted lists between calls: a member observed
+    with a new priority, a new member and a member gone each show in the next call."""
+    w = SimWorld()
+    w.add_app(make_app("spark", make_group("exec", 3, cpu=1)))
+    for name in ("a", "b"):
+        w.add_pod(make_pod(name, app="spark", task_group="exec"))
+    w.step(0.0)
+    rt = w.scheduler.apps[AppKey("default/spark")]
+
+    def reals() -> list[str]:
+        return [ps.pod.name for ps in reservation.members(w.scheduler, rt)[1]]
+
+    assert reals() == ["a", "b"]
+    assert reals() == ["a", "b"]  # kept
+    w.add_pod(make_pod("b", app="spark", task_group="exec", priority=5))  # observed again
+    assert reals() == ["b", "a"]
+    w.add_pod(make_pod("c", app="spark", task_group="exec", priority=9))
+    assert reals() == ["c", "b", "a"]
+    w.delete("b")
+    assert reals() == ["c", "a"]
+    mine = reservation.members(w.scheduler, rt)[1]
+    mine.clear()  # a caller's list is its own
+    assert reals() == ["c", "a"]

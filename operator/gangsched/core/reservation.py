@@ -76,7 +76,12 @@ def expected_placeholders(rt: AppRuntime) -> list[tuple[str, str, int]]:
 
 
 def members(s: Session, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]:
-    """(placeholders, real pods) of the app, in a defined order."""
+    """(placeholders, real pods) of the app, in a defined order: sorted again only after
+    a member joined, left or was observed (enqueue, allocate, reclaim and the status all
+    ask, every cycle, for every waiting gang)."""
+    kept = rt.members
+    if kept is not None and kept[0] == rt.members_version:
+        return list(kept[1]), list(kept[2])
     placeholders: list[PodState] = []
     reals: list[PodState] = []
     for uid in s.app_members.get(rt.spec.key, ()):
@@ -84,6 +89,7 @@ def members(s: Session, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]
         (placeholders if ps.pod.placeholder else reals).append(ps)
     placeholders.sort(key=lambda p: (p.pod.task_group or "", p.pod.member_index, p.pod.name))
     reals.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+    rt.members = (rt.members_version, tuple(placeholders), tuple(reals))
     return placeholders, reals
 
 

@@ -189,6 +189,11 @@ class AppRuntime:
     last_move: tuple[int, int, list[str], list[str], bool] | None = None
     """The state move event of this app in cycle N: (N, its place in the cycle's
     decisions, the states, the messages, a warning), merged with a further move in N."""
+    members_version: int = 0
+    """Bumped whenever a member pod joins, leaves or is observed (see :attr:`members`)."""
+    members: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None
+    """(:attr:`members_version`, placeholders, real pods) in their order, as
+    ``reservation.members`` last sorted them."""
 
     def reset_run(self) -> None:
         """Forget a finished run, for a Completed or Rejected app submitted again."""

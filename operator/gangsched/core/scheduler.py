@@ -298,11 +298,17 @@ class Scheduler:
             return
         if pod.app is not None:
             self.app_members.setdefault(pod.app, set()).add(pod.uid)
+            self._members_changed(pod.app)
         if pod.pod_group is not None:
             self.group_members.setdefault(pod.pod_group, set()).add(pod.uid)
             group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.failed_epoch = -1  # a new member: the gang may be complete now
+
+    def _members_changed(self, key: AppKey) -> None:
+        app = self.apps.get(key)
+        if app is not None:
+            app.members_version += 1
 
     def _leave(self, ps: PodState) -> None:
         pod = ps.pod
@@ -310,6 +316,7 @@ class Scheduler:
             members = self.app_members.get(pod.app)
             if members is not None:
                 members.discard(pod.uid)
+            self._members_changed(pod.app)
             app = self.apps.get(pod.app)
             if app is not None and pod.uid in app.assumed:
                 reservation_logic.unassume(self, ps)
@@ -474,6 +481,7 @@ class Scheduler:
             app = self.apps.get(pod.app)
             if app is not None:
                 app.dirty = True
+                app.members_version += 1
         if pod.pod_group is not None:
             group = self.groups.get(pod.pod_group)
             if group is not None:
