@@ -245,6 +245,8 @@ class GroupRuntime:
     """See :attr:`AppRuntime.starving_since`; otherwise the wait counts from creation."""
     restored_reservation: tuple[float, tuple[str, ...]] | None = None
     """See :attr:`AppRuntime.restored_reservation`."""
+    members_version: int = 0
+    """Bumped whenever a member pod joins, leaves or is observed."""
 
     @property
     def ref(self) -> ObjectRef:

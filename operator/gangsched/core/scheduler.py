@@ -304,6 +304,7 @@ class Scheduler:
             group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.failed_epoch = -1  # a new member: the gang may be complete now
+                group.members_version += 1
 
     def _members_changed(self, key: AppKey) -> None:
         app = self.apps.get(key)
@@ -327,6 +328,8 @@ class Scheduler:
             if group_members is not None:
                 group_members.discard(pod.uid)
             group = self.groups.get(pod.pod_group)
+            if group is not None:
+                group.members_version += 1
             if group is not None and pod.uid in group.assumed:
                 group_logic.unassume(self, ps)
                 if pod.node_name is None:
@@ -486,6 +489,7 @@ class Scheduler:
             group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.dirty = True
+                group.members_version += 1
         self.queues_dirty = True
 
     # --- decisions -----------------------------------------------------------------------

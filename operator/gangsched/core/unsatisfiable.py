@@ -94,6 +94,8 @@ class Verdicts:
     replaced or the node facts change."""
     judged_groups: dict[GroupKey, tuple[tuple[object, ...], BlockingReason | None]] = field(
         default_factory=dict)
+    """(its spec, its members' version, its active members' pods in order) and the
+    verdict: the members are walked again only when the version moved."""
 
     def app_blocking(self, key: AppKey, group: str) -> BlockingReason | None:
         """The verdict on a task group of an Application (the gang's, else the group's)."""
@@ -254,14 +256,17 @@ def _app_verdict(s: Session, v: Verdicts, rt: AppRuntime) -> dict[str, BlockingR
 
 def _group_verdict(s: Session, v: Verdicts, rt: GroupRuntime) -> BlockingReason | None:
     spec = rt.spec
+    known = v.judged_groups.get(spec.key)
+    if known is not None and known[0][0] is spec and known[0][1] == rt.members_version:
+        return known[1]  # no member joined, left or was observed since
     active = [ps for ps in (s.pods[uid] for uid in s.group_members.get(spec.key, ()))
               if ps.pod.active]
     inputs = (spec, *(ps.pod for ps in active))
-    known = v.judged_groups.get(spec.key)
-    if known is not None and _same(known[0], inputs):
-        return known[1]
-    verdict = _judge_group(s, v, spec, active)
-    v.judged_groups[spec.key] = (inputs, verdict)
+    if known is not None and _same(known[0][2:], inputs[1:]) and known[0][0] is spec:
+        verdict = known[1]
+    else:
+        verdict = _judge_group(s, v, spec, active)
+    v.judged_groups[spec.key] = ((spec, rt.members_version, *inputs[1:]), verdict)
     return verdict
 
 
