@@ -455,15 +455,22 @@ class Resources:
         """A one-line human summary sorted by name, e.g. ``cpu=2, memory=4Gi``.
 
         ``"none"`` for the empty vector. Meant for messages and events, not for parsing.
+        The same few vectors are worded over and over (every waiting gang's message, each
+        cycle): the last few thousand wordings are kept.
         """
-        if not self._v:
-            return "none"
-        return ", ".join(
-            f"{name}={format_amount(name, amount)}" for name, amount in sorted(self._v.items())
-        )
+        return _short(self)
 
 
 Resources.ZERO = _make({})
+
+
+@functools.lru_cache(maxsize=4096)
+def _short(resources: Resources) -> str:
+    values = resources._v
+    if not values:
+        return "none"
+    return ", ".join(
+        f"{name}={format_amount(name, amount)}" for name, amount in sorted(values.items()))
 
 
 def _union(a: Mapping[str, int], b: Mapping[str, int]) -> Iterable[str]:
