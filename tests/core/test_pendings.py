@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue
 from gangsched.core.model import AppKey, GroupKey, Pod, PodUID
+from gangsched.core.resources import Resources
 from simworld import SimWorld
 from workloads import pending_counts, pending_kinds, walked_kinds
 
@@ -96,13 +97,29 @@ def test_a_pod_that_joins_or_leaves_a_gang_is_kept_with_its_kind() -> None:
     w.add_pod(make_pod("m", cpu=64, pod_group="pg", uid="v"))
     w.step(0)
     assert pending_kinds(w.scheduler) == walked_kinds(w.scheduler) == {
-        "app": set(), "group": {"v"}, "plain": {"u"}}
+        "app": set(), "group": {"v"}, "plain": {"u"}, "requestless": set()}
     w.add_pod(make_pod("p", cpu=64, app="spark", uid="u"))  # relabelled into an app
     w.add_pod(make_pod("m", cpu=64, uid="v"))  # out of its PodGroup
     w.step(1)
     assert pending_kinds(w.scheduler) == walked_kinds(w.scheduler) == {
-        "app": {"u"}, "group": set(), "plain": {"v"}}
+        "app": {"u"}, "group": set(), "plain": {"v"}, "requestless": set()}
     assert w.scheduler.pods[PodUID("v")].pending_reason is not None  # tried as a pod alone
     w.delete("p")
     w.step(2)
-    assert pending_kinds(w.scheduler) == {"app": set(), "group": set(), "plain": {"v"}}
+    assert pending_kinds(w.scheduler) == {"app": set(), "group": set(), "plain": {"v"},
+                                          "requestless": set()}
+
+
+def test_a_pod_that_stops_or_starts_requesting_is_kept_with_the_requestless_or_not() -> None:
+    w = world()
+    w.add_pod(make_pod("p", uid="u", requests=Resources.ZERO))
+    w.add_pod(make_pod("m", uid="v", pod_group="pg", requests=Resources.ZERO))
+    w.step(0)
+    assert pending_kinds(w.scheduler)["requestless"] == {"u"}  # a PodGroup's never is
+    w.add_pod(make_pod("p", cpu=1, uid="u"))
+    w.step(1)
+    assert pending_kinds(w.scheduler) == walked_kinds(w.scheduler)
+    assert pending_kinds(w.scheduler)["requestless"] == set()
+    w.add_pod(make_pod("p", uid="u", requests=Resources.ZERO))
+    w.step(2)
+    assert pending_kinds(w.scheduler)["requestless"] == {"u"}

@@ -410,17 +410,22 @@ def pending_counts(s: Scheduler) -> tuple[PendingCounts, PendingCounts]:
 def pending_kinds(s: Scheduler) -> dict[str, set[PodUID]]:
     """The pending pods by kind, as the scheduler keeps them."""
     kinds = s.pending_shapes
-    return {"app": set(kinds.of_apps), "group": set(kinds.of_groups), "plain": set(kinds.plain)}
+    return {"app": set(kinds.of_apps), "group": set(kinds.of_groups), "plain": set(kinds.plain),
+            "requestless": set(kinds.requestless)}
 
 
 def walked_kinds(s: Scheduler) -> dict[str, set[PodUID]]:
     """The pending pods by kind, walked one by one: an Application's members, a PodGroup's
-    members of no Application, and pods of neither."""
-    found: dict[str, set[PodUID]] = {"app": set(), "group": set(), "plain": set()}
+    members of no Application, and pods of neither; and those in no PodGroup that request
+    nothing."""
+    found: dict[str, set[PodUID]] = {"app": set(), "group": set(), "plain": set(),
+                                     "requestless": set()}
     for uid in s.pending:
         pod = s.pods[uid].pod
         kind = "app" if pod.app is not None else "group" if pod.pod_group is not None else "plain"
         found[kind].add(uid)
+        if pod.pod_group is None and not pod.requests:
+            found["requestless"].add(uid)
     return found
 
 

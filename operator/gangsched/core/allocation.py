@@ -41,12 +41,13 @@ def units(s: Session, now: float) -> list[tuple[str, tuple[object, ...], object]
     """The apps with work this cycle, and what to say to pods of missing apps."""
     by_app: dict[AppKey, AppUnit] = {}
     backfill = backfill_logic.enabled(s)
+    requestless = s.pending_shapes.requestless  # only these may be best-effort
     for uid in s.pending_shapes.of_apps:
         ps = s.pods[uid]
         key = ps.pod.app
         if key is None:
             continue  # (not kept among these)
-        if backfill and backfill_logic.is_best_effort(s, ps):
+        if backfill and uid in requestless and backfill_logic.is_best_effort(s, ps):
             continue  # the backfill action's
         if ps.pod.invalid:  # never scheduled, and no part of its app's work
             s.mark_pending(ps, "InvalidPod", ps.pod.invalid)

@@ -58,9 +58,8 @@ def takes(s: Session, ps: PodState) -> bool:
 
 def backfill(s: Session, now: float) -> None:
     """Place every pending best-effort pod that can be placed, in priority order."""
-    kinds = s.pending_shapes
-    found = [s.pods[uid] for pods in (kinds.plain, kinds.of_apps) for uid in pods
-             if is_best_effort(s, s.pods[uid])]  # (a PodGroup's member never is)
+    found = [s.pods[uid] for uid in s.pending_shapes.requestless
+             if is_best_effort(s, s.pods[uid])]  # (only these may be)
     found.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.namespace, p.pod.name))
     for ps in found:
         if not ps.pending:

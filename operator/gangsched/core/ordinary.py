@@ -43,11 +43,12 @@ def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     (best-effort ones are the ``backfill`` action's when it runs)."""
     found: list[tuple[str, tuple[object, ...], object]] = []
     backfill = backfill_logic.enabled(s)
+    requestless = s.pending_shapes.requestless  # only these may be best-effort
     policies: dict[str, bool] = {}
     for uid in s.pending_shapes.plain:
         ps = s.pods[uid]
         pod = ps.pod
-        if backfill and backfill_logic.is_best_effort(s, ps):
+        if backfill and uid in requestless and backfill_logic.is_best_effort(s, ps):
             continue
         queue = pod.queue or DEFAULT_QUEUE
         by_priority = policies.get(queue)

@@ -12,7 +12,9 @@ cost of the shapes rather than the pods.
 The same pods are also kept by kind, each kind in arrival order: members of an
 Application, members of a PodGroup only, and pods of neither. Each of ``allocate``'s
 kinds of unit is made from its own pods, so the cost of making the ordinary pods' units
-does not grow with the gangs waiting, nor the reverse.
+does not grow with the gangs waiting, nor the reverse. Those that ask for nothing but
+their pod slot, in no PodGroup, are kept apart too: only they may be best-effort pods
+(the ``backfill`` action's).
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gangsched.core.model import AppKey, GroupKey, PodUID
-from gangsched.core.resources import Resources
+from gangsched.core.resources import PODS, Resources
+
+_SLOT = Resources({PODS: 1})
+"""What a pod that requests nothing asks for (its pod slot)."""
 
 
 class Shape(NamedTuple):
@@ -35,7 +40,7 @@ class Shape(NamedTuple):
 class PendingShapes:
     """How many pending pods there are of each :class:`Shape`."""
 
-    __slots__ = ("_of", "counts", "of_apps", "of_groups", "plain")
+    __slots__ = ("_of", "counts", "of_apps", "of_groups", "plain", "requestless")
 
     def __init__(self) -> None:
         self.counts: dict[Shape, int] = {}
@@ -46,6 +51,8 @@ class PendingShapes:
         """Pending members of a PodGroup and of no Application, in arrival order."""
         self.plain: dict[PodUID, None] = {}
         """Pending pods of neither, in arrival order."""
+        self.requestless: dict[PodUID, None] = {}
+        """Pending pods in no PodGroup that ask for their pod slot only."""
 
     def put(self, uid: PodUID, shape: Shape) -> None:
         """``uid`` is pending, as ``shape`` (moved if it was counted as another)."""
@@ -57,8 +64,12 @@ class PendingShapes:
             if self._kind(old) is not self._kind(shape):
                 del self._kind(old)[uid]
                 self._kind(shape)[uid] = None
+            if _requestless(old) and not _requestless(shape):
+                del self.requestless[uid]
         else:
             self._kind(shape)[uid] = None
+        if _requestless(shape):
+            self.requestless[uid] = None
         self._of[uid] = shape
         self.counts[shape] = self.counts.get(shape, 0) + 1
 
@@ -68,6 +79,7 @@ class PendingShapes:
         if old is not None:
             self._drop(old)
             del self._kind(old)[uid]
+            self.requestless.pop(uid, None)
 
     def _kind(self, shape: Shape) -> dict[PodUID, None]:
         if shape.app is not None:
@@ -80,3 +92,7 @@ class PendingShapes:
             self.counts[shape] = left
         else:
             del self.counts[shape]
+
+
+def _requestless(shape: Shape) -> bool:
+    return shape.group is None and shape.request == _SLOT
