@@ -170,8 +170,9 @@ def find(s: Session, now: float, *,
 
     ``refused(queue, need)``: the caller passes over every preemptor of ``queue`` that
     asks at least ``need`` (in each resource ``need`` asks for). Those are left out,
-    unbuilt where that is known from the unit alone: a pod asks its request, and an
-    Application at least what one of its task groups' members asks."""
+    unbuilt where that is known from the unit alone: a pod asks its request, an
+    Application at least what one of its task groups' members asks, and a GangGroup at
+    least its missing members times the least its pending members request."""
     found: list[Preemptor] = []
     for key in sorted(s.apps):
         rt = s.apps[key]
@@ -191,7 +192,7 @@ def find(s: Session, now: float, *,
         if isinstance(gang, str):
             continue
         seen.update(g.spec.key for g in gang)
-        pre = for_groups(s, gang, now)
+        pre = for_groups(s, gang, now, refused=refused)
         if (pre is not None and pre.items
                 and not (refused is not None and refused(pre.queue, pre.total))):
             found.append(pre)
@@ -293,15 +294,17 @@ def app_ask(s: Session, rt: AppRuntime) -> Resources | None:
     return total
 
 
-def for_groups(s: Session, gang: list[GroupRuntime], now: float) -> Preemptor | None:
+def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
+               refused: Callable[[str, Resources], bool] | None = None) -> Preemptor | None:
     """A GangGroup that is not satisfied: each group's first pending members up to its
     ``minMember``. None when some group cannot complete (too few members yet), is
-    invalid or timed out, or when the groups are in different queues."""
+    invalid or timed out, or when the groups are in different queues; and, before it is
+    built, when ``refused`` (see :func:`find`) refuses the least it can ask: each group's
+    missing members times the least its pending members request of each resource."""
     queues = {g.spec.queue for g in gang}
     if len(queues) != 1 or any(g.satisfied or g.timed_out or g.spec.invalid for g in gang):
         return None
-    items: list[Item] = []
-    pending_all: list[PodState] = []
+    wanted: list[tuple[list[PodState], int]] = []
     for g in gang:
         placed = 0
         pending: list[PodState] = []
@@ -316,10 +319,16 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float) -> Preemptor | 
             continue
         if len(pending) < need or any(not s.reached(ps.backoff_until) for ps in pending):
             return None
+        wanted.append((pending, need))
+    first = gang[0]
+    if refused is not None and wanted and refused(first.spec.queue, _least(wanted)):
+        return None
+    items: list[Item] = []
+    pending_all: list[PodState] = []
+    for pending, need in wanted:
         pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
         items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
         pending_all.extend(pending)
-    first = gang[0]
     return Preemptor(
         key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
         queue=first.spec.queue, priority=gang_priority(s, gang),
@@ -327,6 +336,19 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float) -> Preemptor | 
         gangs=frozenset(group_key(g.spec.key) for g in gang), pods=pending_all,
         owners=frozenset(g.spec.key for g in gang),
     )
+
+
+def _least(wanted: list[tuple[list[PodState], int]]) -> Resources:
+    """No more than the members chosen from ``wanted`` (pending members, how many are
+    missing) ask together, in any resource."""
+    least = Resources.ZERO
+    for pending, need in wanted:
+        requests = iter({ps.request for ps in pending})
+        smallest = next(requests)
+        for request in requests:
+            smallest = smallest.min(request)
+        least = least + smallest.scale(need)
+    return least
 
 
 def for_pod(s: Session, ps: PodState, now: float) -> Preemptor | None:
