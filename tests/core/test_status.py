@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
+import pytest
 from builders import (
     PARTIAL_GANGS_ALWAYS,
     make_app,
@@ -12,16 +16,20 @@ from builders import (
     make_queue,
     res,
 )
+from gangsched.core import registry, status
 from gangsched.core.decisions import (
+    BindPod,
     BlockingReason,
+    Decision,
     PlaceholderCounts,
     SetAppStatus,
     SetPodGroupStatus,
     SetQueueStatus,
     TaskGroupStatus,
 )
-from gangsched.core.model import GroupKey
+from gangsched.core.model import AppKey, GroupKey, PodPhase
 from gangsched.core.naming import label_value, placeholder_name
+from gangsched.core.session import Session
 from simworld import SimWorld
 
 
@@ -118,3 +126,78 @@ def test_label_values_are_valid_and_unique() -> None:
     odd = label_value("default/my app!")
     assert odd != label_value("default/my app?")
     assert len(label_value("x" * 100)) <= 63
+
+
+def test_a_held_gangs_new_numbers_settle_the_cycle_that_writes_them() -> None:
+    """enqueue words a held gang's message before allocate binds: the cycle that
+    observes the binds writes the new numbers, and that is all it does; the cycles after
+    it are skipped (they would find the same), until something is observed."""
+    w = SimWorld()
+    for name in ("n0", "n1"):
+        w.add_node(make_node(name, cpu=8))
+    w.add_pod(make_pod("busy", cpu=1, node="n0", phase=PodPhase.RUNNING))
+    w.add_app(make_app("spark", make_group("exec", 2, cpu=8)))  # 16 cpu of the 15 left
+    w.add_pod(make_pod("p", cpu=1))
+    ran: list[tuple[str, float]] = []
+    actions = dict(registry.ACTIONS)
+
+    def spy(name: str) -> Callable[[Session, float], None]:
+        def run(s: Session, now: float) -> None:
+            ran.append((name, now))
+            actions[name](s, now)
+        return run
+
+    original = registry.ACTIONS
+    registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
+    try:
+        first = w.step(0.0)
+        second = w.step(1.0)  # observes p's bind
+        later = [w.step(now) for now in (2.0, 3.0)]
+    finally:
+        registry.ACTIONS = original
+    assert any(isinstance(d, BindPod) for d in first)
+    assert second and all(isinstance(d, SetAppStatus) for d in second)
+    assert "has cpu=15," in first_message(first)
+    assert "has cpu=14," in first_message(second)
+    assert later == [[], []]
+    assert {now for _, now in ran} == {0.0, 1.0}
+
+
+def first_message(decisions: list[Decision]) -> str:
+    return next(d for d in decisions if isinstance(d, SetAppStatus)).task_groups[0].blocking.message
+
+
+@pytest.mark.parametrize(("change", "renumbers"), [
+    pytest.param({}, True, id="same"),
+    pytest.param({"message": "the cluster has cpu=1 left"}, True, id="new-numbers"),
+    pytest.param({"reason": "QueueQuota"}, False, id="new-reason"),
+])
+def test_an_app_status_renumbered_only_when_its_blocking_reasons_stay(
+        change: dict[str, str], renumbers: bool) -> None:
+    old = _held_status()
+    group = dataclasses.replace(old.task_groups[0], blocking=dataclasses.replace(
+        old.task_groups[0].blocking, **change))
+    assert status.renumbered(old, dataclasses.replace(old, task_groups=(group,))) is renumbers
+    assert not status.renumbered(old, dataclasses.replace(old, state="Running"))
+    assert not status.renumbered(old, dataclasses.replace(old, placeholder_timer_start=5.0))
+
+
+@pytest.mark.parametrize(("before", "after", "renumbers"), [
+    ("Scheduled", "Running", True),
+    ("Running", "Finished", True),
+    ("Pending", "Inqueue", False),
+    ("Scheduling", "Scheduled", False),
+    ("Running", "TimedOut", False),
+])
+def test_a_podgroup_status_renumbered_only_among_its_satisfied_phases(
+        before: str, after: str, renumbers: bool) -> None:
+    old = SetPodGroupStatus(GroupKey("default/pg"), before, "", "", 4, 0, 4, 0, 0, 0, 1.0)
+    new = dataclasses.replace(old, phase=after, running=4)
+    assert status.renumbered(old, new) is renumbers
+
+
+def _held_status() -> SetAppStatus:
+    blocking = BlockingReason("Capacity", "the cluster has cpu=4 left", {"free": "cpu=4"})
+    group = TaskGroupStatus("exec", 2, PlaceholderCounts(0, 0, 0, 0, 0), 0, 0, blocking)
+    return SetAppStatus(AppKey("default/spark"), "Accepted", "Accepted", "queue root",
+                        "root", "0/2", 0, (group,), 0.0, None, None, 0.0)

@@ -180,6 +180,8 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
         rt.timer_start = now  # allocated before a restart that lost the persisted start
     was = rt.reserved
     rt.reserved = complete == len(spec.task_groups)
+    if rt.reserved != was:
+        s.stir()
     if not rt.reserved:
         return 0
     rt.blocking.clear()
@@ -378,6 +380,7 @@ def admit(s: Session, rt: AppRuntime, remaining: Resources) -> None:
     """Admit the gang: its placeholders may be created, and what it still needs is
     earmarked in its queue until allocated."""
     spec = rt.spec
+    s.stir()
     rt.admitted = True
     rt.earmark = remaining
     s.queues.earmark(spec.queue, remaining)

@@ -55,6 +55,9 @@ from gangsched.core.decisions import (
     ObjectRef,
     PodPending,
     RecordEvent,
+    SetAppStatus,
+    SetPodGroupStatus,
+    SetQueueStatus,
 )
 from gangsched.core.instants import Instants
 from gangsched.core.model import (
@@ -585,22 +588,27 @@ class Scheduler:
         """Run one scheduling cycle at time ``now`` and return the decisions, in order.
 
         A cycle that cannot decide anything is skipped: nothing was observed since the
-        last cycle that ran, that cycle decided and changed nothing, and no instant it
-        depended on (:meth:`reached`) has come. Its work would give the same state and no
-        decisions again: the cost of a quiet cluster does not grow with its backlog."""
+        last cycle that ran, that cycle changed nothing and decided nothing but statuses
+        that report new numbers (``status.renumbered``: a status telling of a change of
+        state stirs it), and no instant it depended on (:meth:`reached`) has come. Its
+        work would give the same state and no decisions again: the cost of a quiet
+        cluster does not grow with its backlog. (Such statuses are the rule after a wave
+        of binds: each held gang's message quotes the capacity left, and the cycle that
+        observes the binds words it anew.)"""
         self.now = now
         self.cycles += 1
         due = self._wakes.pop_until(now)
         if self.skip_quiet and self._settled and not self._observed and not due:
             return []
-        # Woken only by instants the actions asked about, after a cycle that decided and
-        # changed nothing: the actions before the first whose instant came would do
-        # nothing again (that cycle's state is theirs), so they are passed over.
+        # Woken only by instants the actions asked about, after a settled cycle: the
+        # actions before the first whose instant came would do nothing again (that
+        # cycle's state is theirs), so they are passed over.
         quiet = (self.skip_quiet and self._settled and not self._observed
                  and not self._came(self._next_outside))
         self._observed = self._stirred = False
         self._next_outside = float("inf")
         before = (self._changes, len(self.out))
+        earmarked = dict(self.queues.earmarked)
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         eviction_logic.hold(self, now)
@@ -619,7 +627,8 @@ class Scheduler:
         unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
         out, self.out = self.out, []
-        self._settled = not out and not self._stirred
+        self._settled = (not self._stirred and self.queues.earmarked == earmarked
+                         and all(isinstance(d, _REPORTS) for d in out))
         return out
 
     def _came(self, at: float) -> bool:
@@ -647,6 +656,12 @@ class Scheduler:
                           scoring: Scoring | None = None) -> bool:
         """Place one pod on its own (no gang condition). True if a bind was asked for."""
         return ordinary_logic.place(self, ps, now, reason, scoring)
+
+
+_REPORTS = (SetAppStatus, SetPodGroupStatus, SetQueueStatus)
+"""Decisions that report state (a status that tells of a change of state stirs the
+cycle, see ``status.emit``): a cycle that decides no others, and changes nothing, is
+settled."""
 
 
 def _membership(pod: Pod) -> tuple[object, ...]:

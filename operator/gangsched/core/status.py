@@ -33,12 +33,16 @@ if TYPE_CHECKING:
 
 
 def emit(s: Session, now: float) -> None:
+    """The statuses that changed. One that tells of more than new numbers (see
+    :func:`renumbered`) stirs the cycle: a later cycle may act on what changed."""
     for key in sorted(s.apps):
         rt = s.apps[key]
         if rt.dirty:
             rt.dirty = False
             status = app_status(s, rt)
             if status != rt.last_status:
+                if rt.last_status is None or not renumbered(rt.last_status, status):
+                    s.stir()
                 rt.last_status = status
                 s.out.append(status)
     for gkey in sorted(s.groups):
@@ -47,6 +51,8 @@ def emit(s: Session, now: float) -> None:
             grt.dirty = False
             gstatus = group_status(s, grt)
             if gstatus != grt.last_status:
+                if grt.last_status is None or not renumbered(grt.last_status, gstatus):
+                    s.stir()
                 grt.last_status = gstatus
                 s.out.append(gstatus)
     if s.queues_dirty:
@@ -55,6 +61,38 @@ def emit(s: Session, now: float) -> None:
             if s.queue_status.get(queue.name) != queue:
                 s.queue_status[queue.name] = queue
                 s.out.append(queue)
+
+
+SATISFIED_PHASES = frozenset({"Scheduled", "Running", "Finished"})
+"""PodGroup phases told apart only by what its members' pods report."""
+
+
+def renumbered(old: SetAppStatus | SetPodGroupStatus,
+               new: SetAppStatus | SetPodGroupStatus) -> bool:
+    """Does ``new`` differ from ``old`` only in what is counted or measured from the pods
+    and the nodes (member counts, the numbers in a blocking message, a satisfied
+    PodGroup's phase among Scheduled, Running and Finished)? Then it reports the state
+    the cycle's actions saw, not a change of it: the gang's state, reasons, timers and
+    reservations are the same."""
+    if isinstance(old, SetAppStatus) and isinstance(new, SetAppStatus):
+        return (
+            (old.state, old.reason, old.message, old.queue, old.reserved_nodes,
+             old.reservation_expiry, old.retry_after, old.state_since,
+             old.placeholder_timer_start, old.waiting_since, old.starting_since)
+            == (new.state, new.reason, new.message, new.queue, new.reserved_nodes,
+                new.reservation_expiry, new.retry_after, new.state_since,
+                new.placeholder_timer_start, new.waiting_since, new.starting_since)
+            and [(g.name, g.blocking.reason) for g in old.task_groups]
+            == [(g.name, g.blocking.reason) for g in new.task_groups])
+    if isinstance(old, SetPodGroupStatus) and isinstance(new, SetPodGroupStatus):
+        return (
+            (old.phase == new.phase
+             or (old.phase in SATISFIED_PHASES and new.phase in SATISFIED_PHASES))
+            and (old.reason, old.blocking.reason, old.schedule_start, old.reserved_nodes,
+                 old.reservation_expiry, old.retry_after)
+            == (new.reason, new.blocking.reason, new.schedule_start, new.reserved_nodes,
+                new.reservation_expiry, new.retry_after))
+    return False
 
 
 def app_status(s: Session, rt: AppRuntime) -> SetAppStatus:
