@@ -24,7 +24,8 @@ not cover (``reclaim._hopeless``) or that cannot fit as things are
 (``reclaim._none_may_go``; and before the pool of candidates is made, when no pod of the
 victim queues may: ``reclaim._none_can_go``), or judging again a preemptor of a shape
 already judged since the last plan (``reclaim._shape``: turned off, every preemptor is
-a shape of its own).
+a shape of its own); a GangGroup's preemptor kept while no PodGroup of it and no member
+changes (``preemptors._kept_gang``).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from builders import make_node, make_pod
+from builders import make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core import cluster as core_cluster
-from gangsched.core import preemption, reclaim, registry, shares
+from gangsched.core import preemption, preemptors, reclaim, registry, shares
 from gangsched.core.decisions import BindPod, Decision
-from gangsched.core.model import SchedulerConfig, Scoring
+from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
 from gangsched.core.resources import Resources
 from gangsched.core.runtime import AppRuntime
@@ -75,6 +76,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (reclaim, "_none_can_go"): lambda *args: False,
     (reclaim, "_shape"): lambda s, pre: (pre.key,),
     (reclaim, "_refused"): lambda *args: lambda queue, need: False,
+    (preemptors, "_kept_gang"): lambda *args: None,
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""
 
@@ -274,3 +276,38 @@ def test_under_spread_scoring_the_tally_answers_for_pods_that_fit_nowhere_only()
     _both(run)
     assert [sum(isinstance(d, BindPod) for d in cycle) for cycle in run()] == [3, 0, 1]
     assert placed[0] == 1 and placed[1] == 3  # with the tally, without it
+
+
+def test_a_gangs_preemptor_follows_every_change_of_its_members() -> None:
+    """``for_groups`` keeps what it found of a gang while nothing of it changes: a
+    member bound, a member charged in the core only, a member gone or a new one each
+    show in the next answer, as a fresh look gives it."""
+    w = SimWorld()
+    w.add_group(make_podgroup("pg", 3))
+    for name in ("m0", "m1", "m2", "m3"):
+        w.add_pod(make_pod(name, cpu=64, pod_group="pg"))  # no node can take them
+    s = w.scheduler
+    grt = s.groups[GroupKey("default/pg")]
+
+    def asked() -> list[int]:
+        kept = preemptors.for_groups(s, [grt], 0.0)
+        grt.preemptor = None
+        fresh = preemptors.for_groups(s, [grt], 0.0)
+        counts = [len(p.items) if p is not None else -1 for p in (kept, fresh)]
+        assert counts[0] == counts[1]
+        return counts
+
+    assert asked() == [3, 3]
+    assert preemptors.for_groups(s, [grt], 0.0) is preemptors.for_groups(s, [grt], 0.0)
+    w.add_node(make_node("big", cpu=128))
+    w.add_pod(make_pod("m0", cpu=64, pod_group="pg", node="big", phase=PodPhase.RUNNING))
+    assert asked() == [2, 2]  # one bound: two missing
+    s.charge(s.pods[s.pod_by_name["default/m1"]], "big")  # held in the core only
+    assert asked() == [1, 1]
+    s.uncharge(s.pods[s.pod_by_name["default/m1"]])
+    assert asked() == [2, 2]
+    w.delete("m2")
+    w.delete("m3")
+    assert asked() == [-1, -1]  # two missing, one pending: it cannot complete
+    w.add_pod(make_pod("m4", cpu=64, pod_group="pg"))
+    assert asked() == [2, 2]

@@ -40,6 +40,7 @@ from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
+    from gangsched.core.model import PodGroupSpec
     from gangsched.core.session import Session
 
 BLOCKED = frozenset({"Capacity", "QueueQuota"})
@@ -294,16 +295,81 @@ def app_ask(s: Session, rt: AppRuntime) -> Resources | None:
     return total
 
 
+@dataclass(slots=True)
+class _GangMade:
+    """What :func:`for_groups` found of a gang, kept on its first PodGroup while no
+    group of it changes: the same specs, the same members' versions (bumped as a member
+    joins, leaves, is observed, charged or released), none satisfied or timed out."""
+
+    specs: tuple[PodGroupSpec, ...]
+    versions: tuple[int, ...]
+    wanted: list[tuple[list[PodState], int]] | None
+    """Per group still missing members: its pending members (sorted once the preemptor
+    is made) and how many are missing; None when some group cannot complete."""
+    least: Resources
+    made: Preemptor | None = None
+
+    def current(self, gang: list[GroupRuntime]) -> bool:
+        return (len(self.specs) == len(gang)
+                and all(g.spec is spec and g.members_version == version
+                        for g, spec, version in zip(gang, self.specs, self.versions,
+                                                    strict=True)))
+
+
 def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
                refused: Callable[[str, Resources], bool] | None = None) -> Preemptor | None:
     """A GangGroup that is not satisfied: each group's first pending members up to its
     ``minMember``. None when some group cannot complete (too few members yet), is
     invalid or timed out, or when the groups are in different queues; and, before it is
     built, when ``refused`` (see :func:`find`) refuses the least it can ask: each group's
-    missing members times the least its pending members request of each resource."""
+    missing members times the least its pending members request of each resource.
+
+    What it finds is kept while the gang does not change (:class:`_GangMade`), unless a
+    member's backoff was still running: reclaim asks for every waiting gang in every
+    call."""
     queues = {g.spec.queue for g in gang}
     if len(queues) != 1 or any(g.satisfied or g.timed_out or g.spec.invalid for g in gang):
         return None
+    first = gang[0]
+    found = _kept_gang(gang)
+    if found is None:
+        found = _find_gang(s, gang)
+        if found is None:
+            return None  # a member's backoff runs: asked again when it ends
+        first.preemptor = found
+    wanted = found.wanted
+    if wanted is None:
+        return None
+    if refused is not None and wanted and refused(first.spec.queue, found.least):
+        return None
+    if found.made is None:
+        items: list[Item] = []
+        pending_all: list[PodState] = []
+        for pending, need in wanted:
+            pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+            items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
+            pending_all.extend(pending)
+        found.made = Preemptor(
+            key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
+            queue=first.spec.queue, priority=gang_priority(s, gang),
+            creation=min(g.spec.creation for g in gang), items=items,
+            gangs=frozenset(group_key(g.spec.key) for g in gang), pods=pending_all,
+            owners=frozenset(g.spec.key for g in gang),
+        )
+    return found.made
+
+
+def _kept_gang(gang: list[GroupRuntime]) -> _GangMade | None:
+    """What :func:`for_groups` last found of ``gang``, if it still stands."""
+    found = cast("_GangMade | None", gang[0].preemptor)
+    return found if found is not None and found.current(gang) else None
+
+
+def _find_gang(s: Session, gang: list[GroupRuntime]) -> _GangMade | None:
+    """Each group's pending members and how many it misses (None while a pending
+    member's backoff runs)."""
+    specs = tuple(g.spec for g in gang)
+    versions = tuple(g.members_version for g in gang)
     wanted: list[tuple[list[PodState], int]] = []
     for g in gang:
         placed = 0
@@ -317,25 +383,12 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
         need = g.spec.min_member - placed
         if need <= 0:
             continue
-        if len(pending) < need or any(not s.reached(ps.backoff_until) for ps in pending):
+        if len(pending) < need:
+            return _GangMade(specs, versions, None, Resources.ZERO)
+        if any(not s.reached(ps.backoff_until) for ps in pending):
             return None
         wanted.append((pending, need))
-    first = gang[0]
-    if refused is not None and wanted and refused(first.spec.queue, _least(wanted)):
-        return None
-    items: list[Item] = []
-    pending_all: list[PodState] = []
-    for pending, need in wanted:
-        pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
-        items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
-        pending_all.extend(pending)
-    return Preemptor(
-        key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
-        queue=first.spec.queue, priority=gang_priority(s, gang),
-        creation=min(g.spec.creation for g in gang), items=items,
-        gangs=frozenset(group_key(g.spec.key) for g in gang), pods=pending_all,
-        owners=frozenset(g.spec.key for g in gang),
-    )
+    return _GangMade(specs, versions, wanted, _least(wanted) if wanted else Resources.ZERO)
 
 
 def _least(wanted: list[tuple[list[PodState], int]]) -> Resources:

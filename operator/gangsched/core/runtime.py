@@ -246,7 +246,9 @@ class GroupRuntime:
     restored_reservation: tuple[float, tuple[str, ...]] | None = None
     """See :attr:`AppRuntime.restored_reservation`."""
     members_version: int = 0
-    """Bumped whenever a member pod joins, leaves or is observed."""
+    """Bumped whenever a member pod joins, leaves, is observed, charged or released."""
+    preemptor: object = None
+    """What ``preemptors.for_groups`` last found of the gang this PodGroup leads."""
 
     @property
     def ref(self) -> ObjectRef:

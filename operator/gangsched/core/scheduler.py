@@ -309,6 +309,14 @@ class Scheduler:
                 group.failed_epoch = -1  # a new member: the gang may be complete now
                 group.members_version += 1
 
+    def _group_member_moved(self, ps: PodState) -> None:
+        """A PodGroup member is charged or released: its members' version moves."""
+        key = ps.pod.pod_group
+        if key is not None:
+            group = self.groups.get(key)
+            if group is not None:
+                group.members_version += 1
+
     def _members_changed(self, key: AppKey) -> None:
         app = self.apps.get(key)
         if app is not None:
@@ -392,6 +400,7 @@ class Scheduler:
         self._stirred = True
         self._changes += 1
         ps.node = node
+        self._group_member_moved(ps)
         self.pressure.track(ps)
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
@@ -410,6 +419,7 @@ class Scheduler:
             return
         self._stirred = True
         self._changes += 1
+        self._group_member_moved(ps)
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
         if ps.pod.volumes.any:
             self.volumes.pod_left(ps.uid)
