@@ -25,7 +25,9 @@ not cover (``reclaim._hopeless``) or that cannot fit as things are
 victim queues may: ``reclaim._none_can_go``), or judging again a preemptor of a shape
 already judged since the last plan (``reclaim._shape``: turned off, every preemptor is
 a shape of its own); a GangGroup's preemptor kept while no PodGroup of it and no member
-changes (``preemptors._kept_gang``).
+changes (``preemptors._kept_gang``); a fruitless search not tried again ten seconds
+later when nothing at all changed and no refused eviction came to its end
+(``evictions.unchanged_since``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import pytest
 from builders import make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core import cluster as core_cluster
-from gangsched.core import preemption, preemptors, reclaim, registry, shares
+from gangsched.core import evictions, preemption, preemptors, reclaim, registry, shares
 from gangsched.core.decisions import BindPod, Decision
 from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
@@ -77,6 +79,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (reclaim, "_shape"): lambda s, pre: (pre.key,),
     (reclaim, "_refused"): lambda *args: lambda queue, need: False,
     (preemptors, "_kept_gang"): lambda *args: None,
+    (evictions, "unchanged_since"): lambda *args: False,
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""
 
@@ -208,9 +211,10 @@ def test_preempt_looks_for_preemptors_only_when_some_work_outranks_running_work(
 
 
 def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
-    """A fruitless preemption is tried again ``placeholder_retry`` seconds later: the
-    cycle woken for that runs preempt, not allocate before it (it would find what it
-    found in the last cycle, over the whole backlog); an observation runs both again."""
+    """A fruitless preemption is tried again ``placeholder_retry`` seconds later once
+    anything changed (here a pod observed again at 5.0), and not while nothing does: the
+    cycle woken for the retry runs preempt, not allocate before it (it would find what
+    it found in the last cycle, over the whole backlog); an observation runs both."""
     w = SimWorld(config=SchedulerConfig(actions=("allocate", "preempt")))
     w.add_node(make_node("n0", cpu=2))
     w.add_pod(make_pod("running", cpu=2, preemptible=False))
@@ -228,16 +232,20 @@ def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
     original = registry.ACTIONS
     registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
     try:
-        for now in (1.0, 2.0, 5.0, 11.0):
+        for now in (1.0, 2.0, 3.0):
+            w.step(now)
+        w.add_pod(make_pod("running", cpu=2, preemptible=False))  # observed again
+        for now in (5.0, 11.0, 12.0, 22.0, 40.0):
             w.step(now)
         w.add_pod(make_pod("other", cpu=1))
-        w.step(12.0)
+        w.step(41.0)
     finally:
         registry.ACTIONS = original
     assert calls == [("allocate", 1.0), ("preempt", 1.0),  # the new pod: a fruitless search
                      ("allocate", 2.0), ("preempt", 2.0),  # after a cycle that decided
-                     ("preempt", 11.0),  # 5.0 is quiet; 11.0 is preempt's retry
-                     ("allocate", 12.0), ("preempt", 12.0)]  # a pod observed
+                     ("allocate", 5.0), ("preempt", 5.0),  # 3.0 is quiet; an observation
+                     ("preempt", 11.0),  # the retry, ten seconds after the search at 1.0
+                     ("allocate", 41.0), ("preempt", 41.0)]  # nothing changed after 11.0
 
 
 def test_under_spread_scoring_the_tally_answers_for_pods_that_fit_nowhere_only() -> None:
@@ -311,3 +319,26 @@ def test_a_gangs_preemptor_follows_every_change_of_its_members() -> None:
     assert asked() == [-1, -1]  # two missing, one pending: it cannot complete
     w.add_pod(make_pod("m4", cpu=64, pod_group="pg"))
     assert asked() == [2, 2]
+
+
+def test_a_fruitless_search_is_not_tried_again_while_nothing_changes() -> None:
+    """Ten seconds after a fruitless search, the preemptor may search again only if
+    anything changed since (an observation, a charge, a decision...) or a refused
+    eviction came to its end: otherwise it would read what it read."""
+    w = SimWorld(config=SchedulerConfig(actions=("allocate", "preempt")))
+    w.add_node(make_node("n0", cpu=2))
+    w.add_pod(make_pod("running", cpu=2, preemptible=False))
+    w.step(0.0)
+    w.add_pod(make_pod("waiting", cpu=2, priority=5))
+    for now in (1.0, 2.0, 11.0, 30.0):  # the search, its retry at 11.0, then quiet
+        w.step(now)
+    s = w.scheduler
+    pre = preemptors.build(s, preemptors.pod_key(w.uid_of("waiting")), 30.0)
+    assert pre is not None
+    state = evictions.signature(s, 30.0)
+    assert not evictions.may_try(s, evictions.PREEMPT, pre, 30.0, state)
+    s.evictions.refusals_end.append(25.0)  # an eviction refused until 25.0
+    assert evictions.may_try(s, evictions.PREEMPT, pre, 30.0, state)
+    s.evictions.refusals_end.clear()
+    w.add_pod(make_pod("running", cpu=2, preemptible=False))  # observed again
+    assert evictions.may_try(s, evictions.PREEMPT, pre, 30.0, state)

@@ -107,8 +107,12 @@ class Evictions:
         self.backoff: dict[str, float] = {}
         """Preemptor key -> no new plan before this time."""
         self.refusals: dict[str, int] = {}
-        self.tried: dict[tuple[str, str], tuple[float, tuple[object, ...]]] = {}
-        """(action, preemptor key) -> when and in what state no victims were enough."""
+        self.tried: dict[tuple[str, str], tuple[float, tuple[object, ...], int]] = {}
+        """(action, preemptor key) -> when and in what state no victims were enough, and
+        the session's count of changes then (``Session.changes``)."""
+        self.refusals_end: list[float] = []
+        """When the refused evictions (a PodDisruptionBudget) may be tried again: the
+        only instants at which a search reads something else with nothing changed."""
         self.version = 0
         """Bumped whenever a plan starts or ends (victims marked or released)."""
 
@@ -145,21 +149,34 @@ def signature(s: Session, now: float) -> tuple[object, ...]:
 def may_try(s: Session, action: str, pre: Preemptor, now: float,
             state: tuple[object, ...]) -> bool:
     """No open plan, no backoff, and something changed since the last fruitless search:
-    ``state`` (a :func:`signature`), or what the preemptor asks for; and in any case once
-    ``placeholder_retry`` seconds have passed (refusals expire, states move on)."""
+    ``state`` (a :func:`signature`), or what the preemptor asks for; else, once
+    ``placeholder_retry`` seconds have passed, anything at all (what the signature does
+    not cover: a victim's priority, a node's labels...), or a refused eviction may be
+    tried again. With nothing changed, a search reads what it read and finds nothing
+    again: a quiet cluster does not search every ten seconds."""
     ev = s.evictions
     if pre.key in ev.plans or not s.reached(ev.backoff.get(pre.key, 0.0)):
         return False
     last = ev.tried.get((action, pre.key))
-    if last is None or s.reached(last[0] + s.config.placeholder_retry):
+    if last is None or last[1] != (state, pre.total, pre.priority):
         return True
-    return last[1] != (state, pre.total, pre.priority)
+    if unchanged_since(s, last[0], last[2]):
+        return False
+    return s.reached(last[0] + s.config.placeholder_retry)
+
+
+def unchanged_since(s: Session, when: float, changes: int) -> bool:
+    """Has nothing changed since ``when``, when the session had counted ``changes``, and
+    no refused eviction come to its end?"""
+    return changes == s.changes and not any(
+        when < end and s.reached(end) for end in s.evictions.refusals_end)
 
 
 def fruitless(s: Session, action: str, pre: Preemptor, now: float,
               state: tuple[object, ...]) -> None:
     """No set of victims was enough: do not search again until something changes."""
-    s.evictions.tried[(action, pre.key)] = (now, (state, pre.total, pre.priority))
+    s.evictions.tried[(action, pre.key)] = (now, (state, pre.total, pre.priority),
+                                            s.changes)
 
 
 # --- carrying a plan out --------------------------------------------------------------
@@ -501,6 +518,10 @@ def eviction_failed(s: Session, obs: EvictionFailed) -> None:
     if ps is not None:
         ps.evict_refused_until = s.now + delay
         ps.evicting = None
+        ends = ev.refusals_end
+        ends.append(ps.evict_refused_until)
+        if len(ends) > 256:
+            del ends[:len(ends) - 256]  # a search older than these was tried again since
     _end(s, plan, release_victims=True)
     what = f"pod {ps.pod.ref}" if ps is not None else f"pod uid {obs.uid}"
     why = "a PodDisruptionBudget forbids it" if obs.code == 429 else "the request failed"

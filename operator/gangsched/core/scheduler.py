@@ -158,6 +158,9 @@ class Scheduler:
         self._changes = 0
         """Counts observations, charges, releases, pending changes and stirs."""
         self._kept: dict[str, tuple[tuple[int, int, int], object]] = {}
+        self._decided = 0
+        """Decisions other than statuses, counted up to :attr:`_scanned` of this cycle's."""
+        self._scanned = 0
         self._action: str | None = None
         """The action running, if any (the instants it asks about are its own)."""
         self._next_for: dict[str, float] = {}
@@ -579,6 +582,21 @@ class Scheduler:
         self._stirred = True
         self._changes += 1
 
+    @property
+    def changes(self) -> int:
+        """Observations, charges, releases, pending changes, stirs and decisions other
+        than statuses, counted since the start (a status that tells of a change of state
+        stirs): while the count stands, the core's state is as it was."""
+        self._count_decided()
+        return self._changes + self._decided
+
+    def _count_decided(self) -> None:
+        out = self.out
+        for index in range(self._scanned, len(out)):
+            if not isinstance(out[index], _REPORTS):
+                self._decided += 1
+        self._scanned = len(out)
+
     def kept(self, name: str, compute: Callable[[], T]) -> T:
         """``compute()``, or what it gave last in this cycle when nothing was observed,
         charged, released, stirred, made pending or decided since. (The instants the
@@ -636,7 +654,9 @@ class Scheduler:
         group_logic.progress(self, now)
         unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
+        self._count_decided()  # before the cycle's decisions go
         out, self.out = self.out, []
+        self._scanned = 0
         self._settled = (not self._stirred and self.queues.earmarked == earmarked
                          and all(isinstance(d, _REPORTS) for d in out))
         return out

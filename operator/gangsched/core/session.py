@@ -81,6 +81,13 @@ class Session(Protocol):
         """The cycle changed state that a later cycle acts on, without a decision."""
         ...
 
+    @property
+    def changes(self) -> int:
+        """How many changes the core has seen or made so far (observations, charges,
+        releases, pending pods, stirs, and decisions other than statuses): the same
+        count means the same state."""
+        ...
+
     def kept(self, name: str, compute: Callable[[], T]) -> T:
         """``compute()``, reused within a cycle while nothing has changed since."""
         ...
