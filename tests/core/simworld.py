@@ -4,7 +4,8 @@
 * ``fail_binds``: the next bind of a named pod fails with an HTTP code (409: someone else
   bound it already, and it is bound; 404: the pod is gone; other codes: nothing happened);
 * ``restart``: a fresh core is fed the world as it stands, with the statuses the old core
-  last wrote, as the operator does after a restart.
+  last wrote, as the operator does after a restart;
+* :func:`actions_run`: which actions the cycles in a block ran, and when.
 
 Only the world's public API is used, so the simulator can change underneath.
 """
@@ -12,8 +13,10 @@ Only the world's public API is used, so the simulator can change underneath.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
+from gangsched.core import registry
 from gangsched.core.decisions import BindPod, Decision, DeletePod, EvictPod
 from gangsched.core.model import (
     AppKey,
@@ -37,6 +40,7 @@ from gangsched.core.observations import (
     QueueObserved,
 )
 from gangsched.core.scheduler import Scheduler
+from gangsched.core.session import Session
 from gangsched.sim.world import World
 
 
@@ -172,3 +176,23 @@ class SimWorld(World):
 
     def bound_names(self) -> set[str]:
         return {p.name for p in self.pods.values() if p.node_name is not None}
+
+
+@contextmanager
+def actions_run() -> Iterator[list[tuple[str, float]]]:
+    """The actions the cycles in the block ran, each with the cycle's instant, in order."""
+    calls: list[tuple[str, float]] = []
+    actions = dict(registry.ACTIONS)
+
+    def spy(name: str) -> Callable[[Session, float], None]:
+        def run(s: Session, now: float) -> None:
+            calls.append((name, now))
+            actions[name](s, now)
+        return run
+
+    original = registry.ACTIONS
+    registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
+    try:
+        yield calls
+    finally:
+        registry.ACTIONS = original

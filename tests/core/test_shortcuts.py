@@ -40,7 +40,7 @@ import pytest
 from builders import make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core import cluster as core_cluster
-from gangsched.core import evictions, preemption, preemptors, reclaim, registry, shares
+from gangsched.core import evictions, preemption, preemptors, reclaim, shares
 from gangsched.core.decisions import BindPod, Decision
 from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
@@ -50,7 +50,7 @@ from gangsched.core.scheduler import Scheduler
 from gangsched.core.session import Session
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from simworld import SimWorld
+from simworld import SimWorld, actions_run
 from test_action_properties import CONFIGS as ACTION_CONFIGS
 from test_action_properties import ActionRunner
 from test_action_properties import ops as action_ops
@@ -220,18 +220,7 @@ def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
     w.add_pod(make_pod("running", cpu=2, preemptible=False))
     w.step(0.0)
     w.add_pod(make_pod("waiting", cpu=2, priority=5))
-    calls: list[tuple[str, float]] = []
-    actions = dict(registry.ACTIONS)
-
-    def spy(name: str) -> Callable[[Session, float], None]:
-        def run(s: Session, now: float) -> None:
-            calls.append((name, now))
-            actions[name](s, now)
-        return run
-
-    original = registry.ACTIONS
-    registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
-    try:
+    with actions_run() as calls:
         for now in (1.0, 2.0, 3.0):
             w.step(now)
         w.add_pod(make_pod("running", cpu=2, preemptible=False))  # observed again
@@ -239,8 +228,6 @@ def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
             w.step(now)
         w.add_pod(make_pod("other", cpu=1))
         w.step(41.0)
-    finally:
-        registry.ACTIONS = original
     assert calls == [("allocate", 1.0), ("preempt", 1.0),  # the new pod: a fruitless search
                      ("allocate", 2.0), ("preempt", 2.0),  # after a cycle that decided
                      ("allocate", 5.0), ("preempt", 5.0),  # 3.0 is quiet; an observation

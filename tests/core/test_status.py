@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 import pytest
 from builders import (
@@ -16,7 +15,7 @@ from builders import (
     make_queue,
     res,
 )
-from gangsched.core import registry, status
+from gangsched.core import status
 from gangsched.core.decisions import (
     BindPod,
     BlockingReason,
@@ -29,8 +28,7 @@ from gangsched.core.decisions import (
 )
 from gangsched.core.model import AppKey, GroupKey, PodPhase
 from gangsched.core.naming import label_value, placeholder_name
-from gangsched.core.session import Session
-from simworld import SimWorld
+from simworld import SimWorld, actions_run
 
 
 def test_app_status_counts_through_a_gang_life() -> None:
@@ -138,23 +136,10 @@ def test_a_held_gangs_new_numbers_settle_the_cycle_that_writes_them() -> None:
     w.add_pod(make_pod("busy", cpu=1, node="n0", phase=PodPhase.RUNNING))
     w.add_app(make_app("spark", make_group("exec", 2, cpu=8)))  # 16 cpu of the 15 left
     w.add_pod(make_pod("p", cpu=1))
-    ran: list[tuple[str, float]] = []
-    actions = dict(registry.ACTIONS)
-
-    def spy(name: str) -> Callable[[Session, float], None]:
-        def run(s: Session, now: float) -> None:
-            ran.append((name, now))
-            actions[name](s, now)
-        return run
-
-    original = registry.ACTIONS
-    registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
-    try:
+    with actions_run() as ran:
         first = w.step(0.0)
         second = w.step(1.0)  # observes p's bind
         later = [w.step(now) for now in (2.0, 3.0)]
-    finally:
-        registry.ACTIONS = original
     assert any(isinstance(d, BindPod) for d in first)
     assert second and all(isinstance(d, SetAppStatus) for d in second)
     assert "has cpu=15," in first_message(first)
