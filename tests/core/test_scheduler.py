@@ -19,7 +19,15 @@ from builders import (
     make_queue,
     res,
 )
-from gangsched.core.decisions import BindPod, EvictPod, PodPending, RecordEvent
+from gangsched.core.decisions import (
+    BindPod,
+    EventType,
+    EvictPod,
+    ObjectRef,
+    PodPending,
+    RecordEvent,
+    SetQueueStatus,
+)
 from gangsched.core.model import AppKey, GroupKey, PodUID, SchedulerConfig, SortPolicy
 from gangsched.core.observations import (
     AppGone,
@@ -30,6 +38,7 @@ from gangsched.core.observations import (
     PodObserved,
     QueueGone,
 )
+from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
 from simworld import SimWorld
 
@@ -368,3 +377,26 @@ def test_queues_waiting_together_share_the_room_in_one_cycle(first: str, second:
         w.step(float(t))
     assert not [d for d in w.decisions if isinstance(d, EvictPod)]
     assert w.bound_names() == bound
+
+
+def test_the_count_of_changes_follows_decisions_but_not_statuses() -> None:
+    """``Scheduler.changes`` moves with every decision other than a status (a status that
+    tells of a change of state stirs, which counts), and a decision taken back from the
+    cycle's list leaves the count no lower."""
+    s = Scheduler()
+    target = ObjectRef("Pod", "default", "p", "u")
+    base = s.changes
+    s.out.append(SetQueueStatus("root", Resources.ZERO, Resources.ZERO, Resources.ZERO, None,
+                                Resources.ZERO, {}))
+    assert s.changes == base
+    s.event(target, EventType.NORMAL, "Seen", "one")
+    assert s.changes == base + 1
+    del s.out[1:]  # taken back
+    s.event(target, EventType.NORMAL, "Seen", "two")
+    s.event(target, EventType.NORMAL, "Seen", "three")
+    assert s.changes >= base + 3
+    counted = s.changes
+    s.stir()
+    assert s.changes == counted + 1
+    s.cycle(1.0)
+    assert s.changes >= counted + 1

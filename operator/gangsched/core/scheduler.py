@@ -161,6 +161,7 @@ class Scheduler:
         self._decided = 0
         """Decisions other than statuses, counted up to :attr:`_scanned` of this cycle's."""
         self._scanned = 0
+        self._last_scanned: Decision | None = None
         self._action: str | None = None
         """The action running, if any (the instants it asks about are its own)."""
         self._next_for: dict[str, float] = {}
@@ -592,10 +593,14 @@ class Scheduler:
 
     def _count_decided(self) -> None:
         out = self.out
-        for index in range(self._scanned, len(out)):
+        start = self._scanned
+        if start and (start > len(out) or out[start - 1] is not self._last_scanned):
+            start = 0  # decisions were taken back: count them all again (more is safer)
+        for index in range(start, len(out)):
             if not isinstance(out[index], _REPORTS):
                 self._decided += 1
         self._scanned = len(out)
+        self._last_scanned = out[-1] if out else None
 
     def kept(self, name: str, compute: Callable[[], T]) -> T:
         """``compute()``, or what it gave last in this cycle when nothing was observed,
