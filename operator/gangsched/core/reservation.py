@@ -77,8 +77,8 @@ def expected_placeholders(rt: AppRuntime) -> list[tuple[str, str, int]]:
 
 def members(s: Session, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]:
     """(placeholders, real pods) of the app, in a defined order: sorted again only after
-    a member joined, left or was observed (enqueue, allocate, reclaim and the status all
-    ask, every cycle, for every waiting gang)."""
+    a member joined, left, was observed, charged or released (enqueue, allocate, reclaim
+    and the status all ask, every cycle, for every waiting gang)."""
     kept = rt.members
     if kept is not None and kept[0] == rt.members_version:
         return list(kept[1]), list(kept[2])

@@ -190,7 +190,8 @@ class AppRuntime:
     """The state move event of this app in cycle N: (N, its place in the cycle's
     decisions, the states, the messages, a warning), merged with a further move in N."""
     members_version: int = 0
-    """Bumped whenever a member pod joins, leaves or is observed (see :attr:`members`)."""
+    """Bumped whenever a member pod joins, leaves, is observed, charged or released (see
+    :attr:`members`)."""
     members: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None
     """(:attr:`members_version`, placeholders, real pods) in their order, as
     ``reservation.members`` last sorted them."""

@@ -305,34 +305,34 @@ class Scheduler:
             return
         if pod.app is not None:
             self.app_members.setdefault(pod.app, set()).add(pod.uid)
-            self._members_changed(pod.app)
         if pod.pod_group is not None:
             self.group_members.setdefault(pod.pod_group, set()).add(pod.uid)
             group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.failed_epoch = -1  # a new member: the gang may be complete now
-                group.members_version += 1
+        self._member_moved(ps)
 
-    def _group_member_moved(self, ps: PodState) -> None:
-        """A PodGroup member is charged or released: its members' version moves."""
-        key = ps.pod.pod_group
-        if key is not None:
-            group = self.groups.get(key)
+    def _member_moved(self, ps: PodState) -> None:
+        """A member of an Application or PodGroup joined, left, was observed, charged or
+        released: its gang's members' version moves (what is kept of the members,
+        see ``reservation.members`` and ``preemptors.for_groups``, is made again)."""
+        pod = ps.pod
+        if pod.app is not None:
+            app = self.apps.get(pod.app)
+            if app is not None:
+                app.members_version += 1
+        if pod.pod_group is not None:
+            group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.members_version += 1
 
-    def _members_changed(self, key: AppKey) -> None:
-        app = self.apps.get(key)
-        if app is not None:
-            app.members_version += 1
-
     def _leave(self, ps: PodState) -> None:
         pod = ps.pod
+        self._member_moved(ps)
         if pod.app is not None:
             members = self.app_members.get(pod.app)
             if members is not None:
                 members.discard(pod.uid)
-            self._members_changed(pod.app)
             app = self.apps.get(pod.app)
             if app is not None and pod.uid in app.assumed:
                 reservation_logic.unassume(self, ps)
@@ -343,8 +343,6 @@ class Scheduler:
             if group_members is not None:
                 group_members.discard(pod.uid)
             group = self.groups.get(pod.pod_group)
-            if group is not None:
-                group.members_version += 1
             if group is not None and pod.uid in group.assumed:
                 group_logic.unassume(self, ps)
                 if pod.node_name is None:
@@ -404,7 +402,7 @@ class Scheduler:
         self._stirred = True
         self._changes += 1
         ps.node = node
-        self._group_member_moved(ps)
+        self._member_moved(ps)
         self.pressure.track(ps)
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
@@ -423,7 +421,7 @@ class Scheduler:
             return
         self._stirred = True
         self._changes += 1
-        self._group_member_moved(ps)
+        self._member_moved(ps)
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
         if ps.pod.volumes.any:
             self.volumes.pod_left(ps.uid)
@@ -501,12 +499,11 @@ class Scheduler:
             app = self.apps.get(pod.app)
             if app is not None:
                 app.dirty = True
-                app.members_version += 1
         if pod.pod_group is not None:
             group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.dirty = True
-                group.members_version += 1
+        self._member_moved(ps)
         self.queues_dirty = True
 
     # --- decisions -----------------------------------------------------------------------

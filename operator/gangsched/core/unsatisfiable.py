@@ -89,13 +89,12 @@ class Verdicts:
     fits: dict[tuple[Constraints, Resources], _Fit] = field(default_factory=dict)
     judged_apps: dict[AppKey, tuple[tuple[object, ...], dict[str, BlockingReason]]] = field(
         default_factory=dict)
-    """Per gang, what its verdict was computed from (its spec; a PodGroup's active
-    members' pods, in order) and the verdict: judged again only when one of them is
-    replaced or the node facts change."""
-    judged_groups: dict[GroupKey, tuple[tuple[object, ...], BlockingReason | None]] = field(
-        default_factory=dict)
-    """(its spec, its members' version, its active members' pods in order) and the
-    verdict: the members are walked again only when the version moved."""
+    """Per Application, what its verdict was computed from (its spec) and the verdict:
+    judged again only when the spec is replaced or the node facts change."""
+    judged_groups: dict[GroupKey, tuple[tuple[PodGroupSpec, int], BlockingReason | None]] = (
+        field(default_factory=dict))
+    """(its spec, its members' version) and the verdict: the members are walked again
+    only when either moved."""
 
     def app_blocking(self, key: AppKey, group: str) -> BlockingReason | None:
         """The verdict on a task group of an Application (the gang's, else the group's)."""
@@ -258,15 +257,11 @@ def _group_verdict(s: Session, v: Verdicts, rt: GroupRuntime) -> BlockingReason 
     spec = rt.spec
     known = v.judged_groups.get(spec.key)
     if known is not None and known[0][0] is spec and known[0][1] == rt.members_version:
-        return known[1]  # no member joined, left or was observed since
+        return known[1]  # no member joined, left, was observed, charged or released since
     active = [ps for ps in (s.pods[uid] for uid in s.group_members.get(spec.key, ()))
               if ps.pod.active]
-    inputs = (spec, *(ps.pod for ps in active))
-    if known is not None and _same(known[0][2:], inputs[1:]) and known[0][0] is spec:
-        verdict = known[1]
-    else:
-        verdict = _judge_group(s, v, spec, active)
-    v.judged_groups[spec.key] = ((spec, rt.members_version, *inputs[1:]), verdict)
+    verdict = _judge_group(s, v, spec, active)
+    v.judged_groups[spec.key] = ((spec, rt.members_version), verdict)
     return verdict
 
 
