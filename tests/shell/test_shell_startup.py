@@ -23,7 +23,7 @@ from gangsched.shell.client import Connection, KubeClient
 from gangsched.shell.main import FIRST_LISTS
 from gangsched.shell.runtime import Runtime
 from gangsched.shell.settings import OperatorSettings
-from shellkit import FakeClock, OperatorUnderTest, new_cluster, pod, wait_for
+from shellkit import FakeClock, OperatorUnderTest, condition, new_cluster, pod, wait_for
 
 
 def lists_of(api: FakeApiServer, path: str) -> list[dict[str, str]]:
@@ -168,3 +168,65 @@ async def test_a_cycle_that_ends_after_the_lease_is_lost_binds_nothing(
         assert op.runtime.binds.done == 0 and op.runtime.cycles == 0
     finally:
         await op.kill()
+
+
+async def test_a_long_cycles_first_binds_do_not_wait_for_its_end(
+        fake_api_factory: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The binds a cycle has decided are carried out while it still works (see
+    :mod:`gangsched.shell.early`): here the first cycle is held after its allocation,
+    and its bind is served meanwhile; the pending report after it too. A placeholder
+    creation stops that: what follows it waits for the cycle's end."""
+    from gangsched.core import registry
+
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=1)
+    api.create(pod("fits", cpu="1"))
+    api.create(pod("too-big", cpu="64"))
+    inside, go = threading.Event(), threading.Event()
+    held: list[bool] = []
+    run = registry.run
+
+    def holding(s: Any, names: Any, now: float) -> None:
+        run(s, names, now)
+        if "allocate" in tuple(names) and not held:
+            inside.set()
+            held.append(go.wait(timeout=10))
+
+    monkeypatch.setattr(registry, "run", holding)
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), leader_election=False).start()
+    try:
+        await wait_for(inside.is_set, what="the first cycle held after allocate")
+        await wait_for(lambda: _node_of(api, "fits"), what="the bind served mid-cycle")
+        await wait_for(lambda: condition(api.try_get("pods", "default", "too-big"),
+                                         "PodScheduled").get("reason") == "Unschedulable",
+                       what="the pending report written mid-cycle")
+        assert not held  # the cycle is still under way
+        go.set()
+        await wait_for(lambda: held, what="the cycle let go")
+        assert held == [True]
+    finally:
+        go.set()
+        await op.kill()
+
+
+def test_early_decisions_stop_at_the_first_that_must_wait() -> None:
+    """Only a prefix of binds (without volume writes) and pending reports is given out
+    early; everything from the first other decision on waits, and the rest of the
+    cycle's list is what was not given out, in order."""
+    from gangsched.core.decisions import BindPod, CreatePlaceholder, PodPending
+    from gangsched.core.resources import Resources
+    from gangsched.shell.early import Early
+
+    bind = BindPod("u1", "default", "a", "n1", "Scheduled", ())
+    pending = PodPending("u2", "default", "b", "Capacity", "no room", True)
+    create = CreatePlaceholder("default/app", "g", 0, "ph-0", "default", Resources.ZERO)
+    later = BindPod("u3", "default", "c", "n1", "Scheduled", ())
+    out: list[Any] = [bind]
+    early = Early(out)
+    assert early.ready() == [bind]
+    out.extend([pending, create, later])
+    assert early.ready() == [pending]
+    assert early.ready() == []  # stopped at the creation: ``later`` waits too
+    out[:] = [d for d in out if d is not create]  # the core takes a creation back
+    assert early.ready() == []
+    assert early.rest(out) == [later]
+    assert Early([]).rest(out) == out

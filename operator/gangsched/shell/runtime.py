@@ -80,6 +80,7 @@ from gangsched.core.observations import (
 from gangsched.core.scheduler import Scheduler
 from gangsched.shell import leader, logs
 from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.shell.early import STREAM_EVERY, Early
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.health import Health
@@ -690,17 +691,28 @@ class Runtime:
         touches the core once the first cycle starts; the loop hands it the batch and
         the clock's ``now`` and gets the decisions back. A replica that lost the Lease
         while its core worked carries none of them out.
+
+        A long cycle's first binds do not wait for its end (:class:`Early`): every
+        :data:`STREAM_EVERY` seconds while the core works, the binds and pending reports
+        it has decided so far are carried out, as long as nothing else came before them.
         """
         started = time.perf_counter()
         batch, self.inbox = self.inbox, []
         now = self.clock()
-        decisions = await asyncio.get_running_loop().run_in_executor(
+        early = Early(self.scheduler.out)  # the list this cycle's decisions go to
+        future = asyncio.get_running_loop().run_in_executor(
             self.core_thread, self.decide, batch, now)
+        while not future.done():
+            await asyncio.wait({future}, timeout=STREAM_EVERY)
+            if not future.done() and self.leading.is_set():
+                for decision in early.ready():
+                    self._dispatch(decision, now)
+        decisions = future.result()
         if not self.leading.is_set():
             return []
         self.cycles += 1
         self.decisions += len(decisions)
-        for decision in decisions:
+        for decision in early.rest(decisions):
             self._dispatch(decision, now)
         for report in self.pending.due(now):
             self._report_pending(report, now)
