@@ -22,6 +22,8 @@ Start-up, in the order the first binds need things:
    of CPU from bytecode, during which the API server prepares the pages);
 3. the runtime lists (reading those pages, then the rest) and schedules. A replica that
    elects a leader asks for all its lists at once when it holds the Lease.
+4. the first cycle's binds are carried out as the core decides them, not at its end
+   (:mod:`gangsched.shell.early`, with :data:`SWITCH_INTERVAL`).
 
 Python's cyclic garbage collector is paused until then too: start-up makes hundreds of
 thousands of objects that live on (modules, then the cluster's state) and next to no
