@@ -92,6 +92,45 @@ def test_pending_reasons_are_sent_only_when_they_change() -> None:
     assert len([d for d in w.decisions if isinstance(d, PodPending)]) == 1
 
 
+class _Appends(list):  # type: ignore[type-arg]
+    """A decision list that remembers every decision appended to it, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.appended: list[object] = []
+
+    def append(self, item: object) -> None:
+        self.appended.append(item)
+        super().append(item)
+
+    def extend(self, items: object) -> None:
+        for item in items:  # type: ignore[attr-defined]
+            self.append(item)
+
+
+def test_a_cycle_returns_its_list_and_moves_no_bind_nor_pending_report() -> None:
+    """What the shell reads while a cycle runs (``Scheduler.out``, see
+    ``gangsched.shell.early``): the cycle returns that very list, and every bind and
+    pending report appended to it stays there, in the order it was appended."""
+    w = SimWorld()
+    w.add_node(make_node("n", cpu=3))
+    w.add_app(make_app("a", make_group("g", 2)))
+    w.add_pod(make_pod("r0", app="a", task_group="g"))
+    w.add_pod(make_pod("r1", app="a", task_group="g"))
+    w.add_pod(make_pod("plain"))
+    w.add_pod(make_pod("big", cpu=8))
+    kept: list[object] = []
+    for now in range(4):
+        out = w.scheduler.out = _Appends()
+        decisions = w.step(float(now))
+        assert decisions is out
+        watched = [d for d in out.appended if isinstance(d, (BindPod, PodPending))]
+        assert [d for d in decisions if isinstance(d, (BindPod, PodPending))] == watched
+        kept += watched
+    assert any(isinstance(d, BindPod) for d in kept)
+    assert any(isinstance(d, PodPending) for d in kept)
+
+
 # --- bind failures -----------------------------------------------------------------------
 
 

@@ -133,6 +133,11 @@ class Scheduler:
         self.cycles = 0
         """Cycles run so far."""
         self.out: list[Decision] = []
+        """The cycle's decisions, appended as they are made; :meth:`cycle` returns this
+        list itself and starts a new one. The shell reads it while the cycle runs (on
+        another thread, ``gangsched.shell.early``), so a decision once appended is never
+        removed nor moved, but for two kinds: a placeholder creation taken back
+        (``placeholders``) and an event rewritten in its place (``apps.move``)."""
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
         self.node_reservation: NodeReservation | None = None
@@ -629,7 +634,8 @@ class Scheduler:
         self.cycles += 1
         due = self._wakes.pop_until(now)
         if self.skip_quiet and self._settled and not self._observed and not due:
-            return []
+            out, self.out = self.out, []  # (empty: only a cycle decides)
+            return out
         # Woken only by instants the actions asked about, after a settled cycle: the
         # actions before the first whose instant came would do nothing again (that
         # cycle's state is theirs), so they are passed over.

@@ -15,8 +15,9 @@ Why that prefix is safe:
 
 * Nothing in it changes later. The core only ever takes back placeholder creations from
   the list (``placeholders._take_back_creations``, which keeps the others in order) and
-  rewrites events in place (``apps.move``, merging an application's moves): neither kind
-  is in the prefix, and what comes before the first of them keeps its place.
+  rewrites events in place (``apps.move``, merging an application's moves), as
+  ``Scheduler.out`` promises: neither kind is in the prefix, and what comes before the
+  first of them keeps its place.
 * Nothing in it needs a decision that comes after it. A bind whose volumes must be
   written first carries them (``BindPod.volumes``) or is preceded by other decisions
   (PreBind's, a gang's ``BindGang``): such binds end the prefix.
@@ -67,10 +68,6 @@ class Early:
         return found
 
     def rest(self, decisions: list[Decision]) -> list[Decision]:
-        """The cycle's decisions (the list it returned) not given out yet, in order."""
-        if not self.given:
-            return decisions
-        if decisions is self.out:
-            return decisions[self.given:]
-        given = {id(d) for d in self.out[:self.given]}  # (never: the core hands ``out`` back)
-        return [d for d in decisions if id(d) not in given]
+        """The cycle's decisions not given out yet, in order: ``decisions`` is the list
+        the cycle returned, which is ``out`` itself (``Scheduler.out``)."""
+        return decisions[self.given:]
