@@ -59,7 +59,7 @@ def test_an_application_is_admitted_only_when_its_minimum_fits(
         assert w.pending_reason("a-0") == "WaitingForGang"
 
 
-def test_a_held_application_says_how_much_is_missing() -> None:
+def test_a_held_application_says_what_it_needs_and_what_is_short() -> None:
     w = world(4)  # 2 of 4 cpu used: a 3-cpu gang could fit the nodes, but not now
     w.add_pod(make_pod("other", cpu=2, memory="0", node="n0"))
     app = make_app("a", make_group("g", 3), queue="q")
@@ -68,12 +68,28 @@ def test_a_held_application_says_how_much_is_missing() -> None:
     blocking = w.app_status[app.key].task_groups[0].blocking
     assert blocking.reason == "Capacity"
     assert blocking.message == (
-        "the cluster has cpu=2, memory=32Gi, pods=109 left for new gangs (allocatable - used "
-        "- none still needed by enqueued gangs); the gang needs cpu=3, memory=3Gi, pods=3, "
-        "short of cpu=1")
-    assert dict(blocking.details) == {"needed": "cpu=3, memory=3Gi, pods=3",
-                                      "free": "cpu=2, memory=32Gi, pods=109",
-                                      "committed": "none", "overcommitFactor": "1"}
+        "the cluster's capacity left for new gangs (allocatable - used - what enqueued gangs "
+        "still need) is short of cpu; the gang needs cpu=3, memory=3Gi, pods=3")
+    assert dict(blocking.details) == {"needed": "cpu=3, memory=3Gi, pods=3", "short": "cpu",
+                                      "overcommitFactor": "1"}
+
+
+def test_a_held_gangs_status_is_not_reworded_as_capacity_moves() -> None:
+    """How much is left moves with every bind and every pod that ends; a held gang's
+    status (and its write to the API server) changes only when what it waits for does."""
+    w = world(4)
+    w.add_pod(make_pod("other", cpu=2, memory="0", node="n0"))
+    app = make_app("a", make_group("g", 3), queue="q")
+    w.add_app(app)
+    w.settle(0)
+    before = w.app_status[app.key]
+    w.add_pod(make_pod("more", cpu=1, memory="1Gi", node="n0"))  # less left, still short
+    w.settle(1)
+    assert w.app_status[app.key] is before
+    w.delete("more")
+    w.delete("other")  # now it fits
+    w.settle(2)
+    assert w.app_status[app.key].reserved == "3/3"
 
 
 def test_what_an_enqueued_gang_still_needs_is_not_promised_twice() -> None:
@@ -86,7 +102,7 @@ def test_what_an_enqueued_gang_still_needs_is_not_promised_twice() -> None:
     w.step(0)
     assert created(w, first.key) == 3 and created(w, second.key) == 0
     blocking = w.app_status[second.key].task_groups[0].blocking
-    assert blocking.details["committed"] == "cpu=3, memory=3Gi, pods=3"
+    assert (blocking.reason, blocking.details["short"]) == ("Capacity", "cpu")
 
 
 def test_a_held_gang_is_admitted_as_soon_as_room_appears() -> None:

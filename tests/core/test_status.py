@@ -126,24 +126,28 @@ def test_label_values_are_valid_and_unique() -> None:
     assert len(label_value("x" * 100)) <= 63
 
 
-def test_a_held_gangs_new_numbers_settle_the_cycle_that_writes_them() -> None:
-    """enqueue words a held gang's message before allocate binds: the cycle that
-    observes the binds writes the new numbers, and that is all it does; the cycles after
-    it are skipped (they would find the same), until something is observed."""
+def test_new_numbers_settle_the_cycle_that_writes_them() -> None:
+    """The cycle that observes a wave of binds counts them in their gangs' statuses (a
+    satisfied PodGroup's members running) and that is all it does; the cycles after it
+    are skipped (they would find the same), until something is observed. A held gang's
+    status says nothing that the binds move: it is not written again."""
     w = SimWorld()
     for name in ("n0", "n1"):
         w.add_node(make_node(name, cpu=8))
     w.add_pod(make_pod("busy", cpu=1, node="n0", phase=PodPhase.RUNNING))
     w.add_app(make_app("spark", make_group("exec", 2, cpu=8)))  # 16 cpu of the 15 left
-    w.add_pod(make_pod("p", cpu=1))
+    w.add_group(make_podgroup("pg", 2))
+    for index in range(2):
+        w.add_pod(make_pod(f"pg-{index}", cpu=1, pod_group="pg"))
     with actions_run() as ran:
         first = w.step(0.0)
-        second = w.step(1.0)  # observes p's bind
+        second = w.step(1.0)  # observes the binds
         later = [w.step(now) for now in (2.0, 3.0)]
-    assert any(isinstance(d, BindPod) for d in first)
-    assert second and all(isinstance(d, SetAppStatus) for d in second)
-    assert "has cpu=15," in first_message(first)
-    assert "has cpu=14," in first_message(second)
+    assert sum(isinstance(d, BindPod) for d in first) == 2
+    held = first_message(first)
+    assert "short of cpu; the gang needs cpu=16," in held
+    assert second and all(isinstance(d, SetPodGroupStatus) for d in second)
+    assert [d.running for d in second if isinstance(d, SetPodGroupStatus)] == [2]
     assert later == [[], []]
     assert {now for _, now in ran} == {0.0, 1.0}
 

@@ -17,7 +17,8 @@ The minimum of an Application is the sum over its task groups of ``minMember`` x
 its ``minResources`` plus one pod slot per ``minMember`` (a GangGroup enters as one).
 
 Held, an Application stays ``Accepted`` with no placeholders, and each task group's
-``blockingReason`` says why (``QueueQuota`` or ``Capacity``, with the numbers); a PodGroup
+``blockingReason`` says why (``QueueQuota`` with the numbers, or ``Capacity`` with what
+the gang needs and the resources short of it, see :func:`capacity_reason`); a PodGroup
 stays ``Pending`` with reason ``NotEnqueued`` and its ``blockingReason``, and no member is
 assumed. Cluster autoscalers scale up for pods with ``PodScheduled=False`` reason
 ``Unschedulable``: a held PodGroup's pending members are marked so, with the gang's
@@ -74,7 +75,6 @@ class Budget:
 
     left: Resources
     factor: float
-    committed: Resources
 
     @classmethod
     def of(cls, s: Session) -> Budget:
@@ -86,29 +86,41 @@ class Budget:
             committed = committed + group.earmark
         factor = s.config.overcommit_factor
         left = free + _scaled(total, factor) - total - committed
-        return cls(left, factor, committed)
+        return cls(left, factor)
 
     def blocking(self, needed: Resources) -> BlockingReason | None:
-        """None when ``needed`` fits what is left; else why not, with the numbers."""
+        """None when ``needed`` fits what is left; else why not: what the gang needs and
+        which resources fall short, not how much is left (see :func:`capacity_reason`)."""
         if needed.fits_in(self.left):
             return None
-        left = self.left.clamp_non_negative()
-        short = needed.shortfall(left)
-        over = f" x {self.factor:g}" if self.factor != 1.0 else ""
-        message = (f"the cluster has {left.format_short()} left for new gangs (allocatable"
-                   f"{over} - used - {self.committed.format_short()} still needed by enqueued "
-                   f"gangs); the gang needs {needed.format_short()}, short of "
-                   f"{short.format_short()}")
-        return BlockingReason("Capacity", message, {
-            "needed": needed.format_short(),
-            "free": left.format_short(),
-            "committed": self.committed.format_short(),
-            "overcommitFactor": f"{self.factor:g}",
-        })
+        return capacity_reason(needed, needed.shortfall(self.left.clamp_non_negative()),
+                               self.factor)
 
     def take(self, amount: Resources) -> None:
         self.left = self.left - amount
-        self.committed = self.committed + amount
+
+
+def capacity_reason(needed: Resources, short: Resources, factor: float) -> BlockingReason:
+    """Why a gang is held for the cluster's capacity: what it needs and the names of the
+    resources short of it.
+
+    How much is left, and how much the enqueued gangs still need, move with every bind
+    and every pod that ends. Quoted here they would reword every held gang's status, and
+    its pending members' conditions, whenever anything starts or ends: a write per held
+    gang to the API server for each change of capacity, however deep the backlog. What
+    the gang needs and which resources are short change only with the gang or a real
+    change of the cluster's shape. The numbers behind them are the Queues' (allocated,
+    pending) and the nodes'."""
+    names = ", ".join(sorted(name for name, _ in short.items()))
+    over = f" x {factor:g}" if factor != 1.0 else ""
+    message = (f"the cluster's capacity left for new gangs (allocatable{over} - used - what "
+               f"enqueued gangs still need) is short of {names}; the gang needs "
+               f"{needed.format_short()}")
+    return BlockingReason("Capacity", message, {
+        "needed": needed.format_short(),
+        "short": names,
+        "overcommitFactor": f"{factor:g}",
+    })
 
 
 def elected(s: Session) -> frozenset[str]:

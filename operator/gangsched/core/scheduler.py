@@ -627,9 +627,8 @@ class Scheduler:
         that report new numbers (``status.renumbered``: a status telling of a change of
         state stirs it), and no instant it depended on (:meth:`reached`) has come. Its
         work would give the same state and no decisions again: the cost of a quiet
-        cluster does not grow with its backlog. (Such statuses are the rule after a wave
-        of binds: each held gang's message quotes the capacity left, and the cycle that
-        observes the binds words it anew.)"""
+        cluster does not grow with its backlog. (Such statuses follow a wave of binds:
+        the cycle that observes the binds counts them anew in their gangs' statuses.)"""
         self.now = now
         self.cycles += 1
         due = self._wakes.pop_until(now)
