@@ -227,3 +227,60 @@ def test_reclaim_keeps_every_invariant_and_every_queue_its_share(
     run_ = Contention(setup, ("allocate", "backfill", "reclaim"))
     run_.background(background)
     run_.run(operations)
+
+
+# --- pods of one kind judged together ---------------------------------------------------
+
+
+def _pods_of_a_kind_around_a_plan(alike: bool, planned: bool = True,
+                                  ) -> tuple[list[object], dict[str, object]]:
+    """Queue a waits with pods of one kind that only n0 takes, where queue b's pods may
+    not go (fruitless), and (``planned``) between them in order a pod any node takes,
+    for which b's pods on n1 may go (a plan). What reclaim decides, and what it records
+    per pod."""
+    from gangsched.core import reclaim
+
+    w = SimWorld(config=RECLAIM_ONLY)
+    w.add_queue(make_queue("a"))
+    w.add_queue(make_queue("b"))
+    for name in ("n0", "n1"):
+        w.add_node(make_node(name, cpu=4, memory="16Gi", labels={"name": name}))
+    for i in range(8):
+        node = "n0" if i < 4 else "n1"
+        w.add_pod(make_pod(f"b{i}", cpu=1, memory="1Gi", queue="b", node=node,
+                           phase=PodPhase.RUNNING, preemptible=node == "n1"))
+    for name, creation in (("k-1", 1.0), ("k-2", 1.5), ("any", 2.0), ("k-3", 3.0),
+                           ("k-4", 4.0)):
+        if name == "any" and not planned:
+            continue
+        w.add_pod(make_pod(name, cpu=1, memory="1Gi", queue="a", creation=creation,
+                           node_selector={"name": "n0"} if name != "any" else None))
+    original = reclaim._alike
+    if not alike:
+        reclaim._alike = lambda found: (list(found), {})  # type: ignore[assignment]
+    try:
+        decided = w.step(10.0)
+    finally:
+        reclaim._alike = original  # type: ignore[assignment]
+    tried = {key: record for (action, key), record in w.scheduler.evictions.tried.items()
+             if action == "reclaim"}
+    return decided, tried
+
+
+def test_pods_of_one_kind_are_judged_as_the_first_until_a_plan_then_each_in_turn() -> None:
+    decided, tried = _pods_of_a_kind_around_a_plan(alike=True)
+    assert (decided, tried) == _pods_of_a_kind_around_a_plan(alike=False)
+    assert sum(isinstance(d, EvictPod) for d in decided) == 1  # room for "any" only
+    records = {key.removeprefix("Pod/uid-default-"): record for key, record in tried.items()}
+    assert sorted(records) == ["k-1", "k-2", "k-3", "k-4"]
+    before_plan = (records["k-1"], records["k-2"])
+    after_plan = (records["k-3"], records["k-4"])
+    assert before_plan[0] == before_plan[1] and after_plan[0] == after_plan[1]
+    assert before_plan[0] != after_plan[0]  # judged again, in the state the plan left
+
+
+def test_pods_of_one_kind_judged_fruitless_are_recorded_as_the_first() -> None:
+    decided, tried = _pods_of_a_kind_around_a_plan(alike=True, planned=False)
+    assert (decided, tried) == _pods_of_a_kind_around_a_plan(alike=False, planned=False)
+    assert not any(isinstance(d, EvictPod) for d in decided)
+    assert len(tried) == 4 and len(set(tried.values())) == 1

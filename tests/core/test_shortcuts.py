@@ -24,7 +24,9 @@ not cover (``reclaim._hopeless``) or that cannot fit as things are
 (``reclaim._none_may_go``; and before the pool of candidates is made, when no pod of the
 victim queues may: ``reclaim._none_can_go``), or judging again a preemptor of a shape
 already judged since the last plan (``reclaim._shape``: turned off, every preemptor is
-a shape of its own); a GangGroup's preemptor kept while no PodGroup of it and no member
+a shape of its own), judging single pods of one kind (queue, request, constraints,
+priority) as the first of them was until a plan is made (``reclaim._alike``: turned
+off, each is judged in turn); a GangGroup's preemptor kept while no PodGroup of it and no member
 changes (``preemptors._kept_gang``); a fruitless search not tried again ten seconds
 later when nothing at all changed and no refused eviction came to its end
 (``evictions.unchanged_since``).
@@ -77,6 +79,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (reclaim, "_none_may_go"): lambda *args: False,
     (reclaim, "_none_can_go"): lambda *args: False,
     (reclaim, "_shape"): lambda s, pre: (pre.key,),
+    (reclaim, "_alike"): lambda found: (list(found), {}),
     (reclaim, "_refused"): lambda *args: lambda queue, need: False,
     (preemptors, "_kept_gang"): lambda *args: None,
     (evictions, "unchanged_since"): lambda *args: False,

@@ -173,10 +173,11 @@ def unchanged_since(s: Session, when: float, changes: int) -> bool:
 
 
 def fruitless(s: Session, action: str, pre: Preemptor, now: float,
-              state: tuple[object, ...]) -> None:
-    """No set of victims was enough: do not search again until something changes."""
+              state: tuple[object, ...], changes: int | None = None) -> None:
+    """No set of victims was enough: do not search again until something changes.
+    ``changes``: the session's count of changes when it was so (by default, now)."""
     s.evictions.tried[(action, pre.key)] = (now, (state, pre.total, pre.priority),
-                                            s.changes)
+                                            s.changes if changes is None else changes)
 
 
 # --- carrying a plan out --------------------------------------------------------------

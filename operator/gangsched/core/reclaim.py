@@ -52,40 +52,119 @@ def reclaim(s: Session, now: float) -> None:
     if not found:
         return
     starving: dict[tuple[str, Resources], float] = {}
-    found.sort(key=lambda p: (_starvation(s, p, deserved, starving), -p.priority,
-                              p.creation, p.key))
-    pool: Pool | None = None
-    free: Resources | None = None
-    room: dict[tuple[Resources, Constraints], int] | None = None
-    by_queues: dict[tuple[str, ...], list[Unit]] = {}
-    gangs_of: dict[tuple[str, ...], frozenset[str]] = {}
-    searched: set[tuple[object, ...]] = set()
-    """Searches that found nothing since the last plan: a preemptor of the same shape
-    (members, queue, earmark, nodes, own gangs among the candidates) finds nothing too."""
-    stuck: dict[tuple[object, ...], bool] = {}
-    """Since the last plan, per victim queues and short resources: may no candidate go
-    even alone? (The answer does not depend on the preemptor otherwise.)"""
-    judged: dict[tuple[object, ...], bool | None] = {}
-    """Since the last plan, per preemptor shape (:func:`_shape`): skipped (False) or
-    fruitless (None). Everything the judgement reads is the shape's or the call's, and
-    the call's changes only with a plan: pending pods of a few shapes are judged once."""
+
+    def order(p: Preemptor) -> tuple[object, ...]:
+        return (_starvation(s, p, deserved, starving), -p.priority, p.creation, p.key)
+
+    call = _Call(s, now, deserved, promised, leaving, state)
+    firsts, alike = _alike(found)
+    firsts.sort(key=order)
+    fruitless: list[tuple[list[Preemptor], tuple[object, ...], int]] = []
+    """Pods judged fruitless with the first of their kind: what their records say."""
+    for index, pre in enumerate(firsts):
+        others = alike.pop(pre.key, None)
+        before, changes = call.state, s.changes
+        if call.one(pre):
+            # A plan: what follows is judged anew. The pods of a kind judged fruitless
+            # before it were, in turn, recorded as they stood; those after it, and the
+            # kinds not reached yet, go in turn, one by one.
+            mark = order(pre)
+            rest = firsts[index + 1:] + (others or [])
+            for members, was, count in fruitless:
+                for member in members:
+                    if order(member) < mark:
+                        evictions.fruitless(s, evictions.RECLAIM, member, now, was, count)
+                    else:
+                        rest.append(member)
+            for members in alike.values():
+                rest.extend(members)
+            rest.sort(key=order)
+            for later in rest:
+                call.one(later)
+            return
+        if others and call.judged.get(_shape(s, pre), True) is None:
+            fruitless.append((others, before, changes))
+    for members, was, count in fruitless:
+        for member in members:
+            evictions.fruitless(s, evictions.RECLAIM, member, now, was, count)
+
+
+def _alike(found: list[Preemptor]) -> tuple[list[Preemptor], dict[str, list[Preemptor]]]:
+    """The preemptors to judge in turn, and per each the single pods of the same kind
+    that follow it: pods of no gang alike in queue, request, constraints and priority.
+    Until a plan is made, such a pod is judged as the first of its kind was (the same
+    shape, see :func:`_shape`, and nothing the judgement reads changes in between):
+    thousands of waiting pods of a few kinds cost a few judgements, not a sort and a
+    judgement each."""
+    firsts: list[Preemptor] = []
+    kinds: dict[tuple[object, ...], list[Preemptor]] = {}
     for pre in found:
+        if pre.pod is None or pre.gangs or pre.owners or len(pre.items) != 1:
+            firsts.append(pre)
+            continue
+        item = pre.items[0]
+        kinds.setdefault((pre.queue, item.request, item.constraints, pre.priority),
+                         []).append(pre)
+    alike: dict[str, list[Preemptor]] = {}
+    for members in kinds.values():
+        first = min(members, key=lambda p: (p.creation, p.key))
+        firsts.append(first)
+        if len(members) > 1:
+            alike[first.key] = [p for p in members if p is not first]
+    return firsts, alike
+
+
+class _Call:
+    """One call's judgement of the preemptors, one at a time, in order."""
+
+    def __init__(self, s: Session, now: float, deserved: dict[str, Resources],
+                 promised: dict[str, Resources], leaving: dict[str, Resources],
+                 state: tuple[object, ...]) -> None:
+        self.s = s
+        self.now = now
+        self.deserved = deserved
+        self.promised = promised
+        self.leaving = leaving
+        self.state = state
+        self.pool: Pool | None = None
+        self.free: Resources | None = None
+        self.room: dict[tuple[Resources, Constraints], int] | None = None
+        self.by_queues: dict[tuple[str, ...], list[Unit]] = {}
+        self.gangs_of: dict[tuple[str, ...], frozenset[str]] = {}
+        self.searched: set[tuple[object, ...]] = set()
+        """Searches that found nothing since the last plan: a preemptor of the same shape
+        (members, queue, earmark, nodes, own gangs among the candidates) finds nothing
+        too."""
+        self.stuck: dict[tuple[object, ...], bool] = {}
+        """Since the last plan, per victim queues and short resources: may no candidate
+        go even alone? (The answer does not depend on the preemptor otherwise.)"""
+        self.judged: dict[tuple[object, ...], bool | None] = {}
+        """Since the last plan, per preemptor shape (:func:`_shape`): skipped (False) or
+        fruitless (None). Everything the judgement reads is the shape's or the call's,
+        and the call's changes only with a plan: pending pods of a few shapes are judged
+        once."""
+
+    def one(self, pre: Preemptor) -> bool:
+        """Judge ``pre``: a plan of victims, or a record that none are enough. True if a
+        plan was made."""
+        s, now, deserved, leaving = self.s, self.now, self.deserved, self.leaving
         queue = pre.queue
         if pre.key in s.evictions.plans:
-            continue
+            return False
         shape = _shape(s, pre)
+        judged = self.judged
         verdict = judged.get(shape, True)
         if verdict is None:
-            evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
+            evictions.fruitless(s, evictions.RECLAIM, pre, now, self.state)
         if verdict is not True:
-            continue
+            return False
         judged[shape] = False  # until a search says otherwise
-        used = s.queues.usage(queue) + promised.get(queue, Resources.ZERO)
+        used = s.queues.usage(queue) + self.promised.get(queue, Resources.ZERO)
         share = deserved.get(queue, Resources.ZERO)
         if (not shares.within(used, share, pre.total)
                 or not s.queues.fits(queue, pre.total, own_earmark=pre.earmark).ok):
-            continue
-        free = _free(s) if free is None else free
+            return False
+        free = self.free = _free(s) if self.free is None else self.free
         short = _short_of(free, pre.total)
         over = [q for q in sorted(s.queues.used)  # a queue over its share uses something
                 if q != queue and _over(s, q, deserved, leaving, short)]
@@ -93,61 +172,62 @@ def reclaim(s: Session, now: float) -> None:
         if _hopeless(s, pre.total, free, over, deserved, leaving, short):
             chosen = None
         elif not over:  # no candidate: select only asks whether it fits as it is
-            room = {} if room is None else room
-            if _too_many(s, room, pre):
-                chosen = None  # it does not fit as things are
-            else:
-                chosen = victims.select(s, pre, [], now, quota_relief=False)
-        elif _stuck_pods(s, stuck, over, deserved, leaving, short):
+            chosen = self._as_it_is(pre)
+        elif _stuck_pods(s, self.stuck, over, deserved, leaving, short):
             # No pod of a victim queue may go, so no unit of them: as below, without the
             # pool of candidates.
-            room = {} if room is None else room
-            chosen = (None if _too_many(s, room, pre)
-                      else victims.select(s, pre, [], now, quota_relief=False))
+            chosen = self._as_it_is(pre)
         else:
-            pool = pool or victims.pool(s, now, givers(s, deserved, leaving))
-            candidates = by_queues.get(tuple(over))
+            pool = self.pool = self.pool or victims.pool(s, now, givers(s, deserved, leaving))
+            candidates = self.by_queues.get(tuple(over))
             if candidates is None:
                 wanted = set(over)
-                candidates = by_queues[tuple(over)] = [u for u in pool.units
-                                                       if u.queue in wanted]
+                candidates = self.by_queues[tuple(over)] = [u for u in pool.units
+                                                            if u.queue in wanted]
             allowed = _allowed(s, pool, deserved, leaving, short)
-            held = gangs_of.get(tuple(over))
+            held = self.gangs_of.get(tuple(over))
             if held is None:
-                held = gangs_of[tuple(over)] = frozenset(u.gang for u in candidates if u.gang)
+                held = self.gangs_of[tuple(over)] = frozenset(u.gang for u in candidates
+                                                              if u.gang)
             gangs = pre.gangs & held
             seen = (victims.scoring_for(s, pre), tuple(pre.items), queue, pre.earmark,
                     victims.closed_nodes(s, pre.owners), gangs, short)
-            if _searched(searched, seen):
+            if _searched(self.searched, seen):
                 chosen = None  # the same search, in the same state, found nothing
-            elif _stuck(stuck, (tuple(over), short), candidates, allowed):
+            elif _stuck(self.stuck, (tuple(over), short), candidates, allowed):
                 # No candidate may go even alone, and more chosen only allow less: the
                 # search can only tell whether it fits as it is.
-                room = {} if room is None else room
-                chosen = (None if _too_many(s, room, pre)
-                          else victims.select(s, pre, [], now, quota_relief=False))
+                chosen = self._as_it_is(pre)
             else:
                 chosen = victims.select(s, pre, candidates, now, allowed=allowed,
                                         quota_relief=False)
             if chosen is None:
-                searched.add(seen)
+                self.searched.add(seen)
         if chosen is None:
             judged[shape] = None
-        elif not chosen:
+            evictions.fruitless(s, evictions.RECLAIM, pre, now, self.state)
+            return False
+        if not chosen:
             judged.pop(shape)  # it fits as things are: allocate places it, not reclaim
-        if chosen:
-            why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
-            evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
-            state = evictions.signature(s, now)
-            free = room = None  # the room held for it is charged on its nodes
-            searched.clear()
-            stuck.clear()
-            judged.clear()
-            promised[queue] = promised.get(queue, Resources.ZERO) + pre.total
-            for unit in chosen:
-                leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + unit.asked
-        elif chosen is None:
-            evictions.fruitless(s, evictions.RECLAIM, pre, now, state)
+            return False
+        why = f"in queue {queue}, below its deserved share ({_text(used, share, short)})"
+        evictions.carry_out(s, pre, chosen, evictions.RECLAIM, now, why)
+        self.state = evictions.signature(s, now)
+        self.free = self.room = None  # the room held for it is charged on its nodes
+        self.searched.clear()
+        self.stuck.clear()
+        judged.clear()
+        self.promised[queue] = self.promised.get(queue, Resources.ZERO) + pre.total
+        for unit in chosen:
+            leaving[unit.queue] = leaving.get(unit.queue, Resources.ZERO) + unit.asked
+        return True
+
+    def _as_it_is(self, pre: Preemptor) -> list[Unit] | None:
+        """``[]`` if ``pre`` fits as things are, else None (no victims to look at)."""
+        room = self.room = {} if self.room is None else self.room
+        if _too_many(self.s, room, pre):
+            return None  # it does not fit as things are
+        return victims.select(self.s, pre, [], self.now, quota_relief=False)
 
 
 def may_give_back(s: Session, deserved: dict[str, Resources],
