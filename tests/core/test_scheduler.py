@@ -439,3 +439,32 @@ def test_the_count_of_changes_follows_decisions_but_not_statuses() -> None:
     assert s.changes == counted + 1
     s.cycle(1.0)
     assert s.changes >= counted + 1
+
+
+def test_pods_of_one_shape_share_their_request_and_constraints() -> None:
+    """The caches of the core are keyed by requests and constraints: pods that ask the
+    same share one object of each, so that a lookup finds its key by identity."""
+    w = SimWorld()
+    w.add_node(make_node("n0", cpu=1))
+    for name in ("a", "b"):
+        w.add_pod(make_pod(name, cpu=2, node_selector={"disk": "ssd"}))
+    w.add_pod(make_pod("c", cpu=3, node_selector={"disk": "ssd"}))
+    a, b, c = (w.scheduler.pods[w.uid_of(name)] for name in "abc")
+    assert a.request is b.request and a.constraints is b.constraints
+    assert c.request is not a.request and c.request != a.request
+    assert c.constraints is a.constraints
+
+
+def test_a_pod_gone_leaves_no_preemptor_referring_back_to_it() -> None:
+    """A pod waiting on its own keeps the preemptor made of it, which refers back to the
+    pod: once the pod is gone the pair is not left for the cyclic collector to find."""
+    config = SchedulerConfig(actions=("allocate", "preempt"))
+    w = SimWorld(config=config)
+    w.add_node(make_node("n0", cpu=1))
+    w.add_pod(make_pod("low", cpu=1, node="n0", priority=0, preemptible=False))
+    w.add_pod(make_pod("high", cpu=1, priority=10))
+    w.step(0.0)
+    ps = w.scheduler.pods[w.uid_of("high")]
+    assert ps.preemptor is not None  # made when preempt looked for victims
+    w.delete("high")
+    assert ps.preemptor is None

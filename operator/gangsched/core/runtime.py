@@ -9,6 +9,7 @@ specs, and the timestamps persisted in the objects' status.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from gangsched.core.cluster import ONE_POD, Constraints, PodInfo
 from gangsched.core.decisions import (
@@ -20,6 +21,8 @@ from gangsched.core.decisions import (
 from gangsched.core.model import AppSpec, Pod, PodGroupSpec, PodUID
 from gangsched.core.resources import Resources
 from gangsched.core.states import AppState
+
+S = TypeVar("S")
 
 
 class PodState:
@@ -51,8 +54,8 @@ class PodState:
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
-        self.request = pod.requests + ONE_POD
-        self.constraints = Constraints.of_pod(pod)
+        self.request = _request(pod)
+        self.constraints = _constraints(pod)
         self.info = _info(pod, self.request, self.constraints)
         """The pod as the placement plugins see it."""
         self.node: str | None = None
@@ -89,14 +92,14 @@ class PodState:
     def update(self, pod: Pod) -> None:
         """Take a newer version of the pod; a changed request or constraint retries it."""
         if pod.requests != self.pod.requests:
-            self.request = pod.requests + ONE_POD
+            self.request = _request(pod)
             self.blocked_epoch = -1
         if (
             pod.node_selector != self.pod.node_selector
             or pod.tolerations != self.pod.tolerations
             or pod.affinity != self.pod.affinity
         ):
-            self.constraints = Constraints.of_pod(pod)
+            self.constraints = _constraints(pod)
             self.blocked_epoch = -1
         if pod.placement != self.pod.placement or pod.volumes != self.pod.volumes:
             self.blocked_epoch = -1
@@ -124,6 +127,33 @@ class PodState:
         """Waiting for a node: not bound, not assumed, not finished, not being deleted."""
         pod = self.pod
         return self.node is None and pod.node_name is None and pod.active and not pod.terminating
+
+
+_REQUESTS: dict[Resources, Resources] = {}
+_CONSTRAINTS: dict[Constraints, Constraints] = {}
+_KEPT = 4096
+"""Past this many shapes a table starts again (a bound, not a size ever seen)."""
+
+
+def _request(pod: Pod) -> Resources:
+    """The pod's request with its pod slot: one object per shape, shared by every pod that
+    asks the same. Pods of a backlog share a few shapes, and every cache of the core is
+    keyed by them: a lookup then finds its key by identity instead of comparing it."""
+    return _shared(_REQUESTS, pod.requests + ONE_POD)
+
+
+def _constraints(pod: Pod) -> Constraints:
+    """The pod's constraints, one object per distinct set (see :func:`_request`)."""
+    return _shared(_CONSTRAINTS, Constraints.of_pod(pod))
+
+
+def _shared(table: dict[S, S], value: S) -> S:
+    found = table.get(value)
+    if found is None:
+        if len(table) >= _KEPT:
+            table.clear()
+        found = table[value] = value
+    return found
 
 
 def _info(pod: Pod, request: Resources, constraints: Constraints) -> PodInfo:

@@ -291,6 +291,7 @@ class Scheduler:
         if ps is None:
             return
         self.pod_by_name.pop(ps.pod.ref, None)
+        ps.preemptor = None  # it refers back to the pod: let reference counting free both
         self.uncharge(ps)
         self.volumes.forget_pod(uid)
         self.pending.pop(uid, None)
