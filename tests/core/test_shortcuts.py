@@ -13,7 +13,9 @@ building its preemptor (``shares.app_ask``); a pod that fit nowhere told from th
 verdicts kept node by node that it still fits nowhere, without a pass over the nodes
 (``Cluster.unplaceable``, under spread scoring); a bin-packing scan started past the
 nodes that had no room for the shape and have had none given back since, and no scan
-nor PreFilter when that is every node (``Cluster._watermark``); ``preempt`` skipped
+nor PreFilter when that is every node (``Cluster._watermark``); a pod of the same shape
+as the last that fit nowhere told the same, with no node touched since, without a scan
+nor a tally (``Cluster._refusal_key``: turned off, no refusal is kept); ``preempt`` skipped
 when no waiting work outranks running work (``preemption.may_matter``); ``reclaim``
 skipped when no reclaimable queue is above its deserved share of anything
 (``reclaim.may_give_back``), its victim pool made of those queues' pods only
@@ -71,6 +73,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (shares, "deserved"): shares.compute_deserved,
     (core_cluster.Cluster, "unplaceable"): lambda *args: None,
     (core_cluster.Cluster, "_watermark"): lambda *args: 0,
+    (core_cluster.Cluster, "_refusal_key"): lambda *args: None,
     (reclaim, "may_give_back"): lambda *args: True,
     (reclaim, "givers"): lambda *args: None,
     (reclaim, "_hopeless"): lambda *args: False,
@@ -274,6 +277,44 @@ def test_under_spread_scoring_the_tally_answers_for_pods_that_fit_nowhere_only()
     _both(run)
     assert [sum(isinstance(d, BindPod) for d in cycle) for cycle in run()] == [3, 0, 1]
     assert placed[0] == 1 and placed[1] == 3  # with the tally, without it
+
+
+def test_a_refusal_answers_for_the_same_shape_until_a_node_is_touched() -> None:
+    """A pod of the same shape as the last one that fit nowhere fits nowhere either, for
+    the same reasons, while no node is touched: no scan. A placement in between touches
+    a node, and the next such pod is scanned for again."""
+    scans: list[int] = []
+
+    def run() -> list[list[Decision]]:
+        w = SimWorld()
+        w.add_node(make_node("n0", cpu=2))
+        w.add_node(make_node("n1", cpu=3))
+        for node in ("n0", "n1"):
+            w.add_pod(make_pod(f"run-{node}", cpu=2, node=node))
+        seen = [w.step(0.0)]
+        for index, (name, cpu) in enumerate((("big0", 2), ("small", 1), ("big1", 2),
+                                             ("big2", 2))):
+            w.add_pod(make_pod(name, cpu=cpu, creation=float(index)))
+        passes = 0
+        original = core_cluster.Cluster.place
+
+        def place(self: core_cluster.Cluster, *args: Any, **kwargs: Any) -> str | None:
+            nonlocal passes
+            passes += 1
+            return original(self, *args, **kwargs)
+
+        core_cluster.Cluster.place = place  # type: ignore[method-assign]
+        try:
+            seen.append(w.step(1.0))
+        finally:
+            core_cluster.Cluster.place = original  # type: ignore[method-assign]
+        scans.append(passes)
+        return seen
+
+    _both(run)
+    binds = [d.name for d in run()[1] if isinstance(d, BindPod)]
+    assert binds == ["small"]
+    assert scans[0] == 3 and scans[1] == 4  # big2 told by big1's refusal; all scanned
 
 
 def test_a_gangs_preemptor_follows_every_change_of_its_members() -> None:

@@ -111,6 +111,9 @@ class Cluster:
         that may have room for its shape now (charges only take room)."""
         self._cursor: dict[Constraints, int] = {}
         self._diagnoses: dict[object, tuple[object, Diagnosis]] = {}
+        self._refusals: dict[object, tuple[object, Diagnosis]] = {}
+        """Per pod shape whose fit depends on its node alone, the last diagnosis of one
+        that fit nowhere, and the state of the nodes then (see :meth:`fit`)."""
         self._tallies: dict[object, Tally] = {}
         """Diagnoses kept node by node, for pods whose fit depends on their node alone."""
         self._touches = TouchLog()
@@ -556,6 +559,50 @@ class Cluster:
             chosen = feasible[totals.index(max(totals))].node.name  # the first of the best
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
 
+    def fit(self, info: PodInfo, scoring: Scoring, *, judged: bool = True) -> str | Diagnosis:
+        """The node for the pod, as :meth:`place` chooses it, or why it fits none, as
+        :meth:`diagnose` says. ``judged``: the pod was tried before, so the verdicts kept
+        node by node may tell that it still fits nowhere (:meth:`unplaceable`).
+
+        A pod whose fit depends on its node alone, of the same shape as the last one
+        that fit nowhere, with no node touched, freed or changed since, fits nowhere
+        either, for the same reasons: that diagnosis is the answer, without a scan nor a
+        tally. (Most of a deep backlog fails so, one pod after another, in the cycle
+        after each wave of binds.) The scan it spares would have left the bin-packing
+        watermark as it was, and is spared under spread scoring only when it would not
+        have moved the cursor."""
+        key = self._refusal_key(info, scoring)
+        if key is not None:
+            kept = self._refusals.get(key)
+            if kept is not None and kept[0] == self._refusal_stamp():
+                return kept[1]
+        known = self.unplaceable(info, scoring) if judged else None
+        node = None if known is not None else self.place(info.request, info.constraints,
+                                                         scoring, pod=info)
+        if node is not None:
+            return node
+        diagnosis = known or self.diagnose(info.request, info.constraints, pod=info)
+        if key is not None and (scoring is Scoring.BINPACK or _still(diagnosis)):
+            if len(self._refusals) >= MAX_TALLIES:
+                self._refusals.clear()
+            self._refusals[key] = (self._refusal_stamp(), diagnosis)
+        return diagnosis
+
+    def _refusal_key(self, info: PodInfo, scoring: Scoring) -> object | None:
+        """What a refusal is kept under (see :meth:`fit`); None for a pod whose fit
+        depends on more than its node: other pods, volumes, scheduling gates."""
+        if (self.neighbour_bound(info) or self.pod_index.required_anti > 0
+                or info.volumes.any or info.placement.gates):
+            return None
+        return (info.request, info.constraints, scoring, self._blocked(info.owner))
+
+    def _refusal_stamp(self) -> tuple[object, ...]:
+        """Changes whenever a node is touched (a pod charged or released, a node
+        updated), added or removed, room is freed, or nodes are reserved."""
+        log = self._touches
+        return (log.generation, len(log.names), self._node_epoch, self._release_epoch,
+                self.free_epoch, self.reserved, self.reserved_for)
+
     def _reserve(self, fwk: Framework, cycle: fw.CycleState, info: PodInfo, node: str) -> bool:
         """Reserve and PreBind on the chosen node. A refusal unreserves and fails the
         placement; PreBind's decisions wait in :attr:`pre_bound` for the pod's bind."""
@@ -683,6 +730,15 @@ class Cluster:
             tally = self._tallies[key] = Tally.full(epoch, self._touches,
                                                     self.sorted_nodes(), judge)
         return tally.diagnosis(self.reserved_for if blocked else "")
+
+
+def _still(diagnosis: Diagnosis) -> bool:
+    """Would a spread-scoring pass that found this leave the cursor where it was? Only
+    when no node had room for the pod (see :meth:`Cluster.unplaceable`)."""
+    counts = diagnosis.by_filter
+    if counts.get(FITS, 0) or counts.get(RESERVED, 0):
+        return False
+    return bool(diagnosis.pre_filter) or not any(plugin != FIT_PLUGIN for plugin in counts)
 
 
 class _Sums:

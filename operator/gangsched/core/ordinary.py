@@ -87,17 +87,13 @@ def place(s: Session, ps: PodState, now: float, reason: str,
     epoch = s.cluster.retry_epoch(ps.info)
     if ps.blocked_epoch == epoch:
         return False  # nothing changed since it last fit nowhere
-    owner = pod.app or pod.pod_group
-    scoring = scoring or s.config.pod_scoring
-    known = s.cluster.unplaceable(ps.info, scoring) if ps.blocked_epoch >= 0 else None
-    node = None if known is not None else s.cluster.place(ps.request, ps.constraints,
-                                                          scoring, owner, pod=ps.info)
-    if node is None:
+    found = s.cluster.fit(ps.info, scoring or s.config.pod_scoring,
+                          judged=ps.blocked_epoch >= 0)
+    if not isinstance(found, str):
         ps.blocked_epoch = epoch
-        diagnosis = known or s.cluster.diagnose(ps.request, ps.constraints, owner,
-                                                pod=ps.info)
-        s.mark_pending(ps, diagnosis.reason, diagnosis.message(ps.request))
+        s.mark_pending(ps, found.reason, found.message(ps.request))
         return False
+    node = found
     volume_placing.reserve(s, ps, node)
     s.bind(ps, node, reason)
     return True

@@ -350,7 +350,6 @@ def _pending_by_group(s: Session, gang: list[GroupRuntime]) -> dict[GroupKey, li
 def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) -> None:
     """Assume pending members until one does not fit (Strict stops; NonStrict too)."""
     queue = g.spec.queue
-    owner = g.spec.key
     for ps in pending:
         if ps.pod.invalid or not s.reached(ps.backoff_until):
             continue
@@ -361,16 +360,10 @@ def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) ->
             return
         # A member that fits nowhere (as most of a waiting gang's do, cycle after cycle)
         # is told so from the verdicts kept node by node, without a pass over the nodes.
-        scoring = s.config.gang_scoring
-        known = s.cluster.unplaceable(ps.info, scoring)
-        node = None if known is not None else s.cluster.place(
-            ps.request, ps.constraints, scoring, owner, pod=ps.info)
-        if node is None:
-            diagnosis = known or s.cluster.diagnose(ps.request, ps.constraints, owner,
-                                                    pod=ps.info)
-            reason = diagnosis.reason
-            g.blocking = BlockingReason(reason, diagnosis.message(ps.request),
-                                        diagnosis.details())
+        node = s.cluster.fit(ps.info, s.config.gang_scoring)
+        if not isinstance(node, str):
+            g.blocking = BlockingReason(node.reason, node.message(ps.request),
+                                        node.details())
             return
         volume_placing.reserve(s, ps, node)
         s.charge(ps, node)

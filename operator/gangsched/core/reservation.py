@@ -411,14 +411,10 @@ def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float, *,
             s.mark_pending(ps, "QueueQuota", message)
         rt.dirty = True
         return
-    scoring = s.config.gang_scoring
-    known = s.cluster.unplaceable(ps.info, scoring) if ps.blocked_epoch >= 0 else None
-    node = None if known is not None else s.cluster.place(ps.request, ps.constraints,
-                                                          scoring, spec.key, pod=ps.info)
-    if node is None:
+    found = s.cluster.fit(ps.info, s.config.gang_scoring, judged=ps.blocked_epoch >= 0)
+    if not isinstance(found, str):
         ps.blocked_epoch = epoch
-        diagnosis = known or s.cluster.diagnose(ps.request, ps.constraints, spec.key,
-                                                pod=ps.info)
+        diagnosis = found
         reason = diagnosis.reason
         message = diagnosis.message(ps.request)
         details = diagnosis.details()
@@ -427,6 +423,7 @@ def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float, *,
             s.mark_pending(ps, reason, message)
         rt.dirty = True
         return
+    node = found
     if direct:
         s.charge(ps, node)
         s.refresh_pending(ps)
