@@ -15,7 +15,9 @@ verdicts kept node by node that it still fits nowhere, without a pass over the n
 nodes that had no room for the shape and have had none given back since, and no scan
 nor PreFilter when that is every node (``Cluster._watermark``); a pod of the same shape
 as the last that fit nowhere told the same, with no node touched since, without a scan
-nor a tally (``Cluster._refusal_key``: turned off, no refusal is kept); ``preempt`` skipped
+nor a tally (``Cluster._refusal_key``: turned off, no refusal is kept); a pod on its
+own that fit nowhere, with nothing changed since that may let it fit, left out of
+allocate's units (``ordinary.dormant``); ``preempt`` skipped
 when no waiting work outranks running work (``preemption.may_matter``); ``reclaim``
 skipped when no reclaimable queue is above its deserved share of anything
 (``reclaim.may_give_back``), its victim pool made of those queues' pods only
@@ -44,7 +46,7 @@ import pytest
 from builders import make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core import cluster as core_cluster
-from gangsched.core import evictions, preemption, preemptors, reclaim, shares
+from gangsched.core import evictions, ordinary, preemption, preemptors, reclaim, shares
 from gangsched.core.decisions import BindPod, Decision
 from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
@@ -74,6 +76,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (core_cluster.Cluster, "unplaceable"): lambda *args: None,
     (core_cluster.Cluster, "_watermark"): lambda *args: 0,
     (core_cluster.Cluster, "_refusal_key"): lambda *args: None,
+    (ordinary, "dormant"): lambda *args: False,
     (reclaim, "may_give_back"): lambda *args: True,
     (reclaim, "givers"): lambda *args: None,
     (reclaim, "_hopeless"): lambda *args: False,
@@ -315,6 +318,42 @@ def test_a_refusal_answers_for_the_same_shape_until_a_node_is_touched() -> None:
     binds = [d.name for d in run()[1] if isinstance(d, BindPod)]
     assert binds == ["small"]
     assert scans[0] == 3 and scans[1] == 4  # big2 told by big1's refusal; all scanned
+
+
+def test_pods_that_fit_nowhere_wait_out_of_allocate_until_something_changes() -> None:
+    """The cycle that observes a bind tries nothing of the pods that fit nowhere before
+    it (no room was freed since); a pod that ends frees room, and they are tried."""
+    tried: list[int] = []
+
+    def run() -> list[list[Decision]]:
+        w = SimWorld()
+        w.add_node(make_node("n0", cpu=3))
+        w.add_pod(make_pod("small", cpu=1, creation=0.0))
+        for index in range(3):
+            w.add_pod(make_pod(f"big{index}", cpu=3, creation=1.0 + index))
+        seen = [w.step(0.0)]  # small is bound, the big ones fit nowhere
+        calls = 0
+        original = ordinary.place
+
+        def place(*args: Any, **kwargs: Any) -> bool:
+            nonlocal calls
+            calls += 1
+            return original(*args, **kwargs)
+
+        ordinary.place = place  # type: ignore[assignment]
+        try:
+            seen.append(w.step(1.0))  # observes small's bind
+            tried.append(calls)
+            w.delete("small")
+            seen.append(w.step(2.0))
+            tried.append(calls)
+        finally:
+            ordinary.place = original  # type: ignore[assignment]
+        return seen
+
+    _both(run)
+    assert tried[0] == 0 and tried[1] >= 1  # dormant, then woken by the room freed
+    assert tried[2] == 3  # without the shortcut: each tried in the cycle after the bind
 
 
 def test_a_gangs_preemptor_follows_every_change_of_its_members() -> None:

@@ -40,17 +40,26 @@ def _key(by_priority: bool, priority: int, creation: float, ref: str) -> tuple[o
 
 def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     """The pending pods with neither an Application nor a PodGroup, with their queue
-    (best-effort ones are the ``backfill`` action's when it runs)."""
+    (best-effort ones are the ``backfill`` action's when it runs).
+
+    A pod that :func:`place` would pass over with nothing to say is left out: it fit
+    nowhere and nothing that may let it fit changed since (:func:`dormant`). Its queue
+    still has a unit, which does nothing, so that the queues served are the same. In
+    the cycle that observes a wave of binds, that is the whole backlog of such pods."""
     found: list[tuple[str, tuple[object, ...], object]] = []
     backfill = backfill_logic.enabled(s)
     requestless = s.pending_shapes.requestless  # only these may be best-effort
     policies: dict[str, bool] = {}
+    quiet: set[str] = set()
     for uid in s.pending_shapes.plain:
         ps = s.pods[uid]
         pod = ps.pod
         if backfill and uid in requestless and backfill_logic.is_best_effort(s, ps):
             continue
         queue = pod.queue or DEFAULT_QUEUE
+        if dormant(s, ps, queue):
+            quiet.add(queue)
+            continue
         by_priority = policies.get(queue)
         if by_priority is None:
             by_priority = policies[queue] = _by_priority(s, queue)
@@ -59,7 +68,17 @@ def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
             order = ps.order = (queue, by_priority,
                                 _key(by_priority, pod.priority, pod.creation, pod.ref))
         found.append((queue, order[2], ps))
+    found.extend((queue, (), None) for queue in sorted(quiet))
     return found
+
+
+def dormant(s: Session, ps: PodState, queue: str) -> bool:
+    """Would :func:`place` return at once, deciding nothing? The pod is valid, out of
+    backoff, its queue fits whatever it asks, and it fit nowhere when nothing that may
+    let it fit had changed as it has now (its retry epoch)."""
+    return (ps.blocked_epoch >= 0 and not ps.pod.invalid and s.reached(ps.backoff_until)
+            and s.queues.unlimited(queue)
+            and ps.blocked_epoch == s.cluster.retry_epoch(ps.info))
 
 
 def place(s: Session, ps: PodState, now: float, reason: str,

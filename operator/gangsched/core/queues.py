@@ -70,6 +70,7 @@ class QueueTree:
         """Per queue charged (not its parents), how many pods of each request: the few
         shapes of the pods it runs."""
         self._paths: dict[str, tuple[str, ...] | str] = {}
+        self._unlimited: dict[str, bool] = {}
         self._default = QueueSpec(DEFAULT_QUEUE, sort_policy=default_policy)
         """The default queue's spec while none is observed (made once: a spec checks
         its fields when made)."""
@@ -79,10 +80,12 @@ class QueueTree:
     def upsert(self, spec: QueueSpec) -> None:
         self.specs[spec.name] = spec
         self._paths.clear()
+        self._unlimited.clear()
 
     def remove(self, name: str) -> None:
         self.specs.pop(name, None)
         self._paths.clear()
+        self._unlimited.clear()
 
     def spec(self, name: str) -> QueueSpec | None:
         found = self.specs.get(name)
@@ -194,6 +197,17 @@ class QueueTree:
                 return QuotaCheck(False, level, (limit - taken).clamp_non_negative(), limit,
                                   max_text=format_max(spec))
         return OK
+
+    def unlimited(self, name: str) -> bool:
+        """Does every request fit queue ``name`` whatever is used: its path resolves and
+        no level of it has a max? (:meth:`fits` is then always OK.)"""
+        found = self._unlimited.get(name)
+        if found is None:
+            path = self.path(name)
+            found = self._unlimited[name] = isinstance(path, tuple) and all(
+                spec is None or (spec.max is None and not spec.limited)
+                for spec in map(self.specs.get, path))
+        return found
 
     def over_max(self, name: str, request: Resources) -> QuotaCheck:
         """Is ``request`` larger than the quota of some level, even with the queue empty?"""
