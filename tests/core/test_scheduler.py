@@ -468,3 +468,28 @@ def test_a_pod_gone_leaves_no_preemptor_referring_back_to_it() -> None:
     assert ps.preemptor is not None  # made when preempt looked for victims
     w.delete("high")
     assert ps.preemptor is None
+
+
+def test_pods_waiting_for_room_are_kept_apart_for_the_preemptors() -> None:
+    """Finding the preemptors costs the pods waiting for room, not the whole backlog:
+    the scheduler keeps those said to wait for Capacity or QueueQuota apart, and the
+    search drops those that moved on."""
+    from gangsched.core.preemptors import find
+
+    w = SimWorld()
+    w.add_node(make_node("n0", cpu=2))
+    w.add_pod(make_pod("fits", cpu=2))
+    w.add_pod(make_pod("waits", cpu=2, creation=1.0))
+    w.add_app(make_app("spark", make_group("exec", 9, cpu=1)))  # never fits: held
+    w.add_pod(make_pod("driver", cpu=1, app="spark", task_group="exec", creation=2.0))
+    w.step(0.0)
+    s = w.scheduler
+    waits, fits = w.uid_of("waits"), w.uid_of("fits")
+    assert waits in s.waiting_for_room and fits not in s.waiting_for_room
+    assert w.uid_of("driver") not in s.waiting_for_room  # it waits for its gang
+    assert [pre.pod.pod.name for pre in find(s, 0.0) if pre.pod is not None] == ["waits"]
+    w.add_node(make_node("n1", cpu=2))
+    w.settle(1.0)
+    assert w.pods[waits].node_name == "n1"
+    assert [pre for pre in find(s, 1.0) if pre.pod is not None] == []
+    assert waits not in s.waiting_for_room

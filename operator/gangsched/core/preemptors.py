@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, cast
 from gangsched.core.cluster import ONE_POD, Constraints
 from gangsched.core.decisions import ObjectRef
 from gangsched.core.model import DEFAULT_QUEUE, AppKey, GroupKey, PlaceholderPolicy, PodUID
+from gangsched.core.pendings import FOR_ROOM
 from gangsched.core.podgroups import gang_of
 from gangsched.core.reservation import members, taken, waiting_members
 from gangsched.core.resources import Resources
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from gangsched.core.model import PodGroupSpec
     from gangsched.core.session import Session
 
-BLOCKED = frozenset({"Capacity", "QueueQuota"})
+BLOCKED = FOR_ROOM
 """Blocking reasons that other work's room could cure."""
 
 STARTED = frozenset({AppState.STARTING, AppState.RUNNING, AppState.WAITING, AppState.RESUMING})
@@ -197,9 +198,13 @@ def find(s: Session, now: float, *,
         if (pre is not None and pre.items
                 and not (refused is not None and refused(pre.queue, pre.total))):
             found.append(pre)
-    for uid in s.pending:
-        ps = s.pods[uid]
-        if ps.pending_reason is not None and ps.pending_reason[0] in BLOCKED:
+    waiting = s.waiting_for_room
+    for uid in list(waiting):
+        ps = s.pods.get(uid)
+        if ps is None or ps.pending_reason is None or ps.pending_reason[0] not in BLOCKED:
+            del waiting[uid]  # it moved on
+            continue
+        if uid in s.pending:
             if refused is not None and refused(s.queue_of(ps) or DEFAULT_QUEUE, ps.request):
                 continue
             single = for_pod(s, ps, now)

@@ -91,7 +91,7 @@ from gangsched.core.observations import (
     VolumeGone,
     VolumeObserved,
 )
-from gangsched.core.pendings import PendingShapes, Shape
+from gangsched.core.pendings import FOR_ROOM, PendingShapes, Shape
 from gangsched.core.podindex import PlacedPod
 from gangsched.core.queues import QueueTree
 from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
@@ -122,6 +122,9 @@ class Scheduler:
         self.app_members: dict[AppKey, set[PodUID]] = {}
         self.group_members: dict[GroupKey, set[PodUID]] = {}
         self.pending: dict[PodUID, None] = {}
+        self.waiting_for_room: dict[PodUID, None] = {}
+        """Pods last said to wait for a reason in ``FOR_ROOM`` (some may have moved on
+        since: bound, or said to wait for another reason by other means)."""
         """Pods of ours waiting for a node, in arrival order."""
         self.pending_shapes = PendingShapes()
         """The same pods counted by shape (what decides their queue, their request)."""
@@ -296,6 +299,7 @@ class Scheduler:
         self.volumes.forget_pod(uid)
         self.pending.pop(uid, None)
         self.pending_shapes.remove(uid)
+        self.waiting_for_room.pop(uid, None)
         self.parked.pop(uid, None)
         self.deleting.pop(uid, None)
         self.touch_owner(ps)
@@ -556,6 +560,10 @@ class Scheduler:
         if ps.pending_reason == (reason, message):
             return False
         ps.pending_reason = (reason, message)
+        if reason in FOR_ROOM:
+            self.waiting_for_room[ps.uid] = None
+        else:
+            self.waiting_for_room.pop(ps.uid, None)
         pod = ps.pod
         self.out.append(PodPending(pod.uid, pod.namespace, pod.name, reason, message, event))
         return True

@@ -56,6 +56,7 @@ class Session(Protocol):
     app_members: dict[AppKey, set[PodUID]]
     group_members: dict[GroupKey, set[PodUID]]
     pending: dict[PodUID, None]
+    waiting_for_room: dict[PodUID, None]
     pending_shapes: PendingShapes
     parked: dict[PodUID, None]
     deleting: dict[PodUID, None]
