@@ -269,18 +269,23 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
 def app_ask(s: Session, rt: AppRuntime) -> Resources | None:
     """``for_app(s, rt, now).total`` (None when that is None), without building the
     preemptor: the queue shares ask it of every waiting gang each cycle, so it counts
-    members in one pass, with no sorting. Every pending placeholder's backoff is asked
+    members in one pass, with no sorting, and a gang without placeholders is counted
+    again only when a member or the spec changed. Every pending placeholder's backoff is asked
     about (so that the cycle wakes when each ends), not only the first's."""
     spec = rt.spec
     if (not spec.gang or spec.invalid or rt.state is not AppState.ACCEPTED or rt.reserved
             or rt.placeholders_expired):
         return None
+    kept = rt.ask
+    if kept is not None and kept[0] is spec and kept[1] == rt.members_version:
+        return kept[2]
     held: dict[str, int] = {}
-    backoff = False
+    backoff = placeholders = False
     for uid in s.app_members.get(spec.key, ()):
         ps = s.pods[uid]
         pod = ps.pod
         if pod.placeholder:
+            placeholders = True
             if ps.release_reason is not None or pod.terminating or not pod.active:
                 continue
             if ps.node is not None:
@@ -297,6 +302,10 @@ def app_ask(s: Session, rt: AppRuntime) -> Resources | None:
         missing = group.min_member - held.get(group.name, 0)
         if missing > 0:
             total = total + (group.min_resource + ONE_POD).scale(missing)
+    if not placeholders:
+        # Counted from real members alone: it changes only with them and the spec (a
+        # placeholder's release and backoff change no member version).
+        rt.ask = (spec, rt.members_version, total)
     return total
 
 
