@@ -17,8 +17,10 @@ nor PreFilter when that is every node (``Cluster._watermark``); a pod of the sam
 as the last that fit nowhere told the same, with no node touched since, without a scan
 nor a tally (``Cluster._refusal_key``: turned off, no refusal is kept); a pod on its
 own that fit nowhere, with nothing changed since that may let it fit, left out of
-allocate's units (``ordinary.dormant``); ``preempt`` skipped
-when no waiting work outranks running work (``preemption.may_matter``); ``reclaim``
+allocate's units (``ordinary.dormant``); what a held gang without placeholders still
+needs counted again only when a member or its spec changed (``enqueue._remaining``);
+``preempt`` skipped when no waiting work outranks running work
+(``preemption.may_matter``); ``reclaim``
 skipped when no reclaimable queue is above its deserved share of anything
 (``reclaim.may_give_back``), its victim pool made of those queues' pods only
 (``reclaim.givers``), giving up on a preemptor that even every candidate's room could
@@ -46,7 +48,16 @@ import pytest
 from builders import make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
 from gangsched.core import cluster as core_cluster
-from gangsched.core import evictions, ordinary, preemption, preemptors, reclaim, shares
+from gangsched.core import (
+    enqueue,
+    evictions,
+    ordinary,
+    preemption,
+    preemptors,
+    reclaim,
+    reservation,
+    shares,
+)
 from gangsched.core.decisions import BindPod, Decision
 from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
@@ -77,6 +88,8 @@ REFERENCE: dict[tuple[object, str], object] = {
     (core_cluster.Cluster, "_watermark"): lambda *args: 0,
     (core_cluster.Cluster, "_refusal_key"): lambda *args: None,
     (ordinary, "dormant"): lambda *args: False,
+    (enqueue, "_remaining"): lambda rt, observed, reals: reservation.remaining_ask(
+        rt.spec, observed, reservation.taken(reals)),
     (reclaim, "may_give_back"): lambda *args: True,
     (reclaim, "givers"): lambda *args: None,
     (reclaim, "_hopeless"): lambda *args: False,

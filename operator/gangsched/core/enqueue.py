@@ -52,7 +52,7 @@ from gangsched.core.allocation import StateAwareGate
 from gangsched.core.decisions import BlockingReason
 from gangsched.core.model import AppKey, GroupKey, SortPolicy
 from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime, GroupRuntime
+from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
@@ -112,6 +112,22 @@ def capacity_reason(needed: Resources, short: Resources, factor: float) -> Block
     change of the cluster's shape. The numbers behind them are the Queues' (allocated,
     pending) and the nodes'."""
     names = ", ".join(sorted(name for name, _ in short.items()))
+    key = (needed, names, factor)
+    found = _REASONS.get(key)
+    if found is not None:
+        return found
+    if len(_REASONS) >= 4096:
+        _REASONS.clear()
+    found = _REASONS[key] = _capacity_reason(needed, names, factor)
+    return found
+
+
+_REASONS: dict[tuple[Resources, str, float], BlockingReason] = {}
+"""Capacity reasons already worded: every held gang is asked each cycle, and most ask
+the same as others."""
+
+
+def _capacity_reason(needed: Resources, names: str, factor: float) -> BlockingReason:
     over = f" x {factor:g}" if factor != 1.0 else ""
     message = (f"the cluster's capacity left for new gangs (allocatable{over} - used - what "
                f"enqueued gangs still need) is short of {names}; the gang needs "
@@ -209,8 +225,7 @@ def _admit_app(s: Session, rt: AppRuntime, budget: Budget, favoured: frozenset[s
     placeholders, reals = reservation.members(s, rt)
     observed = {p.pod.name: p for p in placeholders
                 if p.release_reason is None and not p.pod.terminating}
-    running = reservation.taken(reals)
-    remaining = reservation.remaining_ask(spec, observed, running)
+    remaining = _remaining(rt, observed, reals)
     if not reservation.found_admitted(s, observed):
         # (a gang found admitted before a restart holds its place already)
         if not reservation.quota_allows(s, rt, remaining):
@@ -225,6 +240,21 @@ def _admit_app(s: Session, rt: AppRuntime, budget: Budget, favoured: frozenset[s
     reservation.admit(s, rt, remaining)
     budget.take(remaining)
     return True
+
+
+def _remaining(rt: AppRuntime, observed: dict[str, PodState],
+               reals: list[PodState]) -> Resources:
+    """What the gang still needs (``reservation.remaining_ask``). With no placeholder it
+    is counted from the real members alone, so again only when one or the spec changed:
+    a held gang is asked every cycle."""
+    spec = rt.spec
+    if observed:
+        return reservation.remaining_ask(spec, observed, reservation.taken(reals))
+    kept = rt.need
+    if kept is None or kept[0] is not spec or kept[1] != rt.members_version:
+        kept = rt.need = (spec, rt.members_version,
+                          reservation.remaining_ask(spec, observed, reservation.taken(reals)))
+    return kept[2]
 
 
 def _enqueue_groups(s: Session, gang: list[GroupRuntime], budget: Budget,

@@ -225,6 +225,9 @@ class AppRuntime:
     members: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None
     """(:attr:`members_version`, placeholders, real pods) in their order, as
     ``reservation.members`` last sorted them."""
+    need: tuple[AppSpec, int, Resources] | None = None
+    """(spec, :attr:`members_version`, what the gang still needs) as ``enqueue`` last
+    counted it with no placeholder observed."""
     ask: tuple[AppSpec, int, Resources] | None = None
     """(spec, :attr:`members_version`, what the gang still asks) as ``preemptors.app_ask``
     last counted it, for a gang with no placeholder then."""
