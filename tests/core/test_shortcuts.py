@@ -19,6 +19,8 @@ nor a tally (``Cluster._refusal_key``: turned off, no refusal is kept); a pod on
 own that fit nowhere, with nothing changed since that may let it fit, left out of
 allocate's units (``ordinary.dormant``); what a held gang without placeholders still
 needs counted again only when a member or its spec changed (``enqueue._remaining``);
+allocate passing over such a gang while its pods were told all there is to tell
+(``allocation.still_held``);
 ``preempt`` skipped when no waiting work outranks running work
 (``preemption.may_matter``); ``reclaim``
 skipped when no reclaimable queue is above its deserved share of anything
@@ -45,10 +47,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from builders import make_node, make_pod, make_podgroup
+from builders import make_app, make_group, make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
-from gangsched.core import cluster as core_cluster
 from gangsched.core import (
+    allocation,
     enqueue,
     evictions,
     ordinary,
@@ -58,6 +60,7 @@ from gangsched.core import (
     reservation,
     shares,
 )
+from gangsched.core import cluster as core_cluster
 from gangsched.core.decisions import BindPod, Decision
 from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
@@ -88,6 +91,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (core_cluster.Cluster, "_watermark"): lambda *args: 0,
     (core_cluster.Cluster, "_refusal_key"): lambda *args: None,
     (ordinary, "dormant"): lambda *args: False,
+    (allocation, "still_held"): lambda *args: None,
     (enqueue, "_remaining"): lambda rt, observed, reals: reservation.remaining_ask(
         rt.spec, observed, reservation.taken(reals)),
     (reclaim, "may_give_back"): lambda *args: True,
@@ -367,6 +371,42 @@ def test_pods_that_fit_nowhere_wait_out_of_allocate_until_something_changes() ->
     _both(run)
     assert tried[0] == 0 and tried[1] >= 1  # dormant, then woken by the room freed
     assert tried[2] == 3  # without the shortcut: each tried in the cycle after the bind
+
+
+def test_a_held_gang_is_passed_over_until_something_of_it_changes() -> None:
+    """A gang that enqueue holds, with no placeholder, is visited by allocate to tell its
+    pods that they wait for the gang; until a member, its spec or a plan changes, the
+    next visit would tell them the same, and is skipped."""
+    visits: list[int] = []
+
+    def run() -> list[list[Decision]]:
+        w = SimWorld()
+        w.add_node(make_node("n0", cpu=2))
+        w.add_app(make_app("spark", make_group("exec", 3, cpu=1)))  # never fits 2 cpu
+        w.add_pod(make_pod("spark-0", cpu=1, app="spark", task_group="exec"))
+        w.add_pod(make_pod("busy", cpu=1))
+        calls = 0
+        original = reservation.reserve
+
+        def reserve(*args: Any, **kwargs: Any) -> int:
+            nonlocal calls
+            calls += 1
+            return original(*args, **kwargs)
+
+        reservation.reserve = reserve  # type: ignore[assignment]
+        try:
+            seen = [w.step(0.0), w.step(1.0)]  # the second observes busy's bind
+            visits.append(calls)
+            w.add_pod(make_pod("spark-1", cpu=1, app="spark", task_group="exec"))
+            seen.append(w.step(2.0))
+            visits.append(calls)
+        finally:
+            reservation.reserve = original  # type: ignore[assignment]
+        return seen
+
+    _both(run)
+    assert visits[:2] == [1, 2]  # skipped in the cycle that observes the bind
+    assert visits[2:] == [2, 3]  # without the shortcut: visited in each cycle
 
 
 def test_a_gangs_preemptor_follows_every_change_of_its_members() -> None:

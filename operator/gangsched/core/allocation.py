@@ -144,6 +144,9 @@ def schedule_app(s: Session, unit: AppUnit, gate: StateAwareGate, now: float) ->
     spec = rt.spec
     reals = [p for p in unit.pending if not p.pod.placeholder]
     check_sizes(s, rt, reals)
+    held = still_held(s, rt, gate, unit.pending)
+    if held is not None and held == rt.held:
+        return  # as it was when its pods last said they wait for the gang
     if rt.state in (AppState.NEW, AppState.COMPLETED):
         for ps in reals:
             s.mark_pending(ps, rt.reason, rt.message or "the application is not accepted yet")
@@ -169,6 +172,7 @@ def schedule_app(s: Session, unit: AppUnit, gate: StateAwareGate, now: float) ->
             real_allocated(s, rt)
         if not rt.reserved:
             _waiting_for_gang(s, rt, reals, now)
+            rt.held = still_held(s, rt, gate, unit.pending)
             return
     elif placeholders and rt.state is not AppState.RESUMING and not rt.placeholders_expired:
         # A placeholder whose bind failed after the gang was reserved: hold its place again.
@@ -177,6 +181,21 @@ def schedule_app(s: Session, unit: AppUnit, gate: StateAwareGate, now: float) ->
     for ps in reals:
         if ps.pending:
             swap.place_real(s, rt, ps, free, now)
+
+
+def still_held(s: Session, rt: AppRuntime, gate: StateAwareGate,
+               pending: list[PodState]) -> tuple[object, ...] | None:
+    """What a visit of a gang that ``enqueue`` holds reads, when it has no placeholder,
+    no backoff and no stateaware gate: all the visit does is say that its pods wait for
+    the gang. While this stands (its spec, its members, the plans of evictions, what its
+    pods were last told), a visit would say it again, to the same effect: nothing.
+    None for any other gang."""
+    if (not rt.spec.gang or rt.state is not AppState.ACCEPTED or rt.admitted or rt.assumed
+            or gate.active or "enqueue" not in s.config.actions
+            or any(p.pod.placeholder for p in pending) or not s.reached(rt.retry_after)):
+        return None
+    return (rt.spec, rt.members_version, s.evictions.version,
+            tuple(p.pending_reason for p in pending))
 
 
 def _waiting_for_gang(s: Session, rt: AppRuntime, reals: list[PodState], now: float) -> None:

@@ -225,6 +225,8 @@ class AppRuntime:
     members: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None
     """(:attr:`members_version`, placeholders, real pods) in their order, as
     ``reservation.members`` last sorted them."""
+    held: tuple[object, ...] | None = None
+    """What ``allocation.still_held`` read at its last visit as a held gang."""
     need: tuple[AppSpec, int, Resources] | None = None
     """(spec, :attr:`members_version`, what the gang still needs) as ``enqueue`` last
     counted it with no placeholder observed."""
