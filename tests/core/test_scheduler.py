@@ -493,3 +493,23 @@ def test_pods_waiting_for_room_are_kept_apart_for_the_preemptors() -> None:
     assert w.pods[waits].node_name == "n1"
     assert [pre for pre in find(s, 1.0) if pre.pod is not None] == []
     assert waits not in s.waiting_for_room
+
+
+def test_a_gangs_pending_pods_are_ordered_once_while_they_stay_the_same() -> None:
+    from gangsched.core.runtime import AppRuntime, in_order
+
+    w = SimWorld()
+    w.add_app(make_app("spark", make_group("exec", 3)))
+    for name, priority, creation in (("c", 0, 1.0), ("a", 5, 2.0), ("b", 0, 0.5)):
+        w.add_pod(make_pod(name, app="spark", task_group="exec", priority=priority,
+                           creation=creation))
+    s = w.scheduler
+    rt: AppRuntime = s.apps[AppKey("default/spark")]
+    pending = [s.pods[w.uid_of(name)] for name in ("c", "a", "b")]
+    first = in_order(rt, pending)
+    assert [ps.pod.name for ps in first] == ["a", "b", "c"]
+    kept = rt.pending_order
+    assert [ps.pod.name for ps in in_order(rt, list(pending))] == ["a", "b", "c"]
+    assert rt.pending_order is kept  # the same pods in the same order: not sorted again
+    assert [ps.pod.name for ps in in_order(rt, pending[:2])] == ["a", "c"]
+    assert rt.pending_order is not kept

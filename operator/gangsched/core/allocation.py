@@ -24,7 +24,7 @@ from gangsched.core.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.decisions import BlockingReason, EventType
 from gangsched.core.model import AppKey, SortPolicy
 from gangsched.core.reservation import ref
-from gangsched.core.runtime import AppRuntime, PodState
+from gangsched.core.runtime import AppRuntime, PodState, in_order
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def units(s: Session, now: float) -> list[tuple[str, tuple[object, ...], object]
     result: list[tuple[str, tuple[object, ...], object]] = []
     for key, unit in by_app.items():
         spec = unit.rt.spec
-        unit.pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+        unit.pending = in_order(unit.rt, unit.pending)
         result.append((spec.queue, s.sort_key(spec.queue, spec.priority, spec.creation, key), unit))
     return result
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import gangsched.core.earmarks as earmarks
 from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
-from gangsched.core.runtime import GroupRuntime, PodState
+from gangsched.core.runtime import GroupRuntime, PodState, in_order
 from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     result: list[tuple[str, tuple[object, ...], object]] = []
     for key, unit in by_group.items():
         spec = unit.rt.spec
-        unit.pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+        unit.pending = in_order(unit.rt, unit.pending)
         sort_key = s.sort_key(spec.queue, spec.priority, spec.creation, key)
         result.append((spec.queue, sort_key, unit))
     return result

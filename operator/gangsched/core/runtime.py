@@ -227,6 +227,8 @@ class AppRuntime:
     ``reservation.members`` last sorted them."""
     held: tuple[object, ...] | None = None
     """What ``allocation.still_held`` read at its last visit as a held gang."""
+    pending_order: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None
+    """See :func:`in_order`."""
     need: tuple[AppSpec, int, Resources] | None = None
     """(spec, :attr:`members_version`, what the gang still needs) as ``enqueue`` last
     counted it with no placeholder observed."""
@@ -283,6 +285,8 @@ class GroupRuntime:
     starving_since: float | None = None
     """See :attr:`AppRuntime.starving_since`; otherwise the wait counts from creation."""
     restored_reservation: tuple[float, tuple[str, ...]] | None = None
+    pending_order: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None
+    """See :func:`in_order`."""
     """See :attr:`AppRuntime.restored_reservation`."""
     members_version: int = 0
     """Bumped whenever a member pod joins, leaves, is observed, charged or released."""
@@ -293,3 +297,16 @@ class GroupRuntime:
     def ref(self) -> ObjectRef:
         """The PodGroup, for events about it."""
         return ObjectRef("PodGroup", self.spec.namespace, self.spec.name, self.spec.uid)
+
+
+def in_order(rt: AppRuntime | GroupRuntime, pending: list[PodState]) -> list[PodState]:
+    """A gang's pending pods in the order they are placed (priority, highest first, then
+    creation, then name), sorted again only when other pods come, or in another order,
+    or a member changed (every waiting gang is ordered each cycle)."""
+    seen = tuple(pending)
+    kept = rt.pending_order
+    if kept is not None and kept[0] == rt.members_version and kept[1] == seen:
+        return list(kept[2])
+    ordered = sorted(pending, key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+    rt.pending_order = (rt.members_version, seen, tuple(ordered))
+    return ordered
