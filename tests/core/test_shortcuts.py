@@ -133,6 +133,23 @@ def _both(run: Callable[[], list[list[Decision]]]) -> None:
         assert got == want, f"cycle {cycle} decided differently with the shortcuts"
 
 
+@contextmanager
+def counting(owner: object, name: str) -> Iterator[list[int]]:
+    """Count the calls of ``owner.name`` within the block (the list's one item)."""
+    original = getattr(owner, name)
+    count = [0]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return original(*args, **kwargs)
+
+    setattr(owner, name, counted)
+    try:
+        yield count
+    finally:
+        setattr(owner, name, original)
+
+
 def _contended(setup: Setup, background: list[Op], operations: list[Op],
                actions: tuple[str, ...]) -> list[list[Decision]]:
     run = Contention(setup, actions)
@@ -278,20 +295,9 @@ def test_under_spread_scoring_the_tally_answers_for_pods_that_fit_nowhere_only()
             w.add_pod(make_pod(f"wait{i}", cpu=2))
         seen.append(w.step(1.0))
         w.delete("run1")
-        passes = 0
-        original = core_cluster.Cluster.place
-
-        def place(self: core_cluster.Cluster, *args: Any, **kwargs: Any) -> str | None:
-            nonlocal passes
-            passes += 1
-            return original(self, *args, **kwargs)
-
-        core_cluster.Cluster.place = place  # type: ignore[method-assign]
-        try:
+        with counting(core_cluster.Cluster, "place") as passes:
             seen.append(w.step(2.0))
-        finally:
-            core_cluster.Cluster.place = original  # type: ignore[method-assign]
-        placed.append(passes)
+        placed.append(passes[0])
         return seen
 
     _both(run)
@@ -315,20 +321,9 @@ def test_a_refusal_answers_for_the_same_shape_until_a_node_is_touched() -> None:
         for index, (name, cpu) in enumerate((("big0", 2), ("small", 1), ("big1", 2),
                                              ("big2", 2))):
             w.add_pod(make_pod(name, cpu=cpu, creation=float(index)))
-        passes = 0
-        original = core_cluster.Cluster.place
-
-        def place(self: core_cluster.Cluster, *args: Any, **kwargs: Any) -> str | None:
-            nonlocal passes
-            passes += 1
-            return original(self, *args, **kwargs)
-
-        core_cluster.Cluster.place = place  # type: ignore[method-assign]
-        try:
+        with counting(core_cluster.Cluster, "place") as passes:
             seen.append(w.step(1.0))
-        finally:
-            core_cluster.Cluster.place = original  # type: ignore[method-assign]
-        scans.append(passes)
+        scans.append(passes[0])
         return seen
 
     _both(run)
@@ -349,23 +344,12 @@ def test_pods_that_fit_nowhere_wait_out_of_allocate_until_something_changes() ->
         for index in range(3):
             w.add_pod(make_pod(f"big{index}", cpu=3, creation=1.0 + index))
         seen = [w.step(0.0)]  # small is bound, the big ones fit nowhere
-        calls = 0
-        original = ordinary.place
-
-        def place(*args: Any, **kwargs: Any) -> bool:
-            nonlocal calls
-            calls += 1
-            return original(*args, **kwargs)
-
-        ordinary.place = place  # type: ignore[assignment]
-        try:
+        with counting(ordinary, "place") as calls:
             seen.append(w.step(1.0))  # observes small's bind
-            tried.append(calls)
+            tried.append(calls[0])
             w.delete("small")
             seen.append(w.step(2.0))
-            tried.append(calls)
-        finally:
-            ordinary.place = original  # type: ignore[assignment]
+            tried.append(calls[0])
         return seen
 
     _both(run)
@@ -385,23 +369,12 @@ def test_a_held_gang_is_passed_over_until_something_of_it_changes() -> None:
         w.add_app(make_app("spark", make_group("exec", 3, cpu=1)))  # never fits 2 cpu
         w.add_pod(make_pod("spark-0", cpu=1, app="spark", task_group="exec"))
         w.add_pod(make_pod("busy", cpu=1))
-        calls = 0
-        original = reservation.reserve
-
-        def reserve(*args: Any, **kwargs: Any) -> int:
-            nonlocal calls
-            calls += 1
-            return original(*args, **kwargs)
-
-        reservation.reserve = reserve  # type: ignore[assignment]
-        try:
+        with counting(reservation, "reserve") as calls:
             seen = [w.step(0.0), w.step(1.0)]  # the second observes busy's bind
-            visits.append(calls)
+            visits.append(calls[0])
             w.add_pod(make_pod("spark-1", cpu=1, app="spark", task_group="exec"))
             seen.append(w.step(2.0))
-            visits.append(calls)
-        finally:
-            reservation.reserve = original  # type: ignore[assignment]
+            visits.append(calls[0])
         return seen
 
     _both(run)
