@@ -631,12 +631,7 @@ class Cluster:
                 or self.pod_index.required_anti > 0 or info.volumes.any):
             return None
         diagnosis = self.diagnose(info.request, info.constraints, pod=info)
-        counts = diagnosis.by_filter
-        if counts.get(FITS, 0) or counts.get(RESERVED, 0):
-            return None
-        if not diagnosis.pre_filter and any(plugin != FIT_PLUGIN for plugin in counts):
-            return None  # the pass would move the spread cursor past such a node
-        return diagnosis
+        return diagnosis if _still(diagnosis) else None
 
     def diagnose(
         self,
@@ -733,8 +728,10 @@ class Cluster:
 
 
 def _still(diagnosis: Diagnosis) -> bool:
-    """Would a spread-scoring pass that found this leave the cursor where it was? Only
-    when no node had room for the pod (see :meth:`Cluster.unplaceable`)."""
+    """Does this diagnosis tell that no node had room for the pod, so that a spread-
+    scoring pass that found it would leave the cursor where it was? Not when a node
+    that fits is reserved or turned down by a filter other than capacity (the pass
+    would move the cursor past it)."""
     counts = diagnosis.by_filter
     if counts.get(FITS, 0) or counts.get(RESERVED, 0):
         return False

@@ -64,7 +64,7 @@ from gangsched.core.cluster import ONE_POD
 from gangsched.core.decisions import BlockingReason, DeleteReason, EventType, ObjectRef
 from gangsched.core.reservation import members, ref, taken
 from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState, placement_order
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def _group_gang(s: Session, unit: list[GroupRuntime]) -> Gang | None:
         have = [ps for ps in member_pods if ps.uid in g.assumed]
         waiting = sorted((ps for ps in member_pods
                           if ps.pending and ps.pod.ours and not ps.pod.invalid),
-                         key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+                         key=placement_order)
         missing = max(0, spec.min_member - len(have))
         amount = Resources.ZERO
         for ps in waiting[:missing]:

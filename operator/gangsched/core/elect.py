@@ -51,7 +51,7 @@ from gangsched.core.decisions import AnnotateNode, EventType, ObjectRef
 from gangsched.core.model import AppKey, GroupKey
 from gangsched.core.reservation import members, ref, remaining_ask, taken
 from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime, GroupRuntime
+from gangsched.core.runtime import AppRuntime, GroupRuntime, placement_order
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
@@ -321,7 +321,7 @@ def _demand(s: Session, held: NodeReservation) -> list[tuple[Resources, Constrai
         pods = [s.pods[uid] for uid in s.group_members.get(rt.spec.key, ())]
         have = sum(1 for ps in pods if ps.node is not None and ps.pod.active)
         waiting = sorted((ps for ps in pods if ps.pending and ps.pod.ours and not ps.pod.invalid),
-                         key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+                         key=placement_order)
         missing = max(0, rt.spec.min_member - have)
         found.extend((ps.request, ps.constraints) for ps in waiting[:missing])
         unseen = missing - min(missing, len(waiting))

@@ -61,7 +61,7 @@ from gangsched.core.model import AppKey, GroupKey, PodUID
 from gangsched.core.observations import EvictionFailed
 from gangsched.core.preemptors import Kind, Preemptor, build, pod_ref
 from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime, PodState
+from gangsched.core.runtime import AppRuntime, PodState, placement_order
 from gangsched.core.victims import Tier, Unit, fit, names, scoring_for
 
 if TYPE_CHECKING:
@@ -404,7 +404,7 @@ def _place(s: Session, pre: Preemptor, now: float) -> None:
 
 
 def _place_app(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
-    pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+    pending.sort(key=placement_order)
     gate = alloc_logic.StateAwareGate(s, rt.spec.queue, now, {rt.spec.key})
     alloc_logic.schedule_app(s, alloc_logic.AppUnit(rt, pending), gate, now)
 

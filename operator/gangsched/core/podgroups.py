@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import gangsched.core.earmarks as earmarks
 from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
-from gangsched.core.runtime import GroupRuntime, PodState, in_order
+from gangsched.core.runtime import GroupRuntime, PodState, in_order, placement_order
 from gangsched.core.volumes import placing as volume_placing
 
 if TYPE_CHECKING:
@@ -342,7 +342,7 @@ def _pending_by_group(s: Session, gang: list[GroupRuntime]) -> dict[GroupKey, li
     for g in gang:
         members = [s.pods[uid] for uid in s.group_members.get(g.spec.key, ())]
         waiting = [ps for ps in members if ps.pending and ps.pod.ours]
-        waiting.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+        waiting.sort(key=placement_order)
         found[g.spec.key] = waiting
     return found
 

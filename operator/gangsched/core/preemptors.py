@@ -37,7 +37,7 @@ from gangsched.core.pendings import FOR_ROOM
 from gangsched.core.podgroups import gang_of
 from gangsched.core.reservation import members, taken, waiting_members
 from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState, placement_order
 from gangsched.core.states import AppState
 
 if TYPE_CHECKING:
@@ -360,7 +360,7 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
         items: list[Item] = []
         pending_all: list[PodState] = []
         for pending, need in wanted:
-            pending.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+            pending.sort(key=placement_order)
             items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
             pending_all.extend(pending)
         found.made = Preemptor(

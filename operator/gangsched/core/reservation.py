@@ -47,7 +47,7 @@ from gangsched.core.cluster import ONE_POD
 from gangsched.core.decisions import BlockingReason, CreatePlaceholder, EventType, ObjectRef
 from gangsched.core.model import AppSpec, PlaceholderPolicy
 from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime, PodState
+from gangsched.core.runtime import AppRuntime, PodState, placement_order
 
 if TYPE_CHECKING:
     from gangsched.core.session import Session
@@ -88,7 +88,7 @@ def members(s: Session, rt: AppRuntime) -> tuple[list[PodState], list[PodState]]
         ps = s.pods[uid]
         (placeholders if ps.pod.placeholder else reals).append(ps)
     placeholders.sort(key=lambda p: (p.pod.task_group or "", p.pod.member_index, p.pod.name))
-    reals.sort(key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+    reals.sort(key=placement_order)
     rt.members = (rt.members_version, tuple(placeholders), tuple(reals))
     return placeholders, reals
 

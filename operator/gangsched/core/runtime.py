@@ -299,6 +299,13 @@ class GroupRuntime:
         return ObjectRef("PodGroup", self.spec.namespace, self.spec.name, self.spec.uid)
 
 
+def placement_order(ps: PodState) -> tuple[int, float, str]:
+    """The order in which a gang's pending pods are placed: priority, highest first,
+    then creation, then name."""
+    pod = ps.pod
+    return (-pod.priority, pod.creation, pod.name)
+
+
 def in_order(rt: AppRuntime | GroupRuntime, pending: list[PodState]) -> list[PodState]:
     """A gang's pending pods in the order they are placed (priority, highest first, then
     creation, then name), sorted again only when other pods come, or in another order,
@@ -307,6 +314,6 @@ def in_order(rt: AppRuntime | GroupRuntime, pending: list[PodState]) -> list[Pod
     kept = rt.pending_order
     if kept is not None and kept[0] == rt.members_version and kept[1] == seen:
         return list(kept[2])
-    ordered = sorted(pending, key=lambda p: (-p.pod.priority, p.pod.creation, p.pod.name))
+    ordered = sorted(pending, key=placement_order)
     rt.pending_order = (rt.members_version, seen, tuple(ordered))
     return ordered

@@ -122,10 +122,10 @@ class Scheduler:
         self.app_members: dict[AppKey, set[PodUID]] = {}
         self.group_members: dict[GroupKey, set[PodUID]] = {}
         self.pending: dict[PodUID, None] = {}
+        """Pods of ours waiting for a node, in arrival order."""
         self.waiting_for_room: dict[PodUID, None] = {}
         """Pods last said to wait for a reason in ``FOR_ROOM`` (some may have moved on
         since: bound, or said to wait for another reason by other means)."""
-        """Pods of ours waiting for a node, in arrival order."""
         self.pending_shapes = PendingShapes()
         """The same pods counted by shape (what decides their queue, their request)."""
         self.parked: dict[PodUID, None] = {}
