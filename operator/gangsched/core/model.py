@@ -171,6 +171,38 @@ class SchedulingPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologyRequest:
+    """Where a gang's members must, or should, land together: domains of node-label keys.
+
+    A *domain* of a key is the set of nodes that carry the same value of that label
+    (``rack=r1``). A node without the label belongs to no domain of that key.
+
+    - ``required``: every member in one domain of this key, or none placed.
+    - ``preferred``: keys from the smallest domain to the largest; the gang takes the
+      smallest level at which one domain fits it whole, else the next level, else
+      anywhere. With ``required`` too, the escalation stops at ``required``.
+    - ``slice_key`` with ``slice_size``: the members, in their order, form slices of
+      ``slice_size`` that each share one domain of ``slice_key`` (a smaller level),
+      inside the gang's domain.
+
+    The empty request (:data:`NO_TOPOLOGY`) asks for nothing.
+    """
+
+    required: str | None = None
+    preferred: tuple[str, ...] = ()
+    slice_key: str | None = None
+    slice_size: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return self.required is None and not self.preferred and self.slice_key is None
+
+
+NO_TOPOLOGY = TopologyRequest()
+"""A gang that asks nothing of topology."""
+
+
+@dataclass(frozen=True, slots=True)
 class TaskGroup:
     """One role of a gang: ``min_member`` members of ``min_resource`` each."""
 
@@ -183,6 +215,8 @@ class TaskGroup:
     placement: Placement = NO_PLACEMENT
     """The members' labels, pod (anti-)affinity, spread and the like: a placeholder is
     placed with them, as the real member would be."""
+    topology: TopologyRequest = NO_TOPOLOGY
+    """Where the task group's members must or should land together."""
 
     @property
     def total(self) -> Resources:
@@ -269,6 +303,8 @@ class PodGroupSpec:
     """``status.reservationExpiry``: see :class:`PersistedAppStatus`."""
     persisted_reserved_nodes: tuple[str, ...] = ()
     """``status.reservedNodes``."""
+    topology: TopologyRequest = NO_TOPOLOGY
+    """Where the group's members must or should land together."""
 
     @property
     def namespace(self) -> str:
