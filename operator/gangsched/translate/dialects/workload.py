@@ -150,8 +150,11 @@ def _policy(spec: Mapping[str, Any], problems: fields.Problems) -> int:
         empty: Mapping[str, Any] = {}
         problems.read(lambda: fields.mapping(policy.get("basic"), f"{path}.basic"), empty)
         return 1
+    before = len(problems.messages)
     gang: Mapping[str, Any] = problems.read(
         lambda: fields.mapping(policy.get("gang"), f"{path}.gang"), {})
+    if len(problems.messages) > before:
+        return 1
     if gang.get("minCount") is None:
         problems.add(f"{path}.gang.minCount: required")
         return 1
