@@ -133,7 +133,7 @@ async def test_nothing_binds_before_the_quorum(fake_api_factory: Any,
         assert bound(api, names) == [], "bound before the quorum"
         assert pod_says(api, names[0]) == (
             "WaitingForGang: waiting for minCount pods from a gang to appear in scheduling "
-            "queue (3 of minCount 4 so far)")
+            "queue (minCount 4)")
         assert group_condition(api, "quorum") == {}  # not attempted: no condition yet
         names += create(api, members("quorum", 1, cpu="1", first=3))
         await wait_for(lambda: len(bound(api, names)) == 4, what="all 4 bound")

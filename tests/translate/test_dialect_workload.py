@@ -297,7 +297,7 @@ def test_other_conditions_are_kept_and_the_transition_time_too() -> None:
                      'waiting for pod\'s pod group "pg" to appear in scheduling queue',
                      id="no-podgroup"),
         pytest.param("WaitingForGang", 3, "waiting for minCount pods from a gang to appear in "
-                     "scheduling queue (3 of minCount 4 so far)", id="below-quorum"),
+                     "scheduling queue (minCount 4)", id="below-quorum"),
         pytest.param("WaitingForGang", 4, "core words", id="quorum-reached"),
         pytest.param("Unschedulable", 1, "core words", id="other-reason"),
     ],

@@ -269,10 +269,11 @@ def pending_message(reason: str, message: str, name: str, *, members: int,
                     minimum: int) -> str:
     """The message a pending member of PodGroup ``name`` shows, in kube-scheduler's words
     where it has some: the PodGroup does not exist yet (``PodGroupNotFound``), or the
-    gang has fewer than ``minimum`` pods (``members``) so far. Any other ``message`` is
-    returned as it is."""
+    gang has fewer than ``minimum`` pods (``members``) so far (the same words whatever
+    the count, so that a pod's condition is not rewritten as each member arrives). Any
+    other ``message`` is returned as it is."""
     if reason == "PodGroupNotFound":
         return waiting_message(name)
     if reason == "WaitingForGang" and members < minimum:
-        return f"{QUORUM_MESSAGE} ({members} of minCount {minimum} so far)"
+        return f"{QUORUM_MESSAGE} (minCount {minimum})"
     return message
