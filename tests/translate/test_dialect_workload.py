@@ -191,6 +191,8 @@ def test_the_invalid_spec_event_points_at_the_real_podgroup() -> None:
                                  "kind": "PodGroup", "namespace": "default", "name": "pg",
                                  "uid": "uid-pg"}
     assert body["note"] == "spec.schedulingPolicy: ..."
+    served = foreign.retarget_event(render.event_body(event, now=NOW), {WORKLOAD: "v1beta1"})
+    assert served["regarding"]["apiVersion"] == "scheduling.k8s.io/v1beta1"
 
 
 def test_the_kind_is_found_from_the_servers_discovery() -> None:

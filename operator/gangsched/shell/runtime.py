@@ -785,7 +785,8 @@ class Runtime:
 
     def _record(self, d: RecordEvent) -> None:
         now = self.clock()
-        body = retarget_event(render.event_body(d, now=now, instance=self.settings.identity))
+        body = retarget_event(render.event_body(d, now=now, instance=self.settings.identity),
+                              self.foreign.versions)
         name = render.event_name(d)
         micro = times.format_micro_time(now)
         self.reports.submit(lambda: self.events.record(name, body, now, micro))

@@ -117,9 +117,11 @@ def kind_of(key: str) -> ForeignKind | None:
     return _BY_DIALECT.get(split_foreign_key(key)[0])
 
 
-def retarget_event(body: dict[str, Any]) -> dict[str, Any]:
+def retarget_event(body: dict[str, Any],
+                   versions: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``body`` (an ``events.k8s.io/v1`` Event) with ``regarding`` pointing at the foreign
-    PodGroup it is about: its own ``apiVersion`` and name. Other Events are returned
+    PodGroup it is about: its own ``apiVersion`` (the version ``versions`` gives for its
+    dialect, the served one; else the kind's) and name. Other Events are returned
     unchanged."""
     regarding = body.get("regarding")
     if not isinstance(regarding, dict) or regarding.get("kind") != "PodGroup":
@@ -129,4 +131,6 @@ def retarget_event(body: dict[str, Any]) -> dict[str, Any]:
     if kind is None:
         return body
     _, _, real = split_foreign_key(f"x/{name}")
-    return {**body, "regarding": {**regarding, "apiVersion": kind.api_version, "name": real}}
+    version = (versions or {}).get(kind.dialect, kind.version)
+    return {**body, "regarding": {**regarding, "apiVersion": f"{kind.group}/{version}",
+                                  "name": real}}
