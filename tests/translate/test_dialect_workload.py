@@ -19,7 +19,10 @@ from gangsched.translate import render
 from gangsched.translate.dialects import WORKLOAD, foreign, resolve, workload
 from gangsched.translate.pods import pod_with_membership
 from gangsched.translate.priorities import PriorityClasses
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from k8s_objects import make_pod
+from test_translate_robustness import json_values, paths, replaced
 from workload_objects import BASIC, gang, job_objects, member, podgroup
 
 NAMES = frozenset({"gangsched"})
@@ -308,3 +311,35 @@ def test_waiting_members_get_kube_scheduler_words(reason: str, members: int,
                                                   expected: str) -> None:
     assert workload.pending_message(reason, "core words", "pg", members=members,
                                     minimum=4) == expected
+
+
+# --- robustness ------------------------------------------------------------------------------
+
+
+def _status_over(obj: dict[str, Any]) -> object:
+    return workload.status_body(decision("Inqueue", blocking=CAPACITY), obj, now=NOW,
+                                version="v1alpha2")
+
+
+def _old_status() -> dict[str, Any]:
+    obj = podgroup(generation=3, topology="rack")
+    obj["status"] = {"conditions": [condition("PodGroupScheduled", "False", "Unschedulable",
+                                              "x"), condition("DisruptionTarget", "True",
+                                                              "PreemptionByScheduler", "y")]}
+    return obj
+
+
+WORKLOAD_TRANSLATORS = [
+    (lambda: podgroup(topology="rack"), workload.podgroup_from_k8s),
+    (lambda: member("w-0", "train"), lambda obj: pod_with_membership(obj)),
+    (_old_status, _status_over),
+]
+
+
+@settings(max_examples=300)
+@given(st.data(), json_values)
+def test_any_field_may_hold_any_json(data: st.DataObject, value: Any) -> None:
+    build, translate = data.draw(st.sampled_from(WORKLOAD_TRANSLATORS))
+    obj = build()
+    path = data.draw(st.sampled_from(paths(obj)))
+    translate(replaced(obj, path, value))
