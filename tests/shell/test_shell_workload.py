@@ -8,9 +8,10 @@ is bound whole; a gang of 6 × 3 cpu where only 4 fit binds nothing and says why
 ``minCount`` 4 with 3 pods binds nothing until the 4th pod comes, then all 4. Then: a pod
 whose PodGroup does not exist yet waits and says so; basic pods are scheduled one by one;
 a Job created with the Job controller's Workload integration runs as one gang; an invalid
-PodGroup gets a precise Event and condition and harms no other gang; and on a cluster
+PodGroup gets a precise Event and condition and harms no other gang; on a cluster
 without the API there are no errors and no polling storm, and the API is picked up once it
-is turned on.
+is turned on (a failing discovery is asked again soon); a PodGroup whose pods another
+scheduler schedules is left to it; and a restart keeps a bound gang as it is.
 """
 
 from __future__ import annotations
@@ -278,3 +279,65 @@ async def test_the_newest_served_version_is_used(fake_api_factory: Any,
                        for e in api.request_log)
     finally:
         await op.kill()
+
+
+async def test_a_failing_discovery_is_tried_again_soon(fake_api_factory: Any,
+                                                       tmp_path: pathlib.Path) -> None:
+    """A 500 from discovery is no "not served": it is asked again after a short backoff,
+    not after ``RECHECK`` (a minute here)."""
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=4, cpu="4")
+    api.serve_workload_api()
+    rule = api.faults.add(method="GET", path_regex=r"/apis/scheduling\.k8s\.io$", status=500,
+                          times=2)
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        api.create(podgroup("retry", policy=gang(2)))
+        names = create(api, members("retry", 2, cpu="1"))
+        await wait_for(lambda: len(bound(api, names)) == 2, what="bound after the retries")
+        assert rule.hits == 2
+    finally:
+        await op.kill()
+
+
+async def test_a_podgroup_of_another_schedulers_pods_is_left_to_it(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """kube-scheduler writes the condition of the PodGroups whose pods it schedules:
+    gangsched writes none there (two writers would fight), and binds none of them."""
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        api.create(podgroup("theirs", policy=gang(2)))
+        theirs = members("theirs", 2, cpu="1")
+        for obj in theirs:
+            obj["spec"]["schedulerName"] = "default-scheduler"
+        names = create(api, theirs)
+        await op.settle(4)
+        assert bound(api, names) == []
+        assert api.request_count("patch", "podgroups", "status") == 0
+        assert group_condition(api, "theirs") == {}
+    finally:
+        await op.kill()
+
+
+async def test_a_restart_keeps_a_bound_gang_as_it_is(fake_api_factory: Any,
+                                                     tmp_path: pathlib.Path) -> None:
+    """Everything is rebuilt from the cluster: the bound gang counts as scheduled, is not
+    bound again, and its condition (and its transition time) stay as they were."""
+    api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=4, cpu="4")
+    api.serve_workload_api()
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        api.create(podgroup("kept", policy=gang(3)))
+        names = create(api, members("kept", 3, cpu="1"))
+        await wait_for(lambda: len(bound(api, names)) == 3, what="gang bound")
+        before = await wait_for(lambda: group_condition(api, "kept").get("status") == "True"
+                                and group_condition(api, "kept"), what="condition written")
+    finally:
+        await op.kill()
+    binds = api.request_count("create", "pods", "binding")
+    again = await OperatorUnderTest(api, kubeconfig, FakeClock(start=1_800_000_600.0)).start()
+    try:
+        await again.settle(4)
+        assert api.request_count("create", "pods", "binding") == binds
+        assert group_condition(api, "kept") == before
+    finally:
+        await again.kill()
