@@ -235,7 +235,7 @@ def test_diagnosis_of_an_empty_cluster() -> None:
 
 @pytest.mark.parametrize("scoring", [Scoring.BINPACK, Scoring.SPREAD])
 def test_sampling_still_finds_the_only_node_that_fits(scoring: Scoring) -> None:
-    cluster = Cluster(sample_size=1)
+    cluster = Cluster(percentage_of_nodes_to_score=1)
     for i in range(20):
         cluster.upsert_node(make_node(f"n{i:02}", cpu=2))
     cluster.upsert_node(make_node("z-big", cpu=16))
