@@ -2,16 +2,25 @@
 defect found by reading the placement code against kube-scheduler's sources. Each row
 names the upstream function it follows; each failed before its fix.
 
-| row | upstream |
-|---|---|
-| the first pod of a self-affine group, its term selecting namespaces by label | interpodaffinity/filtering.go ``satisfyPodAffinity``, ``podMatchesAllAffinityTerms``, ``mergeAffinityTermNamespacesIfNotEmpty`` |
-| terminating pods do not count for topology spread | podtopologyspread/common.go ``countPodsMatchSelector`` |
-| every feasible node scored below 100 nodes, an adaptive share above | schedule_one.go ``numFeasibleNodesToFind`` |
-| a pod tolerating ``unreachable`` on a node whose Ready is Unknown | nodelifecycle ``doNoScheduleTaintingPass``, tainttoleration ``Filter`` |
-| scoring defaults per container, not per pod | noderesources/resource_allocation.go ``calculatePodResourceRequest``, component-helpers ``PodRequests`` ``NonMissingContainerRequests`` |
-| ImageLocality | imagelocality/image_locality.go ``Score`` |
-| spread scores rounded half away from zero | podtopologyspread/scoring.go ``Score`` (``math.Round``) |
-| the PodScheduled message starts ``0/N nodes are available:`` | framework/types.go ``FitError.Error``, schedule_one.go ``handleSchedulingFailure`` |
+Rows, and the upstream functions (kubernetes ``pkg/scheduler`` unless named):
+
+- the first pod of a self-affine group, its term selecting namespaces by label:
+  interpodaffinity/filtering.go ``satisfyPodAffinity``, ``podMatchesAllAffinityTerms``
+  after ``mergeAffinityTermNamespacesIfNotEmpty``;
+- terminating pods do not count for topology spread: podtopologyspread/common.go
+  ``countPodsMatchSelector``;
+- every feasible node scored below 100 nodes, an adaptive share above: schedule_one.go
+  ``numFeasibleNodesToFind``;
+- a pod tolerating ``unreachable`` on a node whose Ready is Unknown: the node lifecycle
+  controller's ``doNoScheduleTaintingPass``, and TaintToleration's ``Filter``;
+- scoring defaults per container, not per pod: noderesources/resource_allocation.go
+  ``calculatePodResourceRequest``, component-helpers ``PodRequests`` with
+  ``NonMissingContainerRequests``;
+- ImageLocality: imagelocality/image_locality.go ``Score``;
+- spread scores rounded half away from zero: podtopologyspread/scoring.go ``Score``
+  (``math.Round``);
+- the PodScheduled message starts ``0/N nodes are available:``: framework/types.go
+  ``FitError.Error``, schedule_one.go ``handleSchedulingFailure``.
 """
 
 from __future__ import annotations

@@ -166,6 +166,14 @@ class InterPodAffinity:
 
     # --- scoring ---------------------------------------------------------------------------
 
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Skips a pod without preferred terms when placed pods have no term that
+        scores (required anti-affinity only), as :meth:`pre_score` does."""
+        index = snapshot.pod_index
+        p = pod.placement
+        return (not p.affinity_preferred and not p.anti_affinity_preferred
+                and index.terms == index.required_anti)
+
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         index = snapshot.pod_index

@@ -234,6 +234,10 @@ class PodTopologySpread:
 
     # --- scoring ---------------------------------------------------------------------------
 
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Skips a pod without ScheduleAnyway constraints (its own or the defaults)."""
+        return not self.constraints_of(pod, WhenUnsatisfiable.SCHEDULE_ANYWAY)
+
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         constraints = self.constraints_of(pod, WhenUnsatisfiable.SCHEDULE_ANYWAY)
