@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,9 @@ from shellkit import (
 
 EXAMPLES = ROOT / "examples"
 NS = "default"
+FIT_REASONS = ("Capacity", "Constraints", "Reservation")
+"""Reasons whose pods show kube-scheduler's FitError message as it is."""
+FIT_ERROR = re.compile(r"\d+/\d+ nodes are available: ")
 PAUSE = "registry.k8s.io/pause:3.10"
 Obj = dict[str, Any]
 
@@ -109,7 +113,8 @@ class World:
         return not any(self.pod(n)["spec"].get("nodeName") for n in names)
 
     def waiting_reason(self, name: str) -> str:
-        """The message of the pod's PodScheduled=False condition ("<Reason>: <details>")."""
+        """The message of the pod's PodScheduled=False condition ("<Reason>: <details>",
+        or kube-scheduler's ``0/N nodes are available: ...`` when no node fits)."""
         found = condition(self.pod(name), "PodScheduled")
         return str(found.get("message") or "") if found.get("status") == "False" else ""
 
@@ -142,9 +147,14 @@ class World:
         return dict(found[0])
 
     async def pending_with(self, reason: str, *names: str, message: str | None = None) -> None:
-        """Wait until the pods wait with ``reason`` (and exactly ``message``, if given)."""
+        """Wait until the pods wait with ``reason`` (and exactly ``message``, if given).
+
+        A pod that no node fits shows kube-scheduler's words alone (``0/N nodes are
+        available: ...``), whichever of those reasons the core gave."""
         def ok(name: str) -> bool:
             text = self.waiting_reason(name)
+            if reason in FIT_REASONS:
+                return FIT_ERROR.match(text) is not None and message in (None, text)
             if message is not None:
                 return text == f"{reason}: {message}"
             return text.startswith(f"{reason}:")

@@ -120,7 +120,7 @@ SCENARIOS = [
         expected=["blocked by Constraints (its constraints exclude every node that has room):",
                   "nodes: 3 node(s) didn't match Pod's node affinity/selector, 1 node(s) had "
                   "untolerated taint {dedicated: db}",
-                  "2 placeholders: Constraints: 0/4 nodes are available: 1 node(s) had "
+                  "2 placeholders: 0/4 nodes are available: 1 node(s) had "
                   "untolerated taint {dedicated: db}, 3 node(s) didn't match Pod's node "
                   "affinity/selector."]), id="constraints"),
     pytest.param(Scenario(

@@ -236,7 +236,7 @@ async def test_pod_condition_write_failure_is_retried(cluster, op, code: int) ->
                                              "PodScheduled"), what="condition written")
     assert found["status"] == "False"
     assert found["reason"] == "Unschedulable"
-    assert found["message"].startswith("Capacity: ")
+    assert found["message"].startswith("0/1 nodes are available: ")  # kube-scheduler's words
     assert rule.hits == 2
     assert events(api, reason="Capacity", regarding="huge")
 

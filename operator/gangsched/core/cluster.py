@@ -95,6 +95,8 @@ class Cluster:
         """Every pod holding a node, for affinity and spread."""
         self.volumes = VolumeCatalog()
         """Volume objects and assumed bindings, for the volume plugins."""
+        self.image_nodes: dict[str, int] = {}
+        """How many nodes have each image, by name (ImageLocality's spread)."""
         self.namespace_labels: dict[str, Mapping[str, str]] = {}
         """Labels of the namespaces observed (for namespaceSelector)."""
         self.pre_bound: dict[str, list[object]] = {}
@@ -143,12 +145,13 @@ class Cluster:
     def upsert_node(self, node: Node) -> None:
         """Add or update a node. Usage already recorded for that name is kept."""
         state = self.nodes.get(node.name)
+        self._count_images(state.node.images if state is not None else {}, node.images)
         if state is None:
             state = NodeState(node)
             self.nodes[node.name] = state
             for uid, request in self._orphan_usage.pop(node.name, {}).items():
-                state.add(uid, request)
                 placed = self.pod_index.pods.get(uid)
+                state.add(uid, request, placed.nonzero if placed is not None else None)
                 if placed is not None and placed.placement.ports:
                     state.ports[uid] = placed.placement.ports
             state.free = node.allocatable - state.used
@@ -182,9 +185,24 @@ class Cluster:
         state = self.nodes.pop(name, None)
         if state is None:
             return
+        self._count_images(state.node.images, {})
         if state.pods:
             self._orphan_usage.setdefault(name, {}).update(state.pods)
         self._nodes_changed()
+
+    def _count_images(self, old: Mapping[str, int], new: Mapping[str, int]) -> None:
+        """Keep :attr:`image_nodes` as a node's images go from ``old`` to ``new``."""
+        if old == new:
+            return
+        counts = self.image_nodes
+        for name in old:
+            left = counts.get(name, 0) - 1
+            if left > 0:
+                counts[name] = left
+            else:
+                counts.pop(name, None)
+        for name in new:
+            counts[name] = counts.get(name, 0) + 1
 
     def _nodes_changed(self) -> None:
         self._touches.size_for(len(self.nodes))
@@ -251,7 +269,7 @@ class Cluster:
         if placed is not None and placed.placement.ports:
             state.ports[uid] = placed.placement.ports
         before = state.free
-        state.add(uid, request)
+        state.add(uid, request, placed.nonzero if placed is not None else None)
         self._touches.touch(node_name)
         if self._sums is not None:
             self._sums.moved(state, before)

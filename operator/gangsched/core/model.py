@@ -116,6 +116,8 @@ class Node:
     """Not ready because its ``Ready`` condition is ``Unknown`` (the kubelet stopped
     reporting): the node lifecycle controller taints such a node
     ``node.kubernetes.io/unreachable``, not ``node.kubernetes.io/not-ready``."""
+    images: Mapping[str, int] = field(default_factory=dict)
+    """The images the node has (``status.images``): size in bytes by each name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,10 @@ class Pod:
     invalid: str | None = None
     volumes: PodVolumes = NO_VOLUMES
     """Its claims, inline CSI volumes and resource claims (see :mod:`gangsched.core.volumes`)."""
+    nonzero: tuple[int, int] | None = None
+    """(cpu millicores, memory bytes) as kube-scheduler's scoring counts the pod: each
+    container that requests no cpu (memory) counts 100m (200Mi). None: counted from
+    ``requests`` as a whole, as one such container."""
     nominated_node: str | None = None
     """``status.nominatedNodeName``: for another scheduler's pending pod, the node where
     room was made for it by preemption; that room is counted as taken."""

@@ -145,6 +145,9 @@ class Placement:
     node_preferred: tuple[PreferredNodeTerm, ...] = ()
     ports: tuple[HostPort, ...] = ()
     gates: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()
+    """The images of the pod's init and regular containers, one per container, named as
+    ImageLocality compares them (a name without a tag gets ``:latest``)."""
     default_spread: bool = False
     """The pod's controller is a ReplicaSet, ReplicationController or StatefulSet: a pod
     without spread constraints of its own gets the cluster's default ones, as

@@ -48,6 +48,8 @@ class PlacedPod:
     pod (anti-)affinity, but not in :meth:`PodIndex.per_node` (topology spread), as
     kube-scheduler's ``countPodsMatchSelector`` bypasses terminating pods
     (podtopologyspread/common.go, kubernetes#87621)."""
+    nonzero: tuple[int, int] | None = None
+    """(cpu, memory) as scoring counts it (see :attr:`gangsched.core.model.Pod.nonzero`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,7 +159,7 @@ def _shared(table: dict[S, S], value: S) -> S:
 def _info(pod: Pod, request: Resources, constraints: Constraints) -> PodInfo:
     owner = pod.app or pod.pod_group
     return PodInfo(request, constraints, pod.placement, pod.namespace, pod.name, pod.uid,
-                   owner, pod.placement.label_map, pod.volumes)
+                   owner, pod.placement.label_map, pod.volumes, pod.nonzero)
 
 
 @dataclass(slots=True)

@@ -429,7 +429,7 @@ class Scheduler:
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
                             PlacedPod(pod.uid, pod.namespace, ps.info.labels, pod.placement, node,
-                                      pod.terminating))
+                                      pod.terminating, pod.nonzero))
         if ps.pod.volumes.any:
             self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
         queue = self.queue_of(ps)

@@ -250,6 +250,28 @@ def spread_by_default(meta: Mapping[str, Any]) -> bool:
     return False
 
 
+def normalized_image(name: str) -> str:
+    """An image name as ImageLocality compares it: ``:latest`` added when it has no
+    tag (imagelocality ``normalizedImageName``)."""
+    if name.rfind(":") <= name.rfind("/"):
+        return f"{name}:latest"
+    return name
+
+
+def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The images of the init and regular containers, one per container, normalized;
+    a container without an image is left out (the API server refuses such a pod), and
+    so is a malformed list (the pod's requests say what is wrong with it)."""
+    found: list[str] = []
+    for key in ("initContainers", "containers"):
+        items = spec.get(key)
+        for item in items if isinstance(items, list) else ():
+            image = item.get("image") if isinstance(item, Mapping) else None
+            if isinstance(image, str) and image:
+                found.append(normalized_image(image))
+    return tuple(found)
+
+
 def placement_from_k8s(spec: Mapping[str, Any], labels: Mapping[str, str],
                        problems: fields.Problems, *, path: str = "spec") -> placement.Placement:
     """The Placement of a pod ``spec`` with ``labels``; problems go to ``problems``."""
@@ -290,4 +312,5 @@ def placement_from_k8s(spec: Mapping[str, Any], labels: Mapping[str, str],
         node_preferred=node_preferred,
         ports=_ports(spec, problems) if path == "spec" else (),
         gates=tuple(gates),
+        images=_images(spec) if path == "spec" else (),
     )

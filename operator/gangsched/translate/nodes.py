@@ -29,6 +29,27 @@ def _ready(status: Mapping[str, Any]) -> str:
     return ""
 
 
+def _images(status: Mapping[str, Any]) -> dict[str, int]:
+    """``status.images``: each name of each image with its ``sizeBytes``. Entries that
+    cannot be read are left out (a node reports them; nothing depends on them but
+    ImageLocality's score)."""
+    found: dict[str, int] = {}
+    images = status.get("images")
+    if not isinstance(images, list):
+        return found
+    for image in images:
+        if not isinstance(image, Mapping):
+            continue
+        size = image.get("sizeBytes")
+        names = image.get("names")
+        if isinstance(size, bool) or not isinstance(size, int) or not isinstance(names, list):
+            continue
+        for name in names:
+            if isinstance(name, str) and name:
+                found[name] = size
+    return found
+
+
 def _read(obj: Mapping[str, Any]) -> tuple[model.Node, list[str]]:
     problems = fields.Problems()
     meta: Mapping[str, Any] = problems.read(
@@ -63,6 +84,7 @@ def _read(obj: Mapping[str, Any]) -> tuple[model.Node, list[str]]:
         unschedulable=unschedulable,
         ready=not broken and ready == "True",
         unreachable=not broken and ready == "Unknown",
+        images=_images(status),
     )
     return node, problems.messages
 

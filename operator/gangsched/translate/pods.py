@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gangsched.core import constraints, model, resources
+from gangsched.core.framework.nodeinfo import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, nonzero
 from gangsched.translate import (
     dialects,
     fields,
@@ -134,6 +135,48 @@ def pod_requests(spec: Mapping[str, Any], problems: fields.Problems) -> resource
     return total + overhead
 
 
+def scoring_requests(spec: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(cpu millicores, memory bytes) of a pod ``spec`` as kube-scheduler's scoring
+    counts them: ``PodRequests`` with ``NonMissingContainerRequests`` of 100m cpu and
+    200Mi memory (noderesources/resource_allocation.go ``calculatePodResourceRequest``;
+    component-helpers resource ``applyNonMissing``): every init, sidecar and regular
+    container that does not name a cpu (memory) request counts the default, an explicit
+    zero stays zero; then the containers combine as :func:`pod_requests` combines them,
+    pod-level requests replace the sum, and the overhead is added. None when the spec
+    cannot be read (its request is then refused anyway)."""
+    defaults = {resources.CPU: DEFAULT_MILLI_CPU, resources.MEMORY: DEFAULT_MEMORY}
+
+    def defaulted(raw: object, path: str) -> resources.Resources:
+        found = _requests(fields.mapping(raw, path).get("resources"), f"{path}.resources")
+        for name, amount in defaults.items():
+            found.setdefault(name, amount)
+        return resources.Resources(found)
+
+    problems = fields.Problems()
+    containers: list[resources.Resources] = []
+    inits: list[tuple[resources.Resources, bool]] = []
+    try:
+        for i, item in enumerate(fields.sequence(spec.get("containers"), "spec.containers")):
+            containers.append(defaulted(item, f"spec.containers[{i}]"))
+        for i, item in enumerate(fields.sequence(spec.get("initContainers"),
+                                                 "spec.initContainers")):
+            path = f"spec.initContainers[{i}]"
+            inits.append((defaulted(item, path), _is_sidecar(item, path)))
+    except TranslationError:
+        return None
+    pod_level: dict[str, int] = problems.read(lambda: _pod_level_requests(spec), {})
+    overhead = problems.read(
+        lambda: fields.resource_list(spec.get("overhead"), "spec.overhead"),
+        resources.Resources.ZERO)
+    if problems.messages:
+        return None
+    total = resources.effective_pod_request(containers, inits)
+    cpu = pod_level.get(resources.CPU, total.get(resources.CPU)) + overhead.get(resources.CPU)
+    memory = (pod_level.get(resources.MEMORY, total.get(resources.MEMORY))
+              + overhead.get(resources.MEMORY))
+    return cpu, memory
+
+
 def _phase(raw: object) -> model.PodPhase:
     if raw is None or raw == "":
         return model.PodPhase.PENDING
@@ -223,6 +266,9 @@ def pod_with_membership(
         lambda: fields.string_map(meta.get("annotations"), "metadata.annotations"), {}
     )
     requests = pod_requests(spec, problems)
+    counted = scoring_requests(spec)
+    if counted == nonzero(requests):
+        counted = None  # as scoring counts the request: nothing to carry
     default_priority = 0
     if spec.get("priority") is None:
         default_priority = priorities.resolve(spec.get("priorityClassName"))[0]
@@ -281,6 +327,7 @@ def pod_with_membership(
         namespace=namespace,
         name=name,
         requests=requests,
+        nonzero=counted,
         priority=priority,
         creation=times.parse_time(meta.get("creationTimestamp")) or 0.0,
         node_name=node_name or None,

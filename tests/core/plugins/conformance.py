@@ -71,7 +71,8 @@ def cluster(nodes: Iterable[Node], placed: Iterable[tuple[Mapping[str, Any], str
         p = info(obj)
         terminating = obj.get("metadata", {}).get("deletionTimestamp") is not None
         found.charge(where, p.uid, p.request,
-                     PlacedPod(p.uid, p.namespace, p.labels, p.placement, where, terminating))
+                     PlacedPod(p.uid, p.namespace, p.labels, p.placement, where, terminating,
+                               p.nonzero))
     return found
 
 

@@ -25,6 +25,7 @@ Rows, and the upstream functions (kubernetes ``pkg/scheduler`` unless named):
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -32,8 +33,10 @@ from conformance import HOST, ZONE, affinity, chosen, cluster, feasible, node, p
 from gangsched.core.cluster import Cluster, feasible_nodes_to_find
 from gangsched.core.decisions import PodPending
 from gangsched.core.model import PodUID, Scoring
+from gangsched.core.plugins.imagelocality import priority
 from gangsched.core.plugins.podtopologyspread import go_round
 from gangsched.translate.nodes import node_from_k8s
+from gangsched.translate.pods import scoring_requests
 from gangsched.translate.render import pod_scheduled_condition
 
 WEB = {"app": "web"}
@@ -202,3 +205,77 @@ def test_pod_scheduled_message_is_the_fit_error(reason: str, message: str,
     condition = pod_scheduled_condition(PodPending(PodUID("u"), "ns", "p", reason, message),
                                         now=0)
     assert (condition["reason"], condition["message"]) == ("Unschedulable", expected)
+
+
+# --- NodeResourcesFit: the scoring defaults, per container ----------------------------
+
+def _containers(*requests: dict[str, str] | None) -> list[dict[str, Any]]:
+    return [{"name": f"c{i}", "image": "busybox",
+             **({"resources": {"requests": r}} if r is not None else {})}
+            for i, r in enumerate(requests)]
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    pytest.param({"containers": _containers(None, None)}, (200, 400 * 1024 * 1024),
+                 id="two-containers-without-requests-count-the-default-twice"),
+    pytest.param({"containers": _containers({"cpu": "1"}, None)}, (1100, 400 * 1024 * 1024),
+                 id="one-with-cpu-one-without"),
+    pytest.param({"containers": _containers({"cpu": "0", "memory": "0"})}, (0, 0),
+                 id="explicit-zero-stays-zero"),
+    pytest.param({"containers": _containers({"cpu": "1"}),
+                  "initContainers": _containers(None)}, (1000, 200 * 1024 * 1024),
+                 id="init-container-defaulted-then-max"),
+    pytest.param({"containers": _containers(None), "overhead": {"cpu": "50m"}},
+                 (150, 200 * 1024 * 1024), id="overhead-added"),
+])
+def test_scoring_defaults_apply_per_container(spec: dict[str, Any],
+                                              expected: tuple[int, int]) -> None:
+    """``calculatePodResourceRequest``: ``PodRequests`` with ``NonMissingContainerRequests``
+    gives every container that names no cpu (memory) request 100m (200Mi)."""
+    assert scoring_requests(spec) == expected
+
+
+def test_per_container_defaults_steer_least_allocated_scoring() -> None:
+    """Node a holds a pod of three containers without requests (300m by kube-scheduler's
+    count), b one of one container with 200m. LeastAllocated prefers b; counted once per
+    pod (100m) a would look emptier."""
+    many = pod("many", cpu="0", memory="0")
+    many["spec"]["containers"] = _containers(None, None, None)
+    c = cluster([node("a"), node("b")], [(many, "a"), (pod("one", cpu="200m"), "b")])
+    assert chosen(c, pod(cpu="100m"), Scoring.SPREAD) == "b"
+
+
+# --- ImageLocality ----------------------------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+def _with_images(name: str, images: dict[str, int]) -> Any:
+    return dataclasses.replace(node(name), images=images)
+
+
+@pytest.mark.parametrize(("images", "expected"), [
+    pytest.param({"a": {"big:1.0": 900 * MiB}}, "a", id="the-node-with-the-image"),
+    pytest.param({"b": {"big:1.0": 900 * MiB}}, "b", id="whichever-node-has-it"),
+    pytest.param({"a": {"small:1.0": 10 * MiB}}, "b",
+                 id="under-23MiB-no-pull:bin-packing-decides"),
+    pytest.param({"b": {"big:latest": 900 * MiB}}, "b", id="untagged-name-is-latest"),
+])
+def test_image_locality(images: dict[str, dict[str, int]], expected: str) -> None:
+    """``ImageLocality.Score``. Node b is fuller, so MostAllocated alone picks it; an
+    image of 900 MiB on one node of two adds 900 * 1/2 = 450 MiB: about 44 points."""
+    nodes = [_with_images(name, images.get(name, {})) for name in ("a", "b")]
+    c = cluster(nodes, [(pod("x", cpu="1"), "b")])
+    image = "big" if "big:latest" in images.get("b", {}) else (
+        "small:1.0" if "a" in images and "small:1.0" in images["a"] else "big:1.0")
+    incoming = pod(cpu="100m")
+    incoming["spec"]["containers"][0]["image"] = image
+    assert chosen(c, incoming, Scoring.BINPACK) == expected
+
+
+@pytest.mark.parametrize(("total", "containers", "expected"), [
+    (0, 1, 0), (23 * MiB, 1, 0), (1000 * MiB, 1, 100), (2000 * MiB, 1, 100),
+    (1000 * MiB, 2, 49), (511 * MiB + MiB // 2, 1, 50)])
+def test_image_locality_priority(total: int, containers: int, expected: int) -> None:
+    """``calculatePriority``."""
+    assert priority(total, containers) == expected

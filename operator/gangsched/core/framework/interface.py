@@ -145,6 +145,11 @@ class Snapshot(Protocol):
         ...
 
     @property
+    def image_nodes(self) -> Mapping[str, int]:
+        """How many nodes have each image, by name (see ``Node.images``)."""
+        ...
+
+    @property
     def volumes(self) -> VolumeCatalog:
         """PersistentVolumes, claims, classes, CSINodes, ResourceClaims, and the volume
         bindings assumed for placed pods."""

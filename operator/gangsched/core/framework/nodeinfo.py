@@ -29,8 +29,8 @@ class NodeState:
     other schedulers included).
     """
 
-    __slots__ = ("alloc_cpu", "alloc_memory", "free", "node", "nonzero_cpu", "nonzero_memory",
-                 "pods", "ports", "usage_key", "used")
+    __slots__ = ("_nonzero_of", "alloc_cpu", "alloc_memory", "free", "node", "nonzero_cpu",
+                 "nonzero_memory", "pods", "ports", "usage_key", "used")
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -46,6 +46,8 @@ class NodeState:
         self.nonzero_memory = 0
         """cpu and memory requested, a pod without a request counting as
         kube-scheduler's scoring defaults (see :func:`nonzero`)."""
+        self._nonzero_of: dict[str, tuple[int, int]] = {}
+        """The pairs given to :meth:`add`, by pod uid, to take away again."""
         self.usage_key = ""
         """What capacity and the resource scorers read of the node (allocatable, what
         is used and requested there), as one string: nodes with equal keys have the
@@ -65,14 +67,18 @@ class NodeState:
         self.usage_key = (f"{_canonical(self.node.allocatable)}|{_canonical(self.used)}"
                           f"|{self.nonzero_cpu}|{self.nonzero_memory}")
 
-    def add(self, uid: str, request: Resources) -> None:
-        """Charge ``request`` for pod ``uid`` (once per uid)."""
+    def add(self, uid: str, request: Resources,
+            counted: tuple[int, int] | None = None) -> None:
+        """Charge ``request`` for pod ``uid`` (once per uid); ``counted`` is the pod's
+        (cpu, memory) as scoring counts it, else worked out from ``request``."""
         if uid in self.pods:
             return
         self.pods[uid] = request
         self.used = self.used + request
         self.free = self.free - request
-        cpu, memory = nonzero(request)
+        if counted is not None:
+            self._nonzero_of[uid] = counted
+        cpu, memory = counted or nonzero(request)
         self.nonzero_cpu += cpu
         self.nonzero_memory += memory
         self._rekey()
@@ -84,7 +90,8 @@ class NodeState:
             return None
         self.used = self.used - held
         self.free = self.free + held
-        cpu, memory = nonzero(held)
+        counted = self._nonzero_of.pop(uid, None)
+        cpu, memory = counted or nonzero(held)
         self.nonzero_cpu -= cpu
         self.nonzero_memory -= memory
         self._rekey()

@@ -84,6 +84,9 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     volumes: PodVolumes = NO_VOLUMES
     """Its claims, inline CSI volumes and resource claims (the volume plugins' input)."""
+    nonzero: tuple[int, int] | None = None
+    """(cpu, memory) as scoring counts the pod (see :attr:`gangsched.core.model.Pod.nonzero`);
+    None: from ``request``."""
 
     @classmethod
     def of(

@@ -97,7 +97,7 @@ class NodeResourcesFit:
 
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
-        cpu, memory = nonzero(pod.request)
+        cpu, memory = pod.nonzero or nonzero(pod.request)
         state.write(NAME, (cpu, memory))
         return fw.SUCCESS
 
@@ -105,7 +105,8 @@ class NodeResourcesFit:
         # cpu and memory count a pod without a request as kube-scheduler's defaults
         # (``nonzero``); other resources only when the pod asks for them.
         found = state.data.get(NAME)
-        cpu, memory = found if isinstance(found, tuple) else nonzero(pod.request)
+        cpu, memory = found if isinstance(found, tuple) else (
+            pod.nonzero or nonzero(pod.request))
         alloc = node.node.allocatable
         total = weights = 0
         most = self.most
@@ -141,7 +142,8 @@ class NodeResourcesFit:
         if weights is None:
             return [self.score(state, pod, node) for node in nodes]
         found = state.data.get(NAME)
-        cpu, memory = found if isinstance(found, tuple) else nonzero(pod.request)
+        cpu, memory = found if isinstance(found, tuple) else (
+            pod.nonzero or nonzero(pod.request))
         w_cpu, w_mem = weights[CPU], weights[MEMORY]
         most = self.most
         top = fw.MAX_NODE_SCORE

@@ -19,6 +19,7 @@ from gangsched.core.framework.runner import Factory
 from gangsched.core.plugins import (
     balancedallocation,
     dynamicresources,
+    imagelocality,
     interpodaffinity,
     nodeaffinity,
     nodename,
@@ -52,6 +53,7 @@ REGISTRY: Mapping[str, Factory] = {
     podtopologyspread.NAME: podtopologyspread.factory,
     interpodaffinity.NAME: interpodaffinity.factory,
     balancedallocation.NAME: balancedallocation.factory,
+    imagelocality.NAME: imagelocality.factory,
 }
 
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
@@ -71,4 +73,5 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (podtopologyspread.NAME, 2),
     (interpodaffinity.NAME, 2),
     (balancedallocation.NAME, 1),
+    (imagelocality.NAME, 1),
 )
