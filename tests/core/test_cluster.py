@@ -16,9 +16,12 @@ from gangsched.core.constraints import (
     Toleration,
     TolerationOperator,
 )
+from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.framework.runner import Framework
 from gangsched.core.model import Node, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.observations import NodeGone, NodeObserved, PodGone, PodObserved
+from gangsched.core.placement import HostPort, Placement
+from gangsched.core.podindex import PlacedPod
 from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
 from hypothesis import given, settings
@@ -300,15 +303,17 @@ _CHARGES = st.lists(st.tuples(st.integers(0, 11), st.integers(0, 3), st.integers
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_SHAPES, min_size=1, max_size=12), _CHARGES,
-       st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.booleans()), min_size=1,
+                max_size=6),
        st.sampled_from([Scoring.BINPACK, Scoring.SPREAD]))
 def test_a_placement_scoring_one_node_per_usage_key_chooses_as_scoring_them_all(
         shapes: list[int], charges: list[tuple[int, int, int]],
-        pods: list[tuple[int, int]], scoring: Scoring) -> None:
+        pods: list[tuple[int, int, bool]], scoring: Scoring) -> None:
     """Nodes of equal allocatable and usage score alike for the resource scorers, so
     ``Cluster.place`` scores the first of each (``Framework.usage_scored``): it must
     choose what scoring every feasible node chooses. Zero-cpu charges make nodes whose
-    room is equal but whose scoring defaults differ."""
+    room is equal but whose scoring defaults differ; pods with a host port make the
+    NodePorts filter turn some of the equal nodes down."""
 
     def run(usage_scored: bool) -> list[str | None]:
         cluster = Cluster()
@@ -324,12 +329,15 @@ def test_a_placement_scoring_one_node_per_usage_key_chooses_as_scoring_them_all(
         if not usage_scored:
             Framework.usage_scored = lambda *args: False  # type: ignore[method-assign]
         try:
-            for n, (cpu, memory) in enumerate(pods):
+            for n, (cpu, memory, port) in enumerate(pods):
                 request = res(cpu) + Resources.from_k8s({"memory": f"{memory}Gi"}) + ONE_POD
-                where = cluster.place(request, constraints(), scoring)
+                placement = Placement(ports=(HostPort(8080),)) if port else Placement()
+                info = PodInfo(request, constraints(), placement, "default", f"p{n}", f"p{n}")
+                where = cluster.place(request, constraints(), scoring, pod=info)
                 chosen.append(where)
                 if where is not None:
-                    cluster.charge(where, f"p{n}", request)
+                    cluster.charge(where, f"p{n}", request,
+                                   PlacedPod(f"p{n}", "default", {}, placement, where))
         finally:
             Framework.usage_scored = original  # type: ignore[method-assign]
         return chosen

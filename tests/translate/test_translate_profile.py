@@ -55,8 +55,8 @@ def test_reads(raw: Any, expected: ProfileConfig) -> None:
     [
         pytest.param({"plugins": {"score": {"enabled": [{"name": "Nope"}]}}},
                      'plugins.score.enabled: unknown plugin "Nope"', id="unknown-plugin"),
-        pytest.param({"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}},
-                     'unknown plugin "ImageLocality"', id="unimplemented-plugin"),
+        pytest.param({"plugins": {"filter": {"enabled": [{"name": "AzureDiskLimits"}]}}},
+                     'unknown plugin "AzureDiskLimits"', id="unimplemented-plugin"),
         pytest.param({"plugins": {"filter": {"enabled": [
             {"name": "NodeResourcesBalancedAllocation"}]}}},
                      "does not implement filter", id="plugin-not-at-that-point"),

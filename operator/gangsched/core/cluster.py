@@ -44,7 +44,7 @@ A diagnosis counts the nodes that would fit but are reserved as ``Reserved``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from gangsched.core.diagnosis import FIT_PLUGIN, FITS, RESERVED, Diagnosis, reserved_reason
 from gangsched.core.framework import interface as fw
@@ -558,16 +558,19 @@ class Cluster:
         first_fit = -1
         fits = request.fits_in
         sample = self.sample_size
-        if not extra and fwk.usage_scored(info, self):
-            first_fit = _scan_by_usage(nodes, order, fits, blocked, sample, feasible)
-            order = range(0)
+        found = 0
         room: dict[str, bool] = {}
         """Whether the request fits, by usage key: asked once per key."""
+        scored: set[str] | None = set() if fwk.usage_scored(info, self) else None
+        """The usage keys of the feasible nodes kept for scoring, when the scores follow
+        from usage keys alone: a later feasible node of the same key would score the
+        same as the first and lose the tie, so it is counted but not kept."""
         for i in order:
             state = nodes[i % count]
-            fit = room.get(state.usage_key)
+            key = state.usage_key
+            fit = room.get(key)
             if fit is None:
-                fit = room[state.usage_key] = fits(state.free)
+                fit = room[key] = fits(state.free)
             if not fit:
                 continue
             if first_fit < 0:
@@ -579,12 +582,22 @@ class Cluster:
                     if not f.filter(cycle, info, state).ok:
                         break
                 else:
-                    feasible.append(state)
-                    if len(feasible) >= sample:
+                    found += 1
+                    if scored is None:
+                        feasible.append(state)
+                    elif key not in scored:
+                        scored.add(key)
+                        feasible.append(state)
+                    if found >= sample:
                         break
                 continue
-            feasible.append(state)
-            if len(feasible) >= sample:
+            found += 1
+            if scored is None:
+                feasible.append(state)
+            elif key not in scored:
+                scored.add(key)
+                feasible.append(state)
+            if found >= sample:
                 break
         if scoring is Scoring.BINPACK:
             self._watermarks[(constraints, request)] = (first_fit if first_fit >= 0 else count,
@@ -766,41 +779,6 @@ class Cluster:
             tally = self._tallies[key] = Tally.full(epoch, self._touches,
                                                     self.sorted_nodes(), judge)
         return tally.diagnosis(self.reserved_for if blocked else "")
-
-
-def _scan_by_usage(nodes: Sequence[NodeState], order: range, fits: Callable[[Resources], bool],
-                   blocked: frozenset[str] | None, sample: int,
-                   feasible: list[NodeState]) -> int:
-    """:meth:`Cluster.place`'s scan for a pod whose only dynamic filter is capacity and
-    whose scores follow from the nodes' usage keys alone: it counts ``sample`` feasible
-    nodes as the plain scan does, but appends to ``feasible`` only the first node of
-    each usage key. The others would score the same as that one and come after it in
-    scan order, so they could only tie and lose; nodes of a key known to fit or not are
-    not asked again. Returns the position of the first node with room (-1: none)."""
-    count = len(nodes)
-    first_fit = -1
-    found = 0
-    verdicts: dict[str, bool] = {}
-    scored: set[str] = set()
-    for i in order:
-        state = nodes[i % count]
-        key = state.usage_key
-        fit = verdicts.get(key)
-        if fit is None:
-            fit = verdicts[key] = fits(state.free)
-        if not fit:
-            continue
-        if first_fit < 0:
-            first_fit = i
-        if blocked is not None and state.node.name in blocked:
-            continue
-        found += 1
-        if key not in scored:
-            scored.add(key)
-            feasible.append(state)
-        if found >= sample:
-            break
-    return first_fit
 
 
 MIN_FEASIBLE_NODES_TO_FIND = 100

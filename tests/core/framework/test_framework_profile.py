@@ -26,7 +26,7 @@ def build(config: ProfileConfig) -> Framework:
                      DEFAULT_FILTERS, id="default-filters-in-order"),
         pytest.param(ProfileConfig(), "score",
                      ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
-                      "InterPodAffinity", "NodeResourcesBalancedAllocation"),
+                      "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"),
                      id="default-scores"),
         pytest.param(ProfileConfig(PluginSet(disabled=("InterPodAffinity",))), "filter",
                      DEFAULT_FILTERS[:-1],
