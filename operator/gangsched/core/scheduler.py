@@ -130,6 +130,8 @@ class Scheduler:
         """The same pods counted by shape (what decides their queue, their request)."""
         self.parked: dict[PodUID, None] = {}
         """Real pods waiting for the deletion of the placeholder they take."""
+        self.swaps: dict[PodUID, swap_logic.Swap] = {}
+        """Swaps under way, by placeholder uid, with the room each holds."""
         self.deleting: dict[PodUID, None] = {}
         """Placeholders whose deletion was asked for and is not yet seen."""
         self.now = 0.0
@@ -288,6 +290,8 @@ class Scheduler:
         self.refresh_pending(ps)
         self.touch_owner(ps)
         self.pressure.track(ps)
+        if self.swaps or pod.placeholder:
+            swap_logic.observed(self, ps)
 
     def _pod_gone(self, uid: PodUID) -> None:
         ps = self.pods.pop(uid, None)
@@ -302,6 +306,8 @@ class Scheduler:
         self.waiting_for_room.pop(uid, None)
         self.parked.pop(uid, None)
         self.deleting.pop(uid, None)
+        if self.swaps:
+            swap_logic.observed(self, ps, gone=True)
         self.touch_owner(ps)
         self._leave(ps)
         app_logic.pod_gone(self, ps)
