@@ -137,3 +137,16 @@ def test_a_pod_that_fits_elsewhere_only_keeps_its_placeholders_room_until_placed
     binds = [d for d in w.decisions if isinstance(d, BindPod) and d.name == "x"]
     assert [d.reason for d in binds] == ["PlaceholderReplacedElsewhere"]
     assert w.node_of("y") == "n0"  # released once its gang's pod was placed
+
+
+def test_a_terminating_pod_keeps_its_room_until_its_deletion_is_observed() -> None:
+    w = SimWorld()
+    w.add_node(make_node("n0", cpu=2))
+    w.add_pod(make_pod("z", cpu=2, node="n0", phase=PodPhase.RUNNING))
+    w.settle(0)
+    w.add_pod(dataclasses.replace(w.pod("z"), terminating=True))
+    w.add_pod(make_pod("y", cpu=2))
+    assert_room_kept(w, 1)
+    w.delete("z")
+    w.settle(10)
+    assert w.node_of("y") == "n0"
