@@ -12,7 +12,8 @@ Usage::
 1. application lifecycle: admission (New -> Accepted/Rejected), placeholder and waiting
    timeouts, PodGroup schedule timeouts;
 2. swaps whose placeholder deletion has been observed: the parked real pod is bound to
-   the placeholder's node (or any node that fits); the room freed by preemption victims
+   the placeholder's node (or any node that fits), the room held for it meanwhile
+   released (:mod:`~gangsched.core.swap`); the room freed by preemption victims
    is held for their preemptor, which is placed first once they are all gone
    (:mod:`~gangsched.core.evictions`);
 3. the configured actions, in order, looked up by name in

@@ -128,7 +128,9 @@ def _partial(s: Summary) -> str:
     if lat.any:
         grace = (f"{lat.grace_min:g}s" if lat.grace_min == lat.grace_max
                  else f"{lat.grace_min:g}-{lat.grace_max:g}s")
-        text += (f" (cluster latency: deletion {grace}, running after "
+        stopped = (f", stopped {lat.stopped_before_gone:g}s before gone"
+                   if lat.stopped_before_gone else "")
+        text += (f" (cluster latency: deletion {grace}{stopped}, running after "
                  f"{lat.running_after:g}s, watches {lat.watch_delay:g}s late)")
     else:
         text += " (instant cluster)"
