@@ -150,3 +150,15 @@ def test_a_terminating_pod_keeps_its_room_until_its_deletion_is_observed() -> No
     w.delete("z")
     w.settle(10)
     assert w.node_of("y") == "n0"
+
+
+def test_the_room_kept_for_the_next_member_is_what_was_held() -> None:
+    w = reserved(APP, 4)
+    first = swap_started(w, cpu=1)  # smaller than its placeholder
+    terminate(w, first, PodPhase.FAILED)  # 1 cpu held for x, 1 cpu free
+    w.add_pod(make_pod("y", cpu=1))
+    w.settle(2)
+    assert w.node_of("y") == "n0"  # the room x does not need is anyone's
+    w.delete("x")
+    w.settle(3)
+    assert invariants.over_committed(w.scheduler) == []

@@ -78,7 +78,8 @@ class Swap:
     app: AppKey
     group: str
     request: Resources
-    """The placeholder's request (pods slot included)."""
+    """The placeholder's request (pods slot included): the room kept for the gang when
+    no real pod takes it (at most what was held when its real pod left)."""
     real: PodUID | None
     """The real pod taking its place; None between one that left and the next."""
     there: bool = True
@@ -245,7 +246,7 @@ def _sync(s: Session, sw: Swap) -> None:
     holds there. Nothing on a node the core no longer knows, nor for a swap with
     neither its real pod nor its placeholder left."""
     ph = s.pods.get(sw.placeholder)
-    standing = ph.request if ph is not None and ph.node == sw.node else Resources.ZERO
+    standing = _standing(s, sw)
     real = s.pods.get(sw.real) if sw.real is not None else None
     need = real.request if real is not None and sw.there else sw.request
     want = Resources.ZERO
@@ -260,6 +261,12 @@ def _sync(s: Session, sw: Swap) -> None:
     if want:
         s.cluster.charge(sw.node, uid, want)
     s.stir()
+
+
+def _standing(s: Session, sw: Swap) -> Resources:
+    """What the placeholder of ``sw`` still holds on its node itself."""
+    ph = s.pods.get(sw.placeholder)
+    return ph.request if ph is not None and ph.node == sw.node else Resources.ZERO
 
 
 def _drop(s: Session, sw: Swap) -> None:
@@ -306,6 +313,9 @@ def observed(s: Session, ps: PodState, *, gone: bool = False) -> None:
     sw = s.swaps.get(ps.parked_on)
     _unpark(s, ps)
     if sw is not None and sw.real == ps.uid:
+        # The room kept for the next member is what is held now (with what the
+        # placeholder still holds), never more: the rest may have gone to others.
+        sw.request = sw.request.min(sw.held + _standing(s, sw))
         sw.real = None
         sw.there = True
         _sync(s, sw)
@@ -352,8 +362,7 @@ def _hand_over(s: Session, rt: AppRuntime, sw: Swap) -> None:
             waiting.append(ps)
     waiting.sort(key=placement_order)
     for ps in waiting:
-        extra = sw.held + (sw.request if sw.placeholder in s.pods
-                           and s.pods[sw.placeholder].node == sw.node else Resources.ZERO)
+        extra = sw.held + _standing(s, sw)
         if s.cluster.fits(sw.node, ps.request, ps.constraints, extra=extra, pod=ps.info,
                           replacing=sw.placeholder):
             _join(s, rt, ps, sw)
