@@ -123,6 +123,7 @@ class SimWorld(World):
         order).
         """
         self.scheduler = scheduler or Scheduler(self.scheduler.config)
+        self.reconnect()
         pods = sorted(self.pods.values(), key=lambda p: (p.namespace, p.name))
         if pods_first:
             self._feed_pods(pods)

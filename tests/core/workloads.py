@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
+from gangsched.core import invariants, swap
 from gangsched.core.constraints import Taint, TaintEffect, Toleration, TolerationOperator
 from gangsched.core.decisions import (
     BindPod,
@@ -454,7 +455,12 @@ def check_invariants(w: SimWorld, held: set[str] | frozenset[str] = frozenset())
         used = node_used.get(name, Resources.ZERO)
         assert used.fits_in(node.allocatable), f"node {name} over allocatable: {used}"
         nominated = s.evictions.held_on(name)  # room held for a preemptor counts as used
-        assert s.cluster.nodes[name].used == used + nominated, f"node {name}: counts differ"
+        swapping = swap.held_on(s, name)  # and room held for a swap's real pod
+        assert s.cluster.nodes[name].used == used + nominated + swapping, (
+            f"node {name}: counts differ")
+        assert (used + nominated + swapping).fits_in(node.allocatable), (
+            f"node {name} over allocatable with the room held in memory")
+    assert invariants.over_committed(s) == [], "the core's books over-commit a node"
     for name, spec in w.queues.items():
         used = queue_used.get(name, Resources.ZERO)
         assert spec.within_max(used), f"queue {name} over max: {used} > {spec.max}"

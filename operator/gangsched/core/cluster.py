@@ -235,6 +235,21 @@ class Cluster:
         return max(1, feasible_nodes_to_find(self.percentage_of_nodes_to_score,
                                              len(self.nodes)))
 
+    def touch_mark(self) -> tuple[int, int, int]:
+        """Where the log of nodes whose usage changed stands now (see :meth:`touched_since`)."""
+        log = self._touches
+        return (self._node_epoch, log.generation, len(log.names))
+
+    def touched_since(self, mark: tuple[int, int, int]) -> list[str] | None:
+        """The nodes whose usage or allocatable changed since ``mark`` (a
+        :meth:`touch_mark`), once each; None when that is no longer known (nodes were
+        added or removed, or the log was forgotten since): every node may have."""
+        log = self._touches
+        epoch, generation, seen = mark
+        if epoch != self._node_epoch or generation != log.generation or seen > len(log.names):
+            return None
+        return list(dict.fromkeys(log.names[seen:]))
+
     def node_state(self, name: str) -> NodeState | None:
         return self.nodes.get(name)
 

@@ -12,7 +12,8 @@ Usage::
 1. application lifecycle: admission (New -> Accepted/Rejected), placeholder and waiting
    timeouts, PodGroup schedule timeouts;
 2. swaps whose placeholder deletion has been observed: the parked real pod is bound to
-   the placeholder's node (or any node that fits); the room freed by preemption victims
+   the placeholder's node (or any node that fits), the room held for it meanwhile
+   released (:mod:`~gangsched.core.swap`); the room freed by preemption victims
    is held for their preemptor, which is placed first once they are all gone
    (:mod:`~gangsched.core.evictions`);
 3. the configured actions, in order, looked up by name in
@@ -131,6 +132,8 @@ class Scheduler:
         """The same pods counted by shape (what decides their queue, their request)."""
         self.parked: dict[PodUID, None] = {}
         """Real pods waiting for the deletion of the placeholder they take."""
+        self.swaps: dict[PodUID, swap_logic.Swap] = {}
+        """Swaps under way, by placeholder uid, with the room each holds."""
         self.deleting: dict[PodUID, None] = {}
         """Placeholders whose deletion was asked for and is not yet seen."""
         self.now = 0.0
@@ -291,6 +294,8 @@ class Scheduler:
         self.refresh_pending(ps)
         self.touch_owner(ps)
         self.pressure.track(ps)
+        if self.swaps or pod.placeholder:
+            swap_logic.observed(self, ps)
 
     def _terminating_changed(self, ps: PodState, pod: Pod) -> None:
         """A charged pod began (or, in a stale observation, stopped) terminating: it
@@ -314,6 +319,8 @@ class Scheduler:
         self.waiting_for_room.pop(uid, None)
         self.parked.pop(uid, None)
         self.deleting.pop(uid, None)
+        if self.swaps:
+            swap_logic.observed(self, ps, gone=True)
         self.touch_owner(ps)
         self._leave(ps)
         app_logic.pod_gone(self, ps)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from gangsched.core.pressure import Pressure
     from gangsched.core.queues import QueueTree
     from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
+    from gangsched.core.swap import Swap
     from gangsched.core.unsatisfiable import Verdicts
     from gangsched.core.volumes.catalog import VolumeCatalog
 
@@ -59,6 +60,8 @@ class Session(Protocol):
     waiting_for_room: dict[PodUID, None]
     pending_shapes: PendingShapes
     parked: dict[PodUID, None]
+    swaps: dict[PodUID, Swap]
+    """Swaps under way, by placeholder uid, with the room each holds (see ``swap``)."""
     deleting: dict[PodUID, None]
 
     # --- preemption and reservation ---------------------------------------------------

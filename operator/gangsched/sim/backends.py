@@ -10,6 +10,11 @@ observations. It never decides anything itself. The core's timers (placeholder, 
 state-aware and PodGroup schedule timeouts) are read from the status the core publishes
 (``SetAppStatus``/``SetPodGroupStatus``, as the operator persists them), so the clock can
 jump straight to the next instant at which a timer is due.
+
+After every cycle the core's books are checked: no node may hold more than its
+allocatable (:mod:`gangsched.core.invariants`, incrementally: only the nodes whose usage
+changed). A node over-committed is counted (``overCommittedNodes``, which must stay 0) and
+shown loudly in the timeline.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import itertools
 import re
 from typing import Protocol
 
+from gangsched.core import invariants
 from gangsched.core.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
 from gangsched.core.instants import Instants
 from gangsched.core.model import (
@@ -35,6 +41,7 @@ from gangsched.core.model import (
 )
 from gangsched.core.scheduler import Scheduler
 from gangsched.sim.jobs import Outcome
+from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.timeline import Timeline
 from gangsched.sim.world import PodListener, World
 
@@ -61,6 +68,8 @@ class Backend(Protocol):
     engine."""
     counters: dict[str, int]
     """Scheduler-specific counts for the summary (timeouts, rejections...)."""
+    latency: Latency
+    """How slow its cluster is."""
 
     def state_of(self, key: str) -> str:
         """The scheduler's last word on a job's object (its state or phase), or ``""``."""
@@ -79,6 +88,9 @@ class Backend(Protocol):
     def has_pod(self, uid: PodUID) -> bool: ...
     def cycle(self, now: float) -> None:
         """Let the scheduler act at ``now``; its binds and deletions are carried out."""
+    def advance(self, now: float) -> bool:
+        """The clock moved to ``now``: carry out what the cluster had due until then
+        (graceful deletions ending, pods starting, late observations); True if any."""
     def next_deadline(self) -> float | None:
         """The earliest instant at which the scheduler has a timer due, if any."""
     def pop_deadlines(self, now: float) -> bool:
@@ -94,16 +106,21 @@ class GangschedBackend:
     name = SOURCE
 
     def __init__(self, config: SchedulerConfig, listener: PodListener,
-                 timeline: Timeline) -> None:
+                 timeline: Timeline, latency: Latency = NO_LATENCY) -> None:
         self.scheduler = Scheduler(config)
-        self.world = World(self.scheduler, listener=listener, keep_decisions=False)
+        self.latency = latency
+        self.world = World(self.scheduler, listener=listener, keep_decisions=False,
+                           latency=latency)
+        self.watch = invariants.Watch()
+        """Checks after every cycle that no node holds more than its allocatable."""
         self.timeline = timeline
         self.cycles = 0
         self.decisions = 0
         self.verdicts: list[tuple[str, Outcome, str]] = []
         self.counters = {"placeholderTimeouts": 0, "killed": 0, "rejected": 0,
                          "podGroupTimeouts": 0, "deadlockVictims": 0, "nodeReservations": 0,
-                         "preemptions": 0, "reclaims": 0, "evictions": 0}
+                         "preemptions": 0, "reclaims": 0, "evictions": 0,
+                         "overCommittedNodes": 0}
         self.expired: dict[str, float] = {}
         """When the nodes reserved for a gang were given back: its wait counts from there."""
         self.queues: dict[str, QueueSpec] = {}
@@ -165,6 +182,10 @@ class GangschedBackend:
         self.cycles += 1
         decisions = self.world.step(now)
         self.decisions += len(decisions)
+        for found in self.watch.check(self.scheduler):
+            self.counters["overCommittedNodes"] += 1
+            self.timeline.add(now, f"node {found.node}", SOURCE,
+                              f"INVARIANT BROKEN: over-committed: {found.describe()}")
         for d in decisions:
             if isinstance(d, SetAppStatus):
                 self._app_status(d, now)
@@ -222,8 +243,13 @@ class GangschedBackend:
         name = _short(f"{target.namespace}/{target.name}")
         self.timeline.add(now, f"{kind} {name}", SOURCE, f"{d.reason}: {d.message}")
 
+    def advance(self, now: float) -> bool:
+        return self.world.advance(now)
+
     def next_deadline(self) -> float | None:
-        return self._deadlines.first()
+        due = self.world.next_due()
+        first = self._deadlines.first()
+        return first if due is None else due if first is None else min(first, due)
 
     def pop_deadlines(self, now: float) -> bool:
         return self._deadlines.pop_until(now)

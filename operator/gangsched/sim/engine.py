@@ -3,7 +3,13 @@
 Nothing here schedules. The engine plays everything around the scheduler: users submitting
 jobs, the software in the pods (a driver creating executors once it runs, pods finishing
 after their duration, a driver giving up, a job retried), the scripted failures (nodes
-going away and coming back, pods failing), and the kubelet (a bound pod runs at once).
+going away and coming back, pods failing), and the kubelet (a bound pod runs at once, or
+once the backend says it is ``Running`` when the cluster is slow: see
+:mod:`gangsched.sim.latency`). A pod holds capacity from its bind until its deletion
+is complete, also while it terminates.
+
+It also measures, per gang, the time spent with some but not all of its minimum members
+bound (:mod:`gangsched.sim.partial`).
 The scheduler is a :class:`~gangsched.sim.backends.Backend`: the real core, or the naive
 pod-by-pod binder it is compared with.
 
@@ -33,6 +39,8 @@ from gangsched.core.model import AppKey, GroupKey, Pod, PodPhase, PodUID
 from gangsched.core.resources import Resources
 from gangsched.sim.backends import Backend
 from gangsched.sim.jobs import JobRun, Outcome, PodRun, PodStatus
+from gangsched.sim.latency import NO_LATENCY, Latency
+from gangsched.sim.partial import PartialGangs
 from gangsched.sim.timeline import Timeline
 from gangsched.sim.usage import Usage
 from gangsched.sim.workload import EventKind, FailurePolicy, Job, JobKind, PodTemplate, Workload
@@ -76,6 +84,10 @@ class RunOutput:
     counters: dict[str, int]
     backend: Backend | None = None
     """The scheduler and its cluster as the run left them (for ``--explain``)."""
+    partial: PartialGangs | None = None
+    """How long each gang had some but not all of its minimum members bound."""
+    latency: Latency = NO_LATENCY
+    """How slow the cluster was (the backend's)."""
 
 
 def simulate(workload: Workload, make_backend: BackendFactory, *,
@@ -111,6 +123,7 @@ class Engine:
         self._removed: list[tuple[PodRun, str]] = []
         self.last = 0.0
         """The last instant at which some job had not ended: the run's end."""
+        self.partial = PartialGangs()
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -146,6 +159,8 @@ class Engine:
             if self.ended < len(self.jobs):
                 self.usage.advance(t)  # utilisation is measured until the last job ends
                 self.last = t
+            if self.backend.advance(t):
+                self.dirty = True
             while self._heap and self._heap[0][0] <= t:
                 heapq.heappop(self._heap)[2]()
             due = self.backend.pop_deadlines(t)
@@ -161,7 +176,8 @@ class Engine:
         return RunOutput(self.backend.name, self.workload, self.jobs, self.timeline,
                          self.usage, end, self.backend.cycles,
                          time.perf_counter() - started, until_reached,
-                         dict(self.backend.counters), self.backend)
+                         dict(self.backend.counters), self.backend, self.partial,
+                         self.backend.latency)
 
     def _settle(self, t: float) -> None:
         for _ in range(MAX_CYCLES_PER_INSTANT):
@@ -183,6 +199,7 @@ class Engine:
     def _finish(self, until_reached: bool) -> None:
         for run in self.jobs:
             run.core_state = self.backend.state_of(run.key)
+            self.partial.end_attempt(run.key, self.now)
             if run.done:
                 continue
             if until_reached:
@@ -198,10 +215,14 @@ class Engine:
         self.dirty = True
         was = old is not None and old.node_name is not None and old.active
         now_bound = new is not None and new.node_name is not None and new.active
+        was_running = was and old is not None and old.phase is PodPhase.RUNNING
+        running = now_bound and new is not None and new.phase is PodPhase.RUNNING
         if now_bound and not was and new is not None:
             self._bound_pod(new)
         elif was and not now_bound and old is not None:
             self._unbound_pod(old)
+        if running and not was_running and new is not None:
+            self._started(new)
 
     def _bound_pod(self, pod: Pod) -> None:
         run = self.pods.get(pod.uid)
@@ -214,6 +235,21 @@ class Engine:
             return
         job = run.job
         self._hold(pod, job, "busy" if job.gang_running else "idle")
+        self._member(run, 1)
+
+    def _member(self, run: PodRun, delta: int) -> None:
+        """A real member of a gang was bound (+1) or unbound (-1): the partial measure."""
+        need = run.job.job.gang.get(run.gang_key)
+        if need is not None:
+            self.partial.changed((run.job.key, run.attempt, run.gang_key), need, delta,
+                                 self.now)
+
+    def _started(self, pod: Pod) -> None:
+        """A bound pod of a job runs (at its bind, or once the kubelet started it)."""
+        run = self.pods.get(pod.uid)
+        if pod.placeholder or run is None or run.status is not PodStatus.PENDING:
+            return
+        job = run.job
         run.status, run.started, run.node = PodStatus.RUNNING, self.now, pod.node_name
         job.running[run.gang_key] = job.running.get(run.gang_key, 0) + 1
         if job.first_start is None:
@@ -249,9 +285,14 @@ class Engine:
             if record.job is not None and record.job.attempt == record.attempt:
                 record.job.held -= 1
         run = self.pods.get(pod.uid)
+        if run is not None and not pod.placeholder:
+            self._member(run, -1)
         if run is not None and run.status is PodStatus.RUNNING:
+            cause = None if self._in_cycle else self.backend.removal_cause(run.uid)
             if self._in_cycle:  # the scheduler removed it: it says why once the cycle ends
                 self._removed.append((run, pod.node_name or "?"))
+            elif cause is not None:  # evicted, gone once its graceful deletion ended
+                self._lost(run, f"pod {run.member} on {pod.node_name or '?'} was {cause}")
             else:
                 self._lost(run, f"pod {run.member} was lost with node {pod.node_name or '?'}")
 
@@ -389,6 +430,7 @@ class Engine:
         if run.attempt <= behaviour.max_retries:
             self._note(run, f"{text}; retrying in {behaviour.retry_delay:g}s")
             run.close_segments(self.now)
+            self.partial.end_attempt(run.key, self.now)
             self._delete_attempt(run)
             self._remove_object(run)
             self.at(self.now + behaviour.retry_delay,
@@ -405,6 +447,7 @@ class Engine:
         self.ended += 1
         self._note(run, f"{outcome.value}: {reason}")
         run.close_segments(self.now)
+        self.partial.end_attempt(run.key, self.now)
         for pod_run in list(run.pods.values()):
             if pod_run.status in (PodStatus.PENDING, PodStatus.RUNNING):
                 self._delete(pod_run)

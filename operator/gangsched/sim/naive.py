@@ -31,6 +31,7 @@ from gangsched.core.model import (
 )
 from gangsched.core.resources import PODS, Resources
 from gangsched.sim.jobs import Outcome
+from gangsched.sim.latency import NO_LATENCY
 from gangsched.sim.timeline import Timeline
 from gangsched.sim.world import PodListener
 
@@ -65,6 +66,8 @@ class NaiveBackend:
     """FIFO, pod by pod, first fit; no gangs, no placeholders, no quotas."""
 
     name = "naive"
+    latency = NO_LATENCY
+    """Its cluster is instant."""
 
     def __init__(self, listener: PodListener, timeline: Timeline) -> None:
         self.listener = listener
@@ -194,6 +197,10 @@ class NaiveBackend:
                 self.cursor = index + 1
                 return state
         return None
+
+    def advance(self, now: float) -> bool:
+        """The naive cluster is instant: nothing is ever due later."""
+        return False
 
     def next_deadline(self) -> float | None:
         return None

@@ -11,6 +11,7 @@ what they mean on a real pod. Job entries are read by :mod:`gangsched.sim.parse_
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -25,6 +26,7 @@ from gangsched.core.model import (
     Scoring,
     SortPolicy,
 )
+from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
 from gangsched.sim.schema import Reader
 from gangsched.sim.source import Document, Path, read
@@ -34,7 +36,9 @@ from gangsched.translate.fields import TranslationError
 from gangsched.translate.profile import profile_from_k8s
 
 TOP = ("settings", "nodes", "queues", "applications", "podGroups", "pods", "events")
-SETTINGS = ("until", "gcAfterSeconds", "scheduler")
+SETTINGS = ("until", "gcAfterSeconds", "scheduler", "latency")
+LATENCY = ("gracefulDeletionSeconds", "stoppedBeforeGoneSeconds", "runningAfterSeconds",
+           "watchDelaySeconds")
 SCHEDULER = ("percentageOfNodesToScore", "gangScoring", "podScoring", "defaultQueuePolicy",
              "actions", "overcommitFactor", "starvationThresholdSeconds",
              "reservationTimeoutSeconds", "deadlockBackoffSeconds", "nominationTimeoutSeconds",
@@ -149,7 +153,41 @@ class _Builder:
                     placeholders=r.choice(sched, spath, "placeholders",
                                           enum_parser(PlaceholderPolicy), config.placeholders),
                 )
-        return Settings(until, gc_after, config)
+        return Settings(until, gc_after, config, self.latency(obj, path))
+
+    def latency(self, obj: Mapping[str, object], path: Path) -> Latency:
+        """``latency``: how slow the simulated cluster is (see ``gangsched.sim.latency``);
+        missing: instant. ``gracefulDeletionSeconds`` is a number or ``[min, max]``."""
+        r = self.r
+        raw = obj.get("latency")
+        if raw is None:
+            return NO_LATENCY
+        lpath: Path = (*path, "latency")
+        lat = r.mapping(raw, lpath, LATENCY)
+        if lat is None:
+            return NO_LATENCY
+        grace = lat.get("gracefulDeletionSeconds", 0.0)
+        gpath: Path = (*lpath, "gracefulDeletionSeconds")
+        low = high = 0.0
+        if isinstance(grace, list) and len(grace) == 2:
+            bounds = []
+            for i, value in enumerate(grace):
+                if (not isinstance(value, int | float) or isinstance(value, bool)
+                        or not math.isfinite(value) or value < 0):
+                    r.fail((*gpath, i), f"must be a number ≥ 0, got {value!r}")
+                    value = 0.0
+                bounds.append(float(value))
+            low, high = bounds
+            if high < low:
+                r.fail(gpath, f"[min, max]: {high:g} is less than {low:g}")
+                high = low
+        elif isinstance(grace, list):
+            r.fail(gpath, "expected a number of seconds or [min, max]")
+        else:
+            low = high = r.number(lat, lpath, "gracefulDeletionSeconds", 0.0)
+        return Latency(low, high, r.number(lat, lpath, "runningAfterSeconds", 0.0),
+                       r.number(lat, lpath, "watchDelaySeconds", 0.0),
+                       r.number(lat, lpath, "stoppedBeforeGoneSeconds", 0.0))
 
     def profile(self, obj: Mapping[str, object], path: Path) -> ProfileConfig:
         """``profile``: plugins and pluginConfig as in a KubeSchedulerConfiguration profile

@@ -70,6 +70,9 @@ def verdict(outs: Sequence[RunOutput], name: str) -> str:
             text += f"; wait to full gang p50 {duration(s.wait.p50)}"
         if s.job_timeouts:
             text += f"; {s.job_timeouts} driver timeouts"
+        if s.counters.get("overCommittedNodes"):
+            text += (f"; INVARIANT BROKEN: {s.counters['overCommittedNodes']} times a node "
+                     "held more than its allocatable (see the timeline)")
         lines.append(f"  {out.scheduler:<{width}}  {text}")
     return "\n".join(lines)
 
@@ -117,6 +120,23 @@ def _util(s: Summary, resource: str) -> str:
             f"{percent(u[resource + '.placeholder'])})")
 
 
+def _partial(s: Summary) -> str:
+    """The partial-gang measure, and the latency it was measured under."""
+    p, lat = s.partial_gangs, s.latency
+    text = (f"some but not all minimum members bound: max {p.max_seconds:.1f}s, total "
+            f"{p.total_seconds:.1f}s; {p.violations} over {p.limit:g}s")
+    if lat.any:
+        grace = (f"{lat.grace_min:g}s" if lat.grace_min == lat.grace_max
+                 else f"{lat.grace_min:g}-{lat.grace_max:g}s")
+        stopped = (f", stopped {lat.stopped_before_gone:g}s before gone"
+                   if lat.stopped_before_gone else "")
+        text += (f" (cluster latency: deletion {grace}{stopped}, running after "
+                 f"{lat.running_after:g}s, watches {lat.watch_delay:g}s late)")
+    else:
+        text += " (instant cluster)"
+    return text
+
+
 def summary(out: RunOutput, s: Summary | None = None) -> str:
     s = s or summarise(out)
     outcomes = ", ".join(f"{n} {name}" for name, n in s.outcomes.items())
@@ -136,6 +156,7 @@ def summary(out: RunOutput, s: Summary | None = None) -> str:
                               f"{s.placeholder_memory_gib_seconds:,.0f} GiB·s; pods waiting "
                               f"for their gang {s.idle_cpu_seconds:,.0f} cpu·s, "
                               f"{s.idle_memory_gib_seconds:,.0f} GiB·s"),
+        ("partial gangs", _partial(s)),
         ("simulated", f"{duration(out.end)} in {s.cycles:,} scheduler cycles, "
                       f"{s.wall_seconds:.2f}s of wall time"),
     ]

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.jobs import JobRun, Outcome
+from gangsched.sim.latency import NO_LATENCY, Latency
+from gangsched.sim.partial import NOTHING_PARTIAL, PartialGangs, PartialSummary
 from gangsched.sim.usage import CATEGORIES, Sample
 
 MAX_SAMPLES = 20_000
@@ -97,6 +99,9 @@ class Summary:
     idle_memory_gib_seconds: float
     cycles: int
     wall_seconds: float
+    partial_gangs: PartialSummary = NOTHING_PARTIAL
+    """Seconds gangs spent with some but not all of their minimum members bound."""
+    latency: Latency = NO_LATENCY
 
     @property
     def completed(self) -> int:
@@ -128,6 +133,8 @@ class Summary:
                 "waitingPodsCpuSeconds": _round(self.idle_cpu_seconds),
                 "waitingPodsMemoryGiBSeconds": _round(self.idle_memory_gib_seconds),
             },
+            "partialGangs": self.partial_gangs.to_json(),
+            "latency": self.latency.to_json(),
             "cycles": self.cycles,
             "wallSeconds": _round(self.wall_seconds),
         }
@@ -161,6 +168,8 @@ def summarise(out: RunOutput) -> Summary:
         idle_memory_gib_seconds=usage.memory_seconds["idle"],
         cycles=out.cycles,
         wall_seconds=out.wall_seconds,
+        partial_gangs=(out.partial or PartialGangs()).summary(out.latency.swap_seconds),
+        latency=out.latency,
     )
 
 

@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 
 from gangsched.sim.backends import Backend, GangschedBackend
 from gangsched.sim.engine import BackendFactory, Progress, RunOutput, simulate
+from gangsched.sim.latency import Latency
 from gangsched.sim.naive import NaiveBackend
 from gangsched.sim.timeline import Timeline
-from gangsched.sim.workload import Settings, Workload
+from gangsched.sim.workload import Workload
 from gangsched.sim.world import PodListener
 
 SCHEDULERS = ("gangsched", "naive")
@@ -23,10 +24,10 @@ SCHEDULERS = ("gangsched", "naive")
 def factory(name: str, workload: Workload) -> BackendFactory:
     """The backend called ``name`` (one of SCHEDULERS); ValueError for anything else."""
     if name == "gangsched":
-        config = workload.settings.config
+        config, latency = workload.settings.config, workload.settings.latency
 
         def make(listener: PodListener, timeline: Timeline) -> Backend:
-            return GangschedBackend(config, listener, timeline)
+            return GangschedBackend(config, listener, timeline, latency)
 
         return make
     if name == "naive":
@@ -39,8 +40,13 @@ def with_until(workload: Workload, until: float | None) -> Workload:
     if until is None:
         return workload
     settings = workload.settings
-    return dataclasses.replace(workload, settings=Settings(until, settings.gc_after,
-                                                           settings.config))
+    return dataclasses.replace(workload, settings=dataclasses.replace(settings, until=until))
+
+
+def with_latency(workload: Workload, latency: Latency) -> Workload:
+    """The workload on a cluster as slow as ``latency``."""
+    return dataclasses.replace(workload, settings=dataclasses.replace(workload.settings,
+                                                                      latency=latency))
 
 
 def with_actions(workload: Workload, actions: tuple[str, ...]) -> Workload:

@@ -38,6 +38,7 @@ from gangsched.core.model import (
     SchedulerConfig,
 )
 from gangsched.core.resources import Resources
+from gangsched.sim.latency import NO_LATENCY, Latency
 
 
 class JobKind(enum.StrEnum):
@@ -146,6 +147,8 @@ class Settings:
     gc_after: float = 60.0
     """Seconds after a job ends before its pods and its object are deleted."""
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    latency: Latency = NO_LATENCY
+    """How slow the simulated cluster is (``settings.latency``; instant by default)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,14 @@
 
 ``World`` plays the API server and the kubelets: it creates placeholder pods, binds,
 deletes, and feeds every change back to the core as an observation. Binds and deletions
-take effect at once (or after ``latency`` cycles, to exercise in-flight states).
+take effect at once, unless ``latency`` (:class:`~gangsched.sim.latency.Latency`) makes
+the cluster slow: a deleted pod terminates gracefully (it keeps its node, flagged
+terminating, for a while), a bound pod turns Running later, and observations reach the
+core late. What is due later waits in a :class:`~gangsched.sim.latency.Later` queue:
+:meth:`World.advance` (called by :meth:`World.step`) carries it out, and
+:meth:`World.next_due` says when. With latency, a bind the core asks for a pod that is
+gone (or bound) meanwhile is answered as the API server would (``BindFailed`` 404 or
+409) and counted in ``bind_refused``; without, it is a bug and raises.
 It never decides anything: all scheduling comes from the one real core.
 
 Evictions (``EvictPod``) go through a simple model of PodDisruptionBudgets:
@@ -52,6 +59,7 @@ from gangsched.core.model import (
 from gangsched.core.observations import (
     AppGone,
     AppObserved,
+    BindFailed,
     EvictionFailed,
     NodeGone,
     NodeObserved,
@@ -63,6 +71,10 @@ from gangsched.core.observations import (
     QueueObserved,
 )
 from gangsched.core.scheduler import Scheduler
+from gangsched.sim.latency import NO_LATENCY, Latency, Later
+
+WATCH = "watch"
+"""The kind of a late observation in the queue (see :meth:`World.reconnect`)."""
 
 
 class PodListener(Protocol):
@@ -82,8 +94,15 @@ class World:
         auto_run: bool = True,
         listener: PodListener | None = None,
         keep_decisions: bool = True,
+        latency: Latency = NO_LATENCY,
     ) -> None:
         self.scheduler = scheduler
+        self.latency = latency
+        self.later = Later()
+        """What the slow cluster does later: deletions completed, pods Running, late
+        observations."""
+        self.bind_refused: dict[int, int] = {}
+        """Binds refused because the core's view lagged, by HTTP code (with latency)."""
         self.auto_run = auto_run
         self.listener = listener
         self.keep_decisions = keep_decisions
@@ -112,7 +131,28 @@ class World:
     # --- inputs --------------------------------------------------------------------------
 
     def observe(self, observation: Observation) -> None:
-        self.scheduler.observe(observation)
+        """Tell the core, at once or ``watch_delay`` later."""
+        delay = self.latency.watch_delay
+        if delay > 0:
+            self.later.add(self.now + delay, WATCH,
+                           lambda: self.scheduler.observe(observation))
+        else:
+            self.scheduler.observe(observation)
+
+    def advance(self, now: float) -> bool:
+        """Move the clock to ``now``, carrying out what was due until then; True if
+        anything was."""
+        self.now = max(self.now, now)
+        return self.later.run_until(now)
+
+    def next_due(self) -> float | None:
+        """When something is due next (a deletion, a pod starting, a late observation)."""
+        return self.later.first()
+
+    def reconnect(self) -> None:
+        """The core starts again (a restart): observations still on their way to the old
+        one are dropped; the new one lists the world afresh."""
+        self.later.drop(WATCH)
 
     def add_node(self, node: Node) -> None:
         self.nodes[node.name] = node
@@ -123,7 +163,7 @@ class World:
         self.observe(NodeGone(name))
         for pod in list(self.pods.values()):
             if pod.node_name == name:
-                self.delete_pod(pod.uid)
+                self.delete_pod(pod.uid, force=True)
 
     def add_app(self, spec: AppSpec) -> None:
         self.apps[spec.key] = spec
@@ -163,7 +203,34 @@ class World:
     def finish(self, name: str, phase: PodPhase = PodPhase.SUCCEEDED) -> None:
         self.set_phase(self.uid_of(name), phase)
 
-    def delete_pod(self, uid: PodUID) -> None:
+    def delete_pod(self, uid: PodUID, *, force: bool = False) -> None:
+        """Delete a pod: at once when it is not bound, finished, ``force`` is given or
+        the cluster deletes gracefully in no time; else it terminates first (see
+        ``Latency.grace``). Deleting a pod already terminating or gone does nothing."""
+        pod = self.pods.get(uid)
+        if pod is None:
+            return
+        grace = 0.0
+        if not force and pod.node_name is not None and pod.active:
+            grace = self.latency.grace(uid)
+        if grace <= 0:
+            self._remove(uid)
+        elif not pod.terminating:
+            self._put(pod, dataclasses.replace(pod, terminating=True))
+            self.later.add(self.now + grace, "delete", lambda: self._stopped(uid))
+
+    def _stopped(self, uid: PodUID) -> None:
+        """A terminating pod's graceful deletion ended: gone, or first reported stopped
+        (phase Failed) when the cluster says so ``stopped_before_gone`` earlier."""
+        pod = self.pods.get(uid)
+        stopped = self.latency.stopped_before_gone
+        if pod is None or stopped <= 0 or not pod.active:
+            self._remove(uid)
+            return
+        self._put(pod, dataclasses.replace(pod, phase=PodPhase.FAILED))
+        self.later.add(self.now + stopped, "delete", lambda: self._remove(uid))
+
+    def _remove(self, uid: PodUID) -> None:
         old = self.pods.pop(uid, None)
         if old is not None:
             if self._by_name.get((old.namespace, old.name)) == uid:
@@ -195,7 +262,9 @@ class World:
     # --- the loop ------------------------------------------------------------------------
 
     def step(self, now: float) -> list[Decision]:
-        """One core cycle at ``now``, with its decisions carried out."""
+        """One core cycle at ``now`` (what was due until then carried out first), with
+        its decisions carried out."""
+        self.advance(now)
         self.now = now
         decisions = self.scheduler.cycle(now)
         if self.keep_decisions:
@@ -244,10 +313,27 @@ class World:
     def _bind(self, d: BindPod) -> None:
         pod = self.pods.get(d.uid)
         if pod is None or pod.node_name is not None:
-            raise AssertionError(f"bind of {d.namespace}/{d.name}: pod missing or bound")
+            if not self.latency.any:
+                raise AssertionError(f"bind of {d.namespace}/{d.name}: pod missing or bound")
+            code = 404 if pod is None else 409
+            self.bind_refused[code] = self.bind_refused.get(code, 0) + 1
+            self.observe(BindFailed(d.uid, d.node, code, "not found" if pod is None
+                                    else f"pod is already assigned to node {pod.node_name}"))
+            return
         self.bind_count[d.uid] = self.bind_count.get(d.uid, 0) + 1
-        phase = PodPhase.RUNNING if self.auto_run else pod.phase
+        later = self.auto_run and self.latency.running_after > 0
+        phase = PodPhase.RUNNING if self.auto_run and not later else pod.phase
         self._put(pod, dataclasses.replace(pod, node_name=d.node, phase=phase))
+        if later:
+            self.later.add(self.now + self.latency.running_after, "run",
+                           lambda: self._start(d.uid))
+
+    def _start(self, uid: PodUID) -> None:
+        """The kubelet has started a bound pod (unless it went or finished meanwhile)."""
+        pod = self.pods.get(uid)
+        if (pod is not None and pod.node_name is not None and not pod.terminating
+                and pod.phase is PodPhase.PENDING):
+            self.set_phase(uid, PodPhase.RUNNING)
 
     def _evict(self, d: EvictPod) -> None:
         """The Eviction API: delete the pod, unless its disruption budget would break (a
