@@ -53,6 +53,10 @@ CEL_RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "!has(self.totalNumber) || self.totalNumber >= self.minMember": (
         lambda s: "totalNumber" not in s or s["totalNumber"] >= s.get("minMember", 0)
     ),
+    "has(self.sliceKey) == has(self.sliceSize)": lambda s: ("sliceKey" in s) == ("sliceSize" in s),
+    "!has(self.required) || !has(self.preferred) || !(self.required in self.preferred)": (
+        lambda s: s.get("required") not in s.get("preferred", [])
+    ),
 }
 
 
@@ -348,7 +352,7 @@ def test_printer_columns_point_at_declared_fields(name: str) -> None:
     assert columns[-1]["type"] == "date"
     nodes = dict(walk(root_schema(CRDS[name])))
     for column in columns[:-1]:
-        node = nodes.get(column["jsonPath"])
+        node = nodes.get(column["jsonPath"].replace("[*]", "[]"))
         assert node is not None, f"{column['name']}: {column['jsonPath']} is not in the schema"
         assert COLUMN_TYPES[column["type"]] == node["type"], column["name"]
         assert column.get("priority", 0) in (0, 1)
