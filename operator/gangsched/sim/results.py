@@ -10,7 +10,9 @@ Definitions (all times in simulated seconds):
   category (``busy``: pods of jobs making progress; ``idle``: real pods waiting for the
   rest of their gang; ``placeholder``), measured until the last job ended;
 * *reserved but idle*: resource-seconds held by placeholders, and by real pods whose gang
-  did not run yet.
+  did not run yet;
+* *topology* (when nodes have racks or jobs request a topology): gangs, cross-rack gangs,
+  gangs whose required topology was broken, stranded cpu·s (see :mod:`gangsched.sim.racks`).
 
 ``to_json`` gives the ``--json`` document, schema ``gangsched.sim/v1``: ``runs`` is a list
 with one entry per scheduler, each holding ``summary``, ``jobs`` (each with its ``pods``:
@@ -24,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gangsched.sim import racks
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.jobs import JobRun, Outcome
 from gangsched.sim.usage import CATEGORIES, Sample
@@ -97,6 +100,7 @@ class Summary:
     idle_memory_gib_seconds: float
     cycles: int
     wall_seconds: float
+    topology: racks.Measures | None = None
 
     @property
     def completed(self) -> int:
@@ -130,6 +134,7 @@ class Summary:
             },
             "cycles": self.cycles,
             "wallSeconds": _round(self.wall_seconds),
+            **({"topology": self.topology.to_json()} if self.topology is not None else {}),
         }
 
 
@@ -161,6 +166,8 @@ def summarise(out: RunOutput) -> Summary:
         idle_memory_gib_seconds=usage.memory_seconds["idle"],
         cycles=out.cycles,
         wall_seconds=out.wall_seconds,
+        topology=racks.measure(out.workload.nodes, out.jobs, out.stranded_cpu_seconds)
+        if racks.relevant(out.workload.nodes, out.workload.jobs) else None,
     )
 
 

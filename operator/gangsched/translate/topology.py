@@ -40,6 +40,14 @@ from typing import Any
 from gangsched.core import model
 from gangsched.translate import fields
 
+RACK = "topology.gangsched.io/rack"
+"""The node label of a node's rack, as the examples, the simulator and Volcano's tier 1 use
+it (any key works in a request; these are the conventional ones)."""
+BLOCK = "topology.gangsched.io/block"
+"""The node label of a node's block: the racks behind one spine switch."""
+ZONE = "topology.kubernetes.io/zone"
+"""The well-known zone label."""
+
 MAX_LEVELS = 8
 """At most this many ``preferred`` keys (real hierarchies have three or four levels)."""
 

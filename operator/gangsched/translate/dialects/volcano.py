@@ -69,11 +69,7 @@ GROUP_KEYS = (("annotation", ANN_GROUP_NAME), ("annotation", ANN_VOLCANO_GROUP_N
 QUEUE_KEYS = (("annotation", ANN_QUEUE), ("annotation", ANN_LEGACY_QUEUE))
 _SPEC_FIELDS = ("minMember", "minResources", "queue", "priorityClassName")
 
-TIER_KEYS: dict[int, str] = {
-    1: "topology.gangsched.io/rack",
-    2: "topology.gangsched.io/block",
-    3: "topology.kubernetes.io/zone",
-}
+TIER_KEYS: dict[int, str] = {1: topology.RACK, 2: topology.BLOCK, 3: topology.ZONE}
 """Volcano's network tier n as the node-label key of its domains (see the module
 docstring)."""
 MODES = ("hard", "soft")
