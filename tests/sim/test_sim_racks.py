@@ -166,3 +166,24 @@ def test_the_racks_example_reports_topology_for_both_schedulers() -> None:
             assert summary.topology.topology_broken == 8
             assert summary.topology.stranded_cpu_seconds > 0
         assert "topology" in summary.to_json()
+
+
+def test_the_plot_draws_a_row_per_node_grouped_by_rack() -> None:
+    from gangsched.sim import plot
+    from matplotlib.figure import Figure
+
+    workload = parse.load(str(EXAMPLES / "racks.yaml"))
+    (out,) = runner.run_all(workload, ["naive"])
+    ax = Figure().subplots()
+    plot._racks(ax, out, out.end)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        f"gpu-b{b}-r{r}" for b in range(2) for r in range(4)]
+    bars = ax.collections
+    pods = sum(1 for run in out.jobs for p in run.history if p.started is not None)
+    assert len(bars) == pods
+    edged = sum(1 for bar in bars if len(bar.get_edgecolor())
+                and tuple(bar.get_edgecolor()[0]) == (0.0, 0.0, 0.0, 1.0))
+    crossing = sum(1 for run in out.jobs if len(racks.domains_of(
+        run.first_gang_nodes, {n.name: n.labels for n in workload.nodes}, RACK)) > 1
+        for p in run.history if p.started is not None and sum(run.job.gang.values()) > 1)
+    assert edged == crossing > 0
