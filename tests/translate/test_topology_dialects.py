@@ -253,3 +253,12 @@ def test_a_task_groups_own_topology_wins_over_annotations() -> None:
     definition = gang_definition(obj, pod_with_membership(obj)[1])
     assert definition is not None and definition.manifest is not None, definition
     assert definition.manifest["spec"]["taskGroups"][0]["topology"] == {"required": BLOCK}
+
+
+def test_null_fields_are_absent() -> None:
+    """The API server drops nulls of fields that are not nullable; gangsched reads them as
+    absent too (an object from elsewhere may still carry them)."""
+    spec = podgroups.podgroup_from_k8s({"metadata": {"name": "g", "namespace": "ns"}, "spec": {
+        "minMember": 2, "topology": {"required": None, "preferred": None, "sliceKey": None,
+                                     "sliceSize": None}}})
+    assert (spec.topology, spec.invalid) == (NO_TOPOLOGY, None)

@@ -154,7 +154,8 @@ def _key(pair: tuple[str, str] | None, problems: fields.Problems) -> str | None:
 
 def from_k8s(raw: object, path: str, problems: fields.Problems, *,
              members: int | None = None) -> model.TopologyRequest:
-    """Our own ``topology`` field at ``path`` (``None``: no request). Wrong JSON types and
+    """Our own ``topology`` field at ``path`` (``None``: no request; a field that is
+    ``null`` is absent). Wrong JSON types and
     the rules of :func:`build` are recorded in ``problems`` with their paths; unknown
     fields are ignored (the CRD's schema prunes them)."""
     before = len(problems.messages)
@@ -181,9 +182,9 @@ def from_k8s(raw: object, path: str, problems: fields.Problems, *,
     if len(problems.messages) > before:
         return model.NO_TOPOLOGY
     return build(
-        required=(required, f"{path}.required") if "required" in obj else None,
+        required=(required, f"{path}.required") if obj.get("required") is not None else None,
         preferred=preferred,
-        slice_key=(slice_key, f"{path}.sliceKey") if "sliceKey" in obj else None,
+        slice_key=(slice_key, f"{path}.sliceKey") if obj.get("sliceKey") is not None else None,
         slice_size=(slice_size, f"{path}.sliceSize") if slice_size is not None else None,
         members=members,
         problems=problems,
