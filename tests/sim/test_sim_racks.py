@@ -187,3 +187,17 @@ def test_the_plot_draws_a_row_per_node_grouped_by_rack() -> None:
         run.first_gang_nodes, {n.name: n.labels for n in workload.nodes}, RACK)) > 1
         for p in run.history if p.started is not None and sum(run.job.gang.values()) > 1)
     assert edged == crossing > 0
+
+
+def test_the_report_shows_the_topology_measures_only_when_there_are_racks() -> None:
+    from gangsched.sim import report
+
+    outs = runner.run_all(parse.load(str(EXAMPLES / "racks.yaml")), ["gangsched", "naive"])
+    text = report.summary(outs[1])
+    assert "topology            8 gangs ran, 8 across racks; 8 of 8 topology requests broken" \
+        in text
+    table = report.comparison(outs)
+    assert "gangs across racks" in table and "stranded cpu·s" in table
+    (plain,) = runner.run_all(parse.load(str(EXAMPLES / "deadlock.yaml")), ["gangsched"])
+    assert "topology" not in report.summary(plain)
+    assert results.summarise(plain).topology is None
