@@ -6,6 +6,7 @@
     python3 bench/core.py --profile            # where the reference run spends its time
     python3 bench/core.py --repeat 3           # keep the fastest of 3 runs per cell
     python3 bench/core.py --backlog            # only the backlog sweep
+    python3 bench/core.py --topology           # racks and blocks (see bench/topology_mix.py)
 
 Not a test: it prints a table. Everything runs in this one thread ("one core").
 
@@ -63,6 +64,7 @@ import pstats
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -300,7 +302,14 @@ def best(nodes: int, pods: int, repeat: int, *, mix: bool = False) -> Result:
 
 def run(nodes: int, pods: int, *, max_cycles: int = 10_000, mix: bool = False) -> Result:
     """Observe the workload, then cycle until every real pod is bound (or nothing moves)."""
-    workload = build(nodes, pods, mix=mix)
+    return run_workload(build(nodes, pods, mix=mix), pods, max_cycles=max_cycles)
+
+
+def run_workload(workload: Workload, pods: int, *, max_cycles: int = 10_000,
+                 on_bind: Callable[[BindPod], None] | None = None) -> Result:
+    """:func:`run` of a workload already built (``pods``: its size, for the result);
+    ``on_bind`` sees every bind (untimed work of its own counts in the cycle time)."""
+    nodes = len(workload.nodes)
     gc.collect()
     started = time.process_time()
     wall = time.perf_counter()
@@ -328,6 +337,8 @@ def run(nodes: int, pods: int, *, max_cycles: int = 10_000, mix: bool = False) -
         cycles += 1
         moved = 0
         for bind in _binds(decisions):
+            if on_bind is not None:
+                on_bind(bind)
             binds += 1
             moved += 1
             placed += bind.uid in real
@@ -593,8 +604,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mix", choices=["both", "plain", "only"], default="both",
                         help="the reference run without the placement mix (plain), with it "
                              "(only), or both (default)")
+    parser.add_argument("--topology", action="store_true",
+                        help="only the topology mix: 20 blocks x 10 racks, 30%% of the gangs "
+                             "asking for a rack or a block (bench/topology_mix.py)")
     args = parser.parse_args(argv)
     DEFAULT_SPREAD = args.default_spread
+    if args.topology:
+        import topology_mix
+
+        return topology_mix.main(["--nodes", str(args.nodes), "--pods", str(args.pods),
+                              "--repeat", str(1 if args.quick else args.repeat)])
     print(f"gangsched core benchmark: Python {platform.python_version()} on "
           f"{platform.machine()}, one thread")
     if args.profile:

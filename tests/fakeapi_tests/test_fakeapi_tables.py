@@ -55,12 +55,13 @@ async def test_a_custom_resource_list_is_a_table_with_the_crd_columns(
     columns = [(c["name"], c["type"], c["priority"]) for c in table["columnDefinitions"]]
     assert columns == [("Name", "string", 0), ("Phase", "string", 0), ("Min", "integer", 0),
                        ("Scheduled", "integer", 0), ("Running", "integer", 0),
-                       ("Mode", "string", 1), ("Age", "date", 0)]
+                       ("Topology", "string", 0), ("Mode", "string", 1), ("Age", "date", 0)]
     assert table["columnDefinitions"][0]["format"] == "name"
     (row,) = table["rows"]
     assert row["cells"][:3] == ["strict-gang", None, 3]  # no status yet: no phase
-    assert row["cells"][5] == "Strict"
-    assert re.fullmatch(r"\d+s", row["cells"][6])
+    assert row["cells"][5] is None  # no topology asked for
+    assert row["cells"][6] == "Strict"
+    assert re.fullmatch(r"\d+s", row["cells"][7])
     assert row["object"]["kind"] == "PartialObjectMetadata"
     assert row["object"]["metadata"]["name"] == "strict-gang"
     assert table["metadata"]["resourceVersion"]
@@ -137,8 +138,8 @@ async def test_users_see_the_columns_the_docs_and_e2e_tests_expect(
     plain = await asyncio.to_thread(headers, kubeconfig, "podgroups.gangsched.io",
                                     "strict-gang")
     wide = await asyncio.to_thread(headers, kubeconfig, "gspg", "strict-gang", "-o", "wide")
-    assert plain == ["NAME", "PHASE", "MIN", "SCHEDULED", "RUNNING", "AGE"]
-    assert wide == ["NAME", "PHASE", "MIN", "SCHEDULED", "RUNNING", "MODE", "AGE"]
+    assert plain == ["NAME", "PHASE", "MIN", "SCHEDULED", "RUNNING", "TOPOLOGY", "AGE"]
+    assert wide == ["NAME", "PHASE", "MIN", "SCHEDULED", "RUNNING", "TOPOLOGY", "MODE", "AGE"]
     e2e = (ROOT / "tests" / "e2e" / "test_e2e_examples.py").read_text()
     strict = e2e[e2e.index("def test_strict_podgroup_binds_all_members"):]
     strict = strict[:strict.index("\ndef ")]

@@ -128,6 +128,12 @@ APPLICATION = sample(
                 "topologySpreadConstraints": [
                     {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
                 ],
+                "topology": {
+                    "required": "topology.gangsched.io/block",
+                    "preferred": ["topology.gangsched.io/rack"],
+                    "sliceKey": "kubernetes.io/hostname",
+                    "sliceSize": 4,
+                },
                 "labels": {"team": "ml"},
                 "annotations": {"example.com/owner": "ml-platform"},
             },
@@ -178,6 +184,7 @@ PODGROUP = sample(
         "gangGroup": ["team-a/sample", "team-b/ps.v2"],
         "queue": "research",
         "priorityClassName": "batch-high",
+        "topology": {"required": "rack", "sliceKey": "kubernetes.io/hostname", "sliceSize": 2},
     },
     status={
         "phase": "Scheduling",
@@ -225,6 +232,10 @@ VALID_SAMPLES: dict[str, dict[str, Any]] = {
     "podgroup-full": PODGROUP,
     "podgroup-minimal": sample("PodGroup", spec={"minMember": 1}),
     "podgroup-total-equals-min": changed(PODGROUP, "spec.totalNumber", 4),
+    "podgroup-preferred-only": changed(
+        PODGROUP, "spec.topology", {"preferred": ["rack", "topology.gangsched.io/block"]}
+    ),
+    "podgroup-empty-topology": changed(PODGROUP, "spec.topology", {}),
     "queue-full": QUEUE,
     "queue-top-level": sample("Queue", spec={"parent": "", "max": {"cpu": "500m"}}),
     "queue-without-spec": sample("Queue"),
@@ -340,6 +351,33 @@ INVALID_CASES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "pg-quantity-bad-suffix": (changed(PODGROUP, "spec.minResources.cpu", "12Qi"), "cpu"),
     "pg-unknown-phase": (changed(PODGROUP, "status.phase", "Done"), "phase"),
+    "pg-topology-key-with-space": (
+        changed(PODGROUP, "spec.topology.required", "my rack"), "required"
+    ),
+    "pg-topology-key-empty": (changed(PODGROUP, "spec.topology.required", ""), "required"),
+    "pg-topology-prefix-uppercase": (
+        changed(PODGROUP, "spec.topology.required", "Example.com/rack"), "required"
+    ),
+    "pg-topology-preferred-repeats": (
+        changed(PODGROUP, "spec.topology.preferred", ["rack", "rack"]), "preferred"
+    ),
+    "pg-topology-preferred-names-required": (
+        changed(PODGROUP, "spec.topology.preferred", ["host", "rack"]),
+        "preferred lists the levels below required",
+    ),
+    "pg-topology-slice-size-zero": (changed(PODGROUP, "spec.topology.sliceSize", 0), "sliceSize"),
+    "pg-topology-slice-without-size": (
+        changed(PODGROUP, "spec.topology.sliceSize", DELETE),
+        "sliceKey and sliceSize must be given together",
+    ),
+    "pg-topology-size-without-slice": (
+        changed(PODGROUP, "spec.topology.sliceKey", DELETE),
+        "sliceKey and sliceSize must be given together",
+    ),
+    "pg-topology-unknown-field": (changed(PODGROUP, "spec.topology.mode", "hard"), "mode"),
+    "app-topology-key-not-a-string": (
+        changed(APPLICATION, f"{WORKERS}.topology.required", 3), "required"
+    ),
     # Queue.
     "queue-unknown-sort-policy": (changed(QUEUE, "spec.sortPolicy", "lifo"), "sortPolicy"),
     "queue-sort-policy-wrong-case": (changed(QUEUE, "spec.sortPolicy", "FIFO"), "sortPolicy"),

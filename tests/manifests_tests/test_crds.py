@@ -53,6 +53,10 @@ CEL_RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "!has(self.totalNumber) || self.totalNumber >= self.minMember": (
         lambda s: "totalNumber" not in s or s["totalNumber"] >= s.get("minMember", 0)
     ),
+    "has(self.sliceKey) == has(self.sliceSize)": lambda s: ("sliceKey" in s) == ("sliceSize" in s),
+    "!has(self.required) || !has(self.preferred) || !(self.required in self.preferred)": (
+        lambda s: s.get("required") not in s.get("preferred", [])
+    ),
 }
 
 

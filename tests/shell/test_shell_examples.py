@@ -768,6 +768,39 @@ async def workload_gang_pods_first(w: World) -> None:
     await wait_for(lambda: w.bound(*pods), what="all four bound once it exists")
 
 
+RACKS = (4, "4")
+"""Four nodes of 4 CPUs, labelled into two racks by the scenario."""
+RACK = "topology.gangsched.io/rack"
+
+
+def _label_racks(w: World) -> None:
+    for index in range(4):
+        w.api.patch("nodes", None, f"node-{index}",
+                    {"metadata": {"labels": {RACK: "r1" if index < 2 else "r2"}}})
+
+
+async def rack_gang(w: World) -> None:
+    _label_racks(w)
+    fillers = [_meta(d)["name"] for d in w.objects("Pod") if _meta(d)["name"].startswith("filler")]
+    w.apply_pods(*fillers)
+    await wait_for(lambda: w.bound(*fillers), what="the fillers bound in r1")
+    assert {w.pod(f)["spec"]["nodeName"] for f in fillers} == {"node-0", "node-1"}
+    w.apply(w.objects("PodGroup"))
+    members = w.real_pod_names("rack-gang")
+    w.apply_pods(*members)
+    await wait_for(lambda: w.bound(*members), what="the four members bound")
+    await w.phase("rack-gang", "Running")
+    group = w.api.get("podgroups", NS, "rack-gang")
+    assert group["spec"]["topology"] == {"required": RACK}
+
+
+async def rack_gang_in_one_rack(w: World) -> None:
+    """The issue's MostAllocated case: r1 is the fullest, but only r2 holds all four."""
+    await rack_gang(w)
+    members = w.real_pod_names("rack-gang")
+    assert {w.pod(m)["spec"]["nodeName"] for m in members} == {"node-2", "node-3"}
+
+
 def case(folder: str, scenario: Scenario, variant: str = "",
          nodes: tuple[int, str] = ROOMY) -> Any:
     return pytest.param(folder, scenario, nodes, id=f"{folder}-{variant}" if variant else folder)
@@ -796,6 +829,11 @@ CASES = [
     case("12-local-volume-job", local_volume_job_claim_missing, "claim-missing"),
     case("13-workload-gang", workload_gang),
     case("13-workload-gang", workload_gang_pods_first, "pods-first"),
+    case("14-rack-gang", rack_gang, nodes=RACKS),
+    pytest.param("14-rack-gang", rack_gang_in_one_rack, RACKS, id="14-rack-gang-one-rack",
+                 marks=pytest.mark.xfail(strict=True, reason=(
+                     "the core places gang members one by one until topology-aware "
+                     "placement lands (issue 25); today they split over r1 and r2"))),
 ]
 
 

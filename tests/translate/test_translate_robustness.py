@@ -8,9 +8,15 @@ from gangsched.core.model import AppKey, GroupKey
 from gangsched.core.resources import Resources
 from gangsched.translate import render
 from gangsched.translate.apps import app_from_k8s
+from gangsched.translate.dialects import volcano
 from gangsched.translate.nodes import node_from_k8s, node_problems
 from gangsched.translate.podgroups import podgroup_from_k8s
-from gangsched.translate.pods import app_manifest_from_pod, pod_from_k8s
+from gangsched.translate.pods import (
+    app_manifest_from_pod,
+    gang_definition,
+    pod_from_k8s,
+    pod_with_membership,
+)
 from gangsched.translate.queues import queue_from_k8s
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -49,6 +55,36 @@ def old_podgroup_status() -> dict[str, Any]:
     return {"blockingReason": {"details": {"a": "b"}}, "conditions": [{"type": "Scheduled"}]}
 
 
+def topology_podgroup() -> dict[str, Any]:
+    obj = podgroup()
+    obj["spec"]["topology"] = {"required": "topology.gangsched.io/block",
+                               "preferred": ["topology.gangsched.io/rack"],
+                               "sliceKey": "kubernetes.io/hostname", "sliceSize": 2}
+    return obj
+
+
+def volcano_podgroup() -> dict[str, Any]:
+    return {"metadata": {"name": "j", "namespace": "ns"}, "spec": {
+        "minMember": 4, "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+        "subGroupPolicy": [{"name": "s", "subGroupSize": 2}]}}
+
+
+def topology_pod() -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "ns", "uid": "u",
+                         "labels": {"kueue.x-k8s.io/pod-group-name": "g"},
+                         "annotations": {
+                             "kueue.x-k8s.io/pod-group-total-count": "4",
+                             "kueue.x-k8s.io/podset-required-topology": "rack",
+                             "kueue.x-k8s.io/podset-slice-required-topology": "host",
+                             "kueue.x-k8s.io/podset-slice-size": "2",
+                             "kai.scheduler/topology-required-placement": "rack"}},
+            "spec": {"containers": [{"name": "c"}]}}
+
+
+def definition_of(obj: dict[str, Any]) -> object:
+    return gang_definition(obj, pod_with_membership(obj)[1])
+
+
 TRANSLATORS: list[tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]], object]]] = [
     (spark_driver, pod_from_k8s),
     (spark_driver, app_manifest_from_pod),
@@ -60,6 +96,9 @@ TRANSLATORS: list[tuple[Callable[[], dict[str, Any]], Callable[[dict[str, Any]],
     (kind_node, node_problems),
     (application, placeholder_for),
     (old_podgroup_status, group_status_over),
+    (topology_podgroup, podgroup_from_k8s),
+    (volcano_podgroup, volcano.podgroup_from_k8s),
+    (topology_pod, definition_of),
 ]
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from gangsched.core.model import AppKey, GroupKey, Pod, PodPhase, PodUID
 from gangsched.core.resources import Resources
+from gangsched.sim import racks
 from gangsched.sim.backends import Backend
 from gangsched.sim.jobs import JobRun, Outcome, PodRun, PodStatus
 from gangsched.sim.latency import NO_LATENCY, Latency
@@ -88,6 +89,8 @@ class RunOutput:
     """How long each gang had some but not all of its minimum members bound."""
     latency: Latency = NO_LATENCY
     """How slow the cluster was (the backend's)."""
+    stranded_cpu_seconds: float = 0.0
+    """See :mod:`gangsched.sim.racks`."""
 
 
 def simulate(workload: Workload, make_backend: BackendFactory, *,
@@ -105,6 +108,9 @@ class Engine:
         self.timeline = Timeline()
         self.backend = make_backend(self, self.timeline)
         self.usage = Usage(keep_samples=keep_samples)
+        self.stranded: racks.Stranded | None = None
+        if any(not racks.job_topology(job).empty for job in workload.jobs):
+            self.stranded = racks.Stranded(workload.nodes)
         self.progress = progress
         self.now = 0.0
         self.dirty = True
@@ -158,6 +164,9 @@ class Engine:
             self.now = t
             if self.ended < len(self.jobs):
                 self.usage.advance(t)  # utilisation is measured until the last job ends
+                if self.stranded is not None:
+                    self.stranded.down = self.down
+                    self.stranded.advance(t, self._waiting())
                 self.last = t
             if self.backend.advance(t):
                 self.dirty = True
@@ -177,7 +186,8 @@ class Engine:
                          self.usage, end, self.backend.cycles,
                          time.perf_counter() - started, until_reached,
                          dict(self.backend.counters), self.backend, self.partial,
-                         self.backend.latency)
+                         self.backend.latency,
+                         self.stranded.cpu_seconds if self.stranded is not None else 0.0)
 
     def _settle(self, t: float) -> None:
         for _ in range(MAX_CYCLES_PER_INSTANT):
@@ -270,8 +280,15 @@ class Engine:
         elif job.gang_complete():
             self._gang_started(job)
 
+    def _waiting(self) -> list[JobRun]:
+        """Submitted jobs whose gang does not run (for the stranded-capacity measure)."""
+        return [run for run in self.jobs if run.attempt > 0 and not run.done
+                and not run.gang_running]
+
     def _hold(self, pod: Pod, job: JobRun | None, category: str) -> None:
         self.bound[pod.uid] = _Bound(job, job.attempt if job else 0, category, pod.requests)
+        if self.stranded is not None:
+            self.stranded.bind(pod.node_name, pod.requests.get("cpu"))
         self.usage.add(category, pod.requests)
         if job is not None:
             job.held += 1
@@ -282,6 +299,8 @@ class Engine:
         record = self.bound.pop(pod.uid, None)
         if record is not None:
             self.usage.add(record.category, record.request, -1)
+            if self.stranded is not None:
+                self.stranded.bind(pod.node_name, record.request.get("cpu"), -1)
             if record.job is not None and record.job.attempt == record.attempt:
                 record.job.held -= 1
         run = self.pods.get(pod.uid)
@@ -368,6 +387,9 @@ class Engine:
         waited = self.now - run.attempt_start
         if run.first_gang_start is None:
             run.first_gang_start = self.now
+            run.first_gang_nodes = tuple(sorted({
+                p.node for p in run.pods.values()
+                if p.status is PodStatus.RUNNING and p.node is not None}))
         if _gang_text(run.job) != "none":
             self._note(run, f"gang running, {waited:g}s after submission")
         for pod_run in run.pods.values():

@@ -114,6 +114,8 @@ class JobRun:
     gang_start: float | None = None
     first_gang_start: float | None = None
     """When the full gang first ran, over all attempts: the end of the wait."""
+    first_gang_nodes: tuple[str, ...] = ()
+    """The nodes of the running members when the full gang first ran."""
     job_timeouts: int = 0
     pod_failures: int = 0
     replacements: int = 0

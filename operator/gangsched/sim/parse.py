@@ -26,6 +26,7 @@ from gangsched.core.model import (
     Scoring,
     SortPolicy,
 )
+from gangsched.sim import racks
 from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
 from gangsched.sim.schema import Reader
@@ -44,7 +45,7 @@ SCHEDULER = ("percentageOfNodesToScore", "gangScoring", "podScoring", "defaultQu
              "reservationTimeoutSeconds", "deadlockBackoffSeconds", "nominationTimeoutSeconds",
              "evictionBackoffSeconds", "profile", "placeholders")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
-        "taints")
+        "taints", "topology")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
          "stateAwareTimeoutSeconds", "weight", "reclaimable")
 EVENT = ("at", "nodeDown", "nodeUp", "podFails")
@@ -245,6 +246,7 @@ class _Builder:
             labels = r.labels(obj, path, "labels")
             no_taints: tuple[Taint, ...] = ()
             taints = r.k8s(obj, path, "taints", k8s_constraints.taints_from_k8s, no_taints)
+            hierarchy = self.hierarchy(obj, path, count)
             if not base:
                 continue
             if len(nodes) + count > MAX_NODES:
@@ -258,9 +260,33 @@ class _Builder:
                     r.fail(path, f'node "{name}" is defined twice')
                     break
                 names[name] = path
-                nodes.append(Node(name, alloc,
-                                  {**labels, "kubernetes.io/hostname": name}, taints))
+                placed = (racks.hierarchy_labels(base, i, count, *hierarchy)
+                          if hierarchy is not None else {})
+                nodes.append(Node(name, alloc, {**labels, **placed,
+                                                "kubernetes.io/hostname": name}, taints))
         return nodes
+
+    def hierarchy(self, obj: Mapping[str, object], path: Path,
+                  count: int) -> tuple[int, int, int] | None:
+        """``topology: {zones, blocks, racks}`` (each default 1; blocks per zone, racks per
+        block): ``None`` when absent or wrong. ``count`` must be a multiple of the racks."""
+        r = self.r
+        raw = obj.get("topology")
+        if raw is None:
+            return None
+        tpath: Path = (*path, "topology")
+        spec = r.mapping(raw, tpath, racks.LEVELS)
+        if spec is None:
+            return None
+        before = len(r.errors)
+        zones, blocks, per_block = (r.integer(spec, tpath, level, 1, minimum=1)
+                                    for level in racks.LEVELS)
+        total = zones * blocks * per_block
+        if len(r.errors) == before and count % total:
+            r.fail((*path, "count"), f"is {count}, not a multiple of the {total} racks of "
+                   f"topology {{zones: {zones}, blocks: {blocks}, racks: {per_block}}}: "
+                   "every rack gets the same number of nodes")
+        return (zones, blocks, per_block) if len(r.errors) == before else None
 
     def queues(self, top: Mapping[str, object]) -> list[QueueSpec]:
         r = self.r

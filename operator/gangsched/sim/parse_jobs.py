@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from gangsched.core.constraints import ANY_NODE
 from gangsched.core.model import (
+    NO_TOPOLOGY,
     AppKey,
     AppSpec,
     GangMode,
@@ -24,12 +25,13 @@ from gangsched.core.model import (
     SchedulingPolicy,
     Style,
     TaskGroup,
+    TopologyRequest,
 )
 from gangsched.core.resources import Resources
-from gangsched.sim.schema import Reader
+from gangsched.sim.schema import Reader, field_path
 from gangsched.sim.source import Document, Path
 from gangsched.sim.workload import Behaviour, FailurePolicy, Job, JobKind, PodTemplate
-from gangsched.translate import k8s_constraints
+from gangsched.translate import fields, k8s_constraints, topology
 
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 NAME_WHAT = "a valid name (lower-case letters, digits and '-', starting and ending " \
@@ -40,8 +42,10 @@ JOB = ("name", "namespace", "submitAt", "queue", "priority", "replicas", "interv
        "restartDelaySeconds")
 APP = (*JOB, "style", "placeholderTimeoutSeconds", "waitingTimeoutSeconds", "taskGroups",
        "pods")
-GROUP = (*JOB, "minMember", "minResources", "mode", "scheduleTimeoutSeconds", "pods")
-TASK_GROUP = ("name", "minMember", "minResource", "nodeSelector", "tolerations", "affinity")
+GROUP = (*JOB, "minMember", "minResources", "mode", "scheduleTimeoutSeconds", "pods",
+         "topology")
+TASK_GROUP = ("name", "minMember", "minResource", "nodeSelector", "tolerations", "affinity",
+              "topology")
 POD = ("name", "taskGroup", "count", "delay", "after", "duration", "cpu", "memory", "gpu",
        "resources", "priority", "nodeSelector", "tolerations", "affinity")
 PLAIN = ("name", "namespace", "submitAt", "queue", "priority", "replicas", "intervalSeconds",
@@ -185,8 +189,22 @@ class JobReader:
                                   k8s_constraints.tolerations_from_k8s, ()),
                 affinity=r.k8s(g, gpath, "affinity", k8s_constraints.node_affinity_from_k8s,
                                ANY_NODE),
+                topology=self.topology(g, gpath, r.integer(g, gpath, "minMember", 1)),
             ))
         return groups
+
+    def topology(self, obj: Mapping[str, object], path: Path,
+                 members: int) -> TopologyRequest:
+        """``topology: {required, preferred, sliceKey, sliceSize}``, checked as the CRD's
+        field is (:func:`gangsched.translate.topology.from_k8s`)."""
+        if obj.get("topology") is None:
+            return NO_TOPOLOGY
+        problems = fields.Problems()
+        request = topology.from_k8s(obj["topology"], "topology", problems, members=members)
+        for message in problems.messages:
+            where, _, text = message.partition(": ")
+            self.r.fail(field_path(path, where), text)
+        return request
 
     def requests_of(self, obj: Mapping[str, object], path: Path, key: str) -> Resources:
         """A ``{cpu, memory, gpu, ...}`` mapping at ``key`` (``gpu`` is nvidia.com/gpu)."""
@@ -251,6 +269,7 @@ class JobReader:
         mode = r.choice(obj, path, "mode", enum_parser(GangMode), GangMode.STRICT)
         timeout = r.number(obj, path, "scheduleTimeoutSeconds", 600.0, positive=True)
         templates = self.templates(path, obj, {}, app=False)
+        request = self.topology(obj, path, min_member)
         members = sum(t.count for t in templates)
         if templates and members < min_member:
             r.fail((*path, "minMember"), f"is {min_member} but the pods list only {members} "
@@ -260,7 +279,8 @@ class JobReader:
             spec = PodGroupSpec(GroupKey(f"{common.namespace}/{name}"), uid=f"{name}-uid",
                                 min_member=min_member, min_resources=min_resources,
                                 schedule_timeout=timeout, mode=mode, queue=common.queue,
-                                priority=common.priority, creation=submit)
+                                priority=common.priority, creation=submit,
+                                topology=request)
             jobs.append(Job(name, JobKind.POD_GROUP, submit, tuple(templates),
                             {None: min_member}, common.namespace, common.queue,
                             common.priority, group=spec, behaviour=common.behaviour,

@@ -160,6 +160,12 @@ def summary(out: RunOutput, s: Summary | None = None) -> str:
         ("simulated", f"{duration(out.end)} in {s.cycles:,} scheduler cycles, "
                       f"{s.wall_seconds:.2f}s of wall time"),
     ]
+    if s.topology is not None:
+        t = s.topology
+        rows.insert(-1, ("topology", f"{t.gangs} gangs ran, {t.cross_rack} across racks; "
+                                     f"{t.topology_broken} of {t.topology_gangs} topology "
+                                     f"requests broken; stranded "
+                                     f"{t.stranded_cpu_seconds:,.0f} cpu·s"))
     width = max(len(name) for name, _ in rows)
     return "\n".join([f"Summary ({out.scheduler})"]
                      + [f"  {name:<{width}}  {value}" for name, value in rows])
@@ -189,6 +195,16 @@ def comparison(outs: Sequence[RunOutput]) -> str:
         ("idle cpu·s (placeholders + waiting pods)",
          [f"{cpu['placeholder'] + cpu['idle']:,.0f}" for cpu, _ in held]),
     ]
+    measures = [s.topology for s in summaries]
+    if all(m is not None for m in measures):
+        known = [m for m in measures if m is not None]
+        rows += [
+            ("gangs placed", [str(m.gangs) for m in known]),
+            ("gangs across racks", [str(m.cross_rack) for m in known]),
+            ("required topology broken", [f"{m.topology_broken}/{m.topology_gangs}"
+                                          for m in known]),
+            ("stranded cpu·s", [f"{m.stranded_cpu_seconds:,.0f}" for m in known]),
+        ]
     width = max(len(name) for name, _ in rows)
     cols = [max(len(s.scheduler), *(len(values[i]) for _, values in rows))
             for i, s in enumerate(summaries)]

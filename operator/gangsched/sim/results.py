@@ -10,7 +10,9 @@ Definitions (all times in simulated seconds):
   category (``busy``: pods of jobs making progress; ``idle``: real pods waiting for the
   rest of their gang; ``placeholder``), measured until the last job ended;
 * *reserved but idle*: resource-seconds held by placeholders, and by real pods whose gang
-  did not run yet.
+  did not run yet;
+* *topology* (when nodes have racks or jobs request a topology): gangs, cross-rack gangs,
+  gangs whose required topology was broken, stranded cpu·s (see :mod:`gangsched.sim.racks`).
 
 ``to_json`` gives the ``--json`` document, schema ``gangsched.sim/v1``: ``runs`` is a list
 with one entry per scheduler, each holding ``summary``, ``jobs`` (each with its ``pods``:
@@ -24,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gangsched.sim import racks
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.jobs import JobRun, Outcome
 from gangsched.sim.latency import NO_LATENCY, Latency
@@ -102,6 +105,7 @@ class Summary:
     partial_gangs: PartialSummary = NOTHING_PARTIAL
     """Seconds gangs spent with some but not all of their minimum members bound."""
     latency: Latency = NO_LATENCY
+    topology: racks.Measures | None = None
 
     @property
     def completed(self) -> int:
@@ -137,6 +141,7 @@ class Summary:
             "latency": self.latency.to_json(),
             "cycles": self.cycles,
             "wallSeconds": _round(self.wall_seconds),
+            **({"topology": self.topology.to_json()} if self.topology is not None else {}),
         }
 
 
@@ -170,6 +175,8 @@ def summarise(out: RunOutput) -> Summary:
         wall_seconds=out.wall_seconds,
         partial_gangs=(out.partial or PartialGangs()).summary(out.latency.swap_seconds),
         latency=out.latency,
+        topology=racks.measure(out.workload.nodes, out.jobs, out.stranded_cpu_seconds)
+        if racks.relevant(out.workload.nodes, out.workload.jobs) else None,
     )
 
 

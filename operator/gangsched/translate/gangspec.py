@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from gangsched.core import constraints, model, resources
-from gangsched.translate import fields, k8s_constraints, k8s_placement
+from gangsched.translate import fields, k8s_constraints, k8s_placement, topology
 
 MAX_TASK_GROUPS = 32
 MAX_MIN_MEMBER = 10000
@@ -117,6 +117,9 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
         {"affinity": get("affinity"),
          "topologySpreadConstraints": get("topologySpreadConstraints")},
         labels, problems, path=path)
+    topology_request = topology.from_k8s(
+        get("topology"), f"{path}.topology", problems, members=min_member
+    )
     if len(problems.messages) > before:
         return None
 
@@ -136,6 +139,8 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
         manifest["labels"] = labels
     if annotations:
         manifest["annotations"] = annotations
+    if not topology_request.empty:
+        manifest["topology"] = topology.to_k8s(topology_request)
     group = model.TaskGroup(
         name=name,
         min_member=min_member,
@@ -144,6 +149,7 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
         tolerations=tolerations,
         affinity=affinity,
         placement=group_placement,
+        topology=topology_request,
     )
     return ParsedTaskGroup(model=group, manifest=manifest)
 

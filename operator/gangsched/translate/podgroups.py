@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from gangsched.core import model, resources
-from gangsched.translate import fields, times
+from gangsched.translate import fields, times, topology
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
 DEFAULT_SCHEDULE_TIMEOUT = 600
@@ -61,7 +61,9 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
     members'; an unknown class counts as none until it is made). Invalid:
     wrong types, bad or negative quantities, out-of-range integers, an unknown mode,
     gangGroup entries that are not unique ``namespace/name`` references, ``totalNumber``
-    below ``minMember``, a queue name that is not a DNS subdomain. ``persisted_start`` and
+    below ``minMember``, a queue name that is not a DNS subdomain, a ``topology`` that breaks
+    the rules of :func:`gangsched.translate.topology.from_k8s` (slices at most
+    ``totalNumber``, else ``minMember``). ``persisted_start`` and
     ``persisted_phase`` come from ``status.scheduleStartTime`` and ``status.phase``; the
     persisted node reservation from ``status.reservationExpiry`` and ``reservedNodes``.
     """
@@ -116,6 +118,9 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
         model.DEFAULT_QUEUE,
     )
     problems.read(lambda: fields.dns_subdomain(queue, "spec.queue", what="queue name"), "")
+    request = topology.from_k8s(
+        spec.get("topology"), "spec.topology", problems, members=max(min_member, total or 0)
+    )
     namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
     phase = status.get("phase")
     priority, _unknown = priorities.resolve(spec.get("priorityClassName"))
@@ -136,6 +141,7 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
         persisted_phase=phase if isinstance(phase, str) else "",
         persisted_reservation_expiry=times.parse_time(status.get("reservationExpiry")),
         persisted_reserved_nodes=_node_names(status.get("reservedNodes")),
+        topology=request,
     )
 
 

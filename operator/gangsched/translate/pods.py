@@ -37,7 +37,7 @@ from gangsched.translate import (
     labels,
     times,
 )
-from gangsched.translate.dialects import native, resolve
+from gangsched.translate.dialects import native, resolve, topologies
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 from gangsched.translate.volumes import pod_volumes
 
@@ -358,18 +358,26 @@ def gang_definition(
     """The gang's custom resource that pod ``obj`` carries the definition of, or ``None``.
 
     The native pods-first Application is :func:`app_manifest_from_pod`; the other
-    dialects' are made by :func:`gangsched.translate.dialects.resolve.define`.
+    dialects' are made by :func:`gangsched.translate.dialects.resolve.define`. Either
+    then takes the topology of the pod's Kueue or KAI annotations
+    (:func:`gangsched.translate.dialects.topologies.apply`).
     """
     if membership.definer is None:
         return None
+    meta = dialects.lenient_meta(obj)
+    definition: dialects.Definition | None
     if membership.definer == dialects.NATIVE:
         manifest, error = app_manifest_from_pod(obj)
         if manifest is None and error is None:
             return None
-        return dialects.Definition(
+        definition = dialects.Definition(
             dialects.APPLICATION, membership.definition_key, manifest, error
         )
-    return resolve.define(dialects.lenient_meta(obj), membership)
+    else:
+        definition = resolve.define(meta, membership)
+    if definition is None:
+        return None
+    return topologies.apply(definition, meta.annotations, membership.task_group)
 
 
 def _lenient_strings(raw: object) -> dict[str, str]:

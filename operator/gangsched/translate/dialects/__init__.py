@@ -22,6 +22,11 @@ volcano        ``scheduling.volcano.sh`` PodGroup    that PodGroup (read only)
 kueue          PodGroup ``dns_name(group name)``     ``pod-group-total-count`` on a pod
 =============  ====================================  =========================================
 
+Topology (racks, blocks) is orthogonal to membership: Kueue's TAS annotations and KAI's
+``kai.scheduler/topology-*`` annotations on the pod that defines a gang become the gang's
+``topology`` field (:mod:`.topologies`, :mod:`.kueue`, :mod:`.kai`), and a Volcano
+PodGroup's ``networkTopology`` its request (:mod:`.volcano`).
+
 Gangs defined on pods become gangsched custom resources: the shell creates the
 Application or PodGroup from the first pod that carries the definition, owned by that pod
 (not as controller), exactly like the native pods-first flow. The PodGroups of

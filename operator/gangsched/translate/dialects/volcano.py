@@ -14,6 +14,34 @@ gangsched's), so gangsched writes none, and reads no timer or phase from it.
 
 The queue: annotation ``scheduling.volcano.sh/queue-name``, else ``volcano.sh/queue-name``,
 names the gangsched Queue.
+
+Network topology: ``spec.networkTopology {mode, highestTierAllowed}`` (a Volcano Job's
+``networkTopology`` is copied there by Volcano's job controller). Volcano's tiers are
+HyperNode objects; gangsched does not read them and maps each tier to a node label
+instead (:data:`TIER_KEYS`), tier 1 being the smallest:
+
+====  ================================  ====================================
+tier  node-label key                    usual meaning
+====  ================================  ====================================
+1     ``topology.gangsched.io/rack``    a leaf switch: the nodes of one rack
+2     ``topology.gangsched.io/block``   a spine: the racks of one block
+3     ``topology.kubernetes.io/zone``   the blocks of one zone
+====  ================================  ====================================
+
+So a cluster labelled for gangsched's racks and blocks (the same labels as the examples
+and the simulator use) serves Volcano jobs unchanged; label the nodes the way Volcano's
+label-based HyperNode discovery is configured to see them and both agree.
+
+* ``mode: hard`` (Volcano's default) with ``highestTierAllowed: n`` (default 1):
+  ``required`` the key of tier n, ``preferred`` the keys of the tiers below it, smallest
+  first (Volcano also tries the lowest tier first);
+* ``mode: soft``: ``preferred`` the keys of tiers 1 to ``highestTierAllowed`` (all three
+  when absent), then anywhere.
+
+Refused, with the path: another mode, a tier outside 1 to 3, ``highestTierName`` (tier
+names live in HyperNode objects), and a ``subGroupPolicy`` entry that carries its own
+``networkTopology`` (gangsched would not honour it; entries without one are ignored, as
+``minTaskMember`` is).
 """
 
 from __future__ import annotations
@@ -23,7 +51,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gangsched.core import model
-from gangsched.translate import podgroups
+from gangsched.translate import fields, podgroups, topology
 from gangsched.translate.dialects import VOLCANO, Claim, PodMeta, first, foreign_key
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
@@ -40,6 +68,11 @@ SCHEDULER_NAME = "volcano"
 GROUP_KEYS = (("annotation", ANN_GROUP_NAME), ("annotation", ANN_VOLCANO_GROUP_NAME))
 QUEUE_KEYS = (("annotation", ANN_QUEUE), ("annotation", ANN_LEGACY_QUEUE))
 _SPEC_FIELDS = ("minMember", "minResources", "queue", "priorityClassName")
+
+TIER_KEYS: dict[int, str] = {1: topology.RACK, 2: topology.BLOCK, 3: topology.ZONE}
+"""Volcano's network tier n as the node-label key of its domains (see the module
+docstring)."""
+MODES = ("hard", "soft")
 
 
 def read(meta: PodMeta) -> Claim | None:
@@ -66,8 +99,8 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
     """A ``scheduling.volcano.sh`` PodGroup as the core's PodGroupSpec, keyed
     ``namespace/volcano:name``: ``minMember`` (required, 1 to 10000), ``minResources``,
     ``queue`` (default ``default``), ``priorityClassName`` (resolved in ``priorities``),
-    checked as a gangsched PodGroup's, with every problem in ``invalid``. Nothing is read
-    from ``status``."""
+    checked as a gangsched PodGroup's, and ``networkTopology`` as :func:`network_topology`
+    reads it, with every problem in ``invalid``. Nothing is read from ``status``."""
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     spec = obj.get("spec")
@@ -76,6 +109,68 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
         shaped["spec"] = {key: spec[key] for key in _SPEC_FIELDS if key in spec}
     result = podgroups.podgroup_from_k8s(shaped, priorities=priorities)
     namespace = str(meta.get("namespace") or "")
+    problems = fields.Problems()
+    request = model.NO_TOPOLOGY
+    if isinstance(spec, Mapping):
+        request = network_topology(spec.get("networkTopology"), "spec.networkTopology", problems)
+        _sub_groups(spec.get("subGroupPolicy"), problems)
     return dataclasses.replace(
-        result, key=foreign_key(VOLCANO, namespace, str(meta.get("name") or ""))
+        result,
+        key=foreign_key(VOLCANO, namespace, str(meta.get("name") or "")),
+        topology=request,
+        invalid="; ".join(m for m in (result.invalid, problems.message()) if m) or None,
     )
+
+
+def network_topology(raw: object, path: str, problems: fields.Problems) -> model.TopologyRequest:
+    """Volcano's ``networkTopology`` at ``path`` as a request (see the module docstring);
+    ``None`` is no request. Problems are added to ``problems`` with their paths."""
+    if raw is None:
+        return model.NO_TOPOLOGY
+    before = len(problems.messages)
+    obj: Mapping[str, Any] = problems.read(lambda: fields.mapping(raw, path), {})
+    mode = problems.read(lambda: fields.string(obj.get("mode"), f"{path}.mode"), "") or "hard"
+    if mode not in MODES:
+        problems.add(f'{path}.mode: unknown mode "{mode}" (accepted: hard, soft)')
+    if obj.get("highestTierName") is not None:
+        problems.add(
+            f"{path}.highestTierName: not supported: tier names live in HyperNode objects, "
+            f"which gangsched does not read; give highestTierAllowed (tiers {_tiers_text()})"
+        )
+    default = 1 if mode == "hard" else max(TIER_KEYS)
+    tier = problems.read(
+        lambda: fields.integer(obj.get("highestTierAllowed"), f"{path}.highestTierAllowed",
+                               default=default),
+        default,
+    )
+    if tier not in TIER_KEYS:
+        problems.add(
+            f"{path}.highestTierAllowed: must be one of the tiers gangsched maps to node "
+            f"labels ({_tiers_text()}), got {tier}"
+        )
+    if len(problems.messages) > before:
+        return model.NO_TOPOLOGY
+    below = [(TIER_KEYS[n], f"{path}.highestTierAllowed") for n in range(1, tier)]
+    if mode == "soft":
+        return topology.build(preferred=[*below, (TIER_KEYS[tier], path)], problems=problems)
+    return topology.build(
+        required=(TIER_KEYS[tier], f"{path}.highestTierAllowed"), preferred=below,
+        problems=problems,
+    )
+
+
+def _tiers_text() -> str:
+    return ", ".join(f"{tier}: {key}" for tier, key in sorted(TIER_KEYS.items()))
+
+
+def _sub_groups(raw: object, problems: fields.Problems) -> None:
+    path = "spec.subGroupPolicy"
+    if not isinstance(raw, list):
+        return
+    for index, item in enumerate(raw):
+        if isinstance(item, Mapping) and item.get("networkTopology") is not None:
+            problems.add(
+                f"{path}[{index}].networkTopology: not supported: gangsched keeps slices of "
+                "members in member order, not sub-groups selected by labels; give the "
+                "PodGroup's networkTopology only"
+            )
