@@ -805,7 +805,8 @@ class Runtime:
             fields = {"pod": f"{d.namespace}/{d.name}", "node": d.node, "reason": d.reason}
             if d.volumes:
                 try:
-                    await write_volumes(self.client, d.volumes)
+                    written = await write_volumes(self.client, d.volumes)
+                    await self._volumes_bound(d, written)
                 except ApiError as err:
                     log.warning("binding the volumes of pod %s/%s for %s failed: %s",
                                 d.namespace, d.name, d.node, err,
@@ -825,26 +826,39 @@ class Runtime:
             log.debug("bound pod %s/%s to %s (%s)", d.namespace, d.name, d.node, d.reason,
                       extra=fields)
 
+    async def _volumes_bound(self, d: BindPod, written: dict[str, str]) -> None:
+        """PreBind's wait: until the claims ``d`` wrote for are bound (see
+        :mod:`gangsched.shell.prebind`); raises ApiError when they will not be."""
+        await self.storage.bindings.wait(d.volumes, written, d.node,
+                                         timeout=self.settings.volume_bind_timeout,
+                                         monotonic=self.monotonic)
+
     async def _bind_gang(self, d: BindGang) -> None:
-        """Every member's volume writes, in order; then, only if all succeeded, the
-        Bindings (each on the bind pool). A failed write binds no member: each is
-        reported as ``VolumeBindFailed`` with that error."""
+        """Every member's volume writes, in order; then PreBind's wait for all their
+        claims; then, only if all succeeded, the Bindings (each on the bind pool). A failed
+        write or wait binds no member: each is reported as ``VolumeBindFailed`` with that
+        error."""
         if not self.leading.is_set():
             return
-        for member in d.binds:
-            if not member.volumes:
-                continue
-            try:
-                await write_volumes(self.client, member.volumes)
-            except ApiError as err:
-                log.warning("binding the volumes of gang member %s/%s failed: %s; binding "
-                            "no member", member.namespace, member.name, err,
-                            extra={"pod": f"{member.namespace}/{member.name}",
-                                   "code": err.code})
-                text = f"{member.namespace}/{member.name}: {err.message or err.reason}"
-                for other in d.binds:
-                    self.submit(VolumeBindFailed(other.uid, other.node, err.code, text))
+        written: dict[PodUID, dict[str, str]] = {}
+        with_volumes = [member for member in d.binds if member.volumes]
+        member = d.binds[0] if d.binds else None
+        try:
+            for member in with_volumes:
+                written[member.uid] = await write_volumes(self.client, member.volumes)
+            for member in with_volumes:
+                await self._volumes_bound(member, written[member.uid])
+        except ApiError as err:
+            if member is None:
                 return
+            log.warning("binding the volumes of gang member %s/%s failed: %s; binding "
+                        "no member", member.namespace, member.name, err,
+                        extra={"pod": f"{member.namespace}/{member.name}",
+                               "code": err.code})
+            text = f"{member.namespace}/{member.name}: {err.message or err.reason}"
+            for other in d.binds:
+                self.submit(VolumeBindFailed(other.uid, other.node, err.code, text))
+            return
         for member in d.binds:
             self.binds.submit(functools.partial(
                 self._bind, dataclasses.replace(member, volumes=())))
