@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from gangsched.core.constraints import SelectorOperator, SelectorRequirement
+from gangsched.core.constraints import SelectorOperator, SelectorRequirement, matches_affinity
 from gangsched.core.decisions import AnnotateClaim, BindPod, BindVolume, PodPending, VolumeWrite
 from gangsched.core.model import Node, Pod
 from gangsched.core.observations import NodeObserved, PodObserved, VolumeObserved
@@ -24,6 +24,8 @@ from gangsched.core.selectors import LabelSelector
 from gangsched.core.volumes.catalog import VolumeObject
 from gangsched.core.volumes.model import BindingMode, StorageClass
 from gangsched.translate import volumes as tv
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.core.builders import make_node, make_pod
 from tests.core.volume_builders import (
@@ -222,3 +224,69 @@ def test_volume_parity(case: Case) -> None:
     else:
         assert [(b.name, b.node) for b in binds] == [("p", case.node)], pending
         assert binds[0].volumes == case.writes
+
+
+ZONES = ("a", "b", "c")
+
+
+@settings(max_examples=100, deadline=None)
+@given(node_zones=st.lists(st.sampled_from(ZONES), min_size=1, max_size=4),
+       allowed=st.lists(st.sampled_from(ZONES), max_size=2, unique=True),
+       tracked=st.booleans(),
+       published=st.lists(st.tuples(st.sampled_from(ZONES), st.integers(1, 20)), max_size=3),
+       requests=st.lists(st.integers(1, 20), min_size=1, max_size=4),
+       volumes=st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()),
+                        max_size=4))
+def test_every_write_is_one_upstream_would_make(
+    node_zones: list[str], allowed: list[str], tracked: bool,
+    published: list[tuple[str, int]], requests: list[int],
+    volumes: list[tuple[int, bool, bool]],
+) -> None:
+    """Whatever the nodes, classes, capacities and PVs: a claim is only annotated for a
+    node the class's allowedTopologies admit and, for a tracking driver, with published
+    room; a static PV is only bound to a claim whose selector and volume mode it meets."""
+    nodes = [make_node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", GA_ZONE: zone})
+             for i, zone in enumerate(node_zones)]
+    zone_of = {n.name: n.labels[GA_ZONE] for n in nodes}
+    fast = StorageClass("fast", "csi.example.com", BindingMode.WAIT_FOR_FIRST_CONSUMER,
+                        in_zones(*allowed) if allowed else in_zones(*ZONES))
+    objects: list[VolumeObject] = [fast, LOCAL, make_driver("csi.example.com",
+                                                            capacity=tracked)]
+    objects += [make_capacity(f"cap{i}", "fast", zone=zone, capacity=f"{gi}Gi")
+                for i, (zone, gi) in enumerate(published)]
+    pvs = {f"pv{i}": make_pv(f"pv{i}", "10Gi", node=f"n{node % len(nodes)}",
+                             labels={"tier": "gold"} if gold else {},
+                             mode="Block" if block else "Filesystem")
+           for i, (node, gold, block) in enumerate(volumes)}
+    objects += list(pvs.values())
+    claims = {}
+    for i, gi in enumerate(requests):
+        local = i % 2 == 1
+        claims[f"c{i}"] = make_pvc(f"c{i}", f"{gi}Gi", storage_class="local" if local else "fast",
+                                   selector=GOLD if i % 3 == 0 else None,
+                                   mode="Block" if i % 4 == 3 else "Filesystem")
+    objects += list(claims.values())
+    s = Scheduler()
+    for node in nodes:
+        s.observe(NodeObserved(node))
+    for obj in objects:
+        s.observe(VolumeObserved(obj))
+    for name in claims:
+        s.observe(PodObserved(with_volumes(make_pod(f"p-{name}"), name)))
+    for d in s.cycle(now=10.0):
+        if not isinstance(d, BindPod):
+            continue
+        for w in d.volumes:
+            claim = claims[w.claim]
+            if isinstance(w, AnnotateClaim):
+                assert matches_affinity(fast.allowed_topologies, {GA_ZONE: zone_of[w.node]},
+                                        w.node)
+                if tracked:
+                    assert any(zone == zone_of[w.node] and gi * 2**30 >= claim.request
+                               for zone, gi in published)
+            else:
+                assert isinstance(w, BindVolume)
+                volume = pvs[w.volume]
+                assert volume.volume_mode == claim.volume_mode
+                assert claim.selector is None or claim.selector.matches(volume.labels)
+                assert volume.capacity >= claim.request
