@@ -101,7 +101,8 @@ CASES = [
     pytest.param(Case([FAST, make_pvc("data", storage_class="fast")], "n1",
                       writes=annotate("n1")),
                  id="5-no-allowed-topologies-any-node"),
-    # --- 6. static PVs (component-helpers storage/volume FindMatchingVolume) ------------
+    # --- 6. static PVs (component-helpers storage/volume FindMatchingVolume; binder.go
+    # GetPodVolumes and isPVCFullyBound for a claim pre-bound by spec.volumeName) --------
     pytest.param(Case([LOCAL, make_pv("plain", "6Gi", node="n1"),
                        make_pv("gold", "20Gi", node="n3", labels={"tier": "gold"}),
                        make_pvc("data", selector=GOLD)], "n3", writes=bind("gold")),
@@ -129,6 +130,13 @@ CASES = [
     pytest.param(Case([LOCAL, make_pv("mine", node="n1", claim="data", mode="Block"),
                        make_pvc("data")], None, NOT_FOUND),
                  id="6-prebound-pv-of-another-volume-mode-waits"),
+    pytest.param(Case([LOCAL, make_pv("pv", node="n2"),
+                       dataclasses.replace(make_pvc("data", volume="pv"), phase="Pending")],
+                      None, "pod has unbound immediate PersistentVolumeClaims"),
+                 id="6-claim-pre-bound-not-yet-bound-by-the-controller-waits"),
+    pytest.param(Case([LOCAL, make_pv("pv", node="n2", claim="data", phase="Bound"),
+                       make_pvc("data", volume="pv")], "n2"),
+                 id="6-claim-bound-by-the-controller-goes-where-its-pv-is"),
     pytest.param(Case([LOCAL, make_pv("going", "6Gi", node="n1", terminating=True),
                        make_pv("staying", "20Gi", node="n3"), make_pvc("data")], "n3",
                       writes=bind("staying")),

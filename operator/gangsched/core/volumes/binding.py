@@ -7,8 +7,10 @@ now (the words are kube-scheduler's):
   volume's: ``waiting for ephemeral volume controller to create the
   persistentvolumeclaim "x"``); a claim being deleted; an invalid one;
 * an unbound claim whose class is missing (``storageclass.storage.k8s.io "x" not
-  found``) or binds Immediately (or has no class): ``pod has unbound immediate
-  PersistentVolumeClaims``: the PV controller binds those, the pod waits;
+  found``) or binds Immediately (or has no class), or a claim pre-bound to a PV
+  (``spec.volumeName``) that the PV controller has not bound yet (still ``Pending``):
+  ``pod has unbound immediate PersistentVolumeClaims``: the PV controller binds those,
+  the pod waits;
 * a claim bound to a PV that does not exist.
 
 Filter (:func:`match`) checks one node as ``FindPodVolumes`` (volumebinding/binder.go):
@@ -89,6 +91,10 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes) -> Cl
             return Blocked(f'persistentvolumeclaim "{item.name}" is being deleted')
         if claim.invalid:
             return Blocked(f'persistentvolumeclaim "{item.name}" is invalid: {claim.invalid}')
+        if claim.volume_name and claim.phase == "Pending":
+            # Pre-bound (spec.volumeName) but not bound by the PV controller yet: as
+            # GetPodVolumes, an unbound immediate claim (isPVCFullyBound is false).
+            return Blocked(UNBOUND_IMMEDIATE)
         volume_name = catalog.volume_of(claim)
         if volume_name:
             volume = catalog.volumes.get(volume_name)
