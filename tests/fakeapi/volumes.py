@@ -30,9 +30,12 @@ csi-provisioner behave, run to completion within the request that triggered them
   selected-node annotation is removed, which tells the scheduler to choose again.
 * Fault injection: a class parameter ``fakeapi.gangsched.io/fail-on-nodes`` (names,
   comma-separated) makes provisioning fail in that way on those nodes, as a storage
-  backend that runs out of room after the scheduler chose.
+  backend that runs out of room after the scheduler chose; the parameter
+  ``fakeapi.gangsched.io/provision: manual`` makes the provisioner act only when a test
+  calls :func:`provision`, as a provisioner that takes its time (tests drive it, they
+  never sleep).
 
-Simplified: everything happens at once (a real controller and provisioner take
+Simplified: everything else happens at once (a real controller and provisioner take
 seconds), a claim is matched when it is written (not when a matching PV appears later,
 which the real controller's periodic resync catches), no capacity is consumed by
 provisioning, and the in-tree provisioners are not emulated.
@@ -52,6 +55,8 @@ Obj = dict[str, Any]
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 FAIL_ON_NODES = "fakeapi.gangsched.io/fail-on-nodes"
+MANUAL = "fakeapi.gangsched.io/provision"
+"""A class parameter: ``manual`` makes the provisioner wait for :func:`provision`."""
 _SUFFIXES = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
              "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
              "Ei": 2**60, "m": 0.001}
@@ -146,7 +151,16 @@ def _bind_claim(store: Store, claim: Obj, volume: Obj) -> None:
         "capacity": dict(vspec.get("capacity") or {})})
 
 
-def _sync_claim(store: Store, claim: Obj) -> None:
+def provision(store: Store, namespace: str, name: str) -> None:
+    """Let the provisioner act on claim ``namespace/name`` of a class it holds
+    (:data:`MANUAL`): what a slow provisioner does some seconds later. Unknown: no-op."""
+    _, pvc_t = _types(store)
+    claim = store.lookup(pvc_t, namespace, name)
+    if claim is not None:
+        _sync_claim(store, claim, held=False)
+
+
+def _sync_claim(store: Store, claim: Obj, *, held: bool = True) -> None:
     pv_t, pvc_t = _types(store)
     claim = store.lookup(pvc_t, meta.namespace_of(claim), meta.name_of(claim)) or claim
     md = claim["metadata"]
@@ -177,6 +191,8 @@ def _sync_claim(store: Store, claim: Obj) -> None:
         return
     node = (md.get("annotations") or {}).get(SELECTED_NODE)
     if delayed and not node:
+        return
+    if held and (storage_class.get("parameters") or {}).get(MANUAL) == "manual":
         return
     name = f"pvc-{md['uid']}"
     if store.lookup(pv_t, None, name) is not None:

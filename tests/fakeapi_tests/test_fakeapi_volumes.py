@@ -252,3 +252,18 @@ async def test_provisioning_for_a_selected_node_fails_as_csi_provisioner_does(
         [event] = await _failed_events(api)
         assert event["type"] == "Warning"
         assert event["involvedObject"]["name"] == "c"
+
+
+async def test_a_manual_provisioner_acts_only_when_told(fake_api: FakeApiServer,
+                                                        api: RawClient) -> None:
+    from fakeapi import volumes as fake_volumes
+
+    await api.post(CLASSES, {**storage_class("slow", "csi.example.com", "WaitForFirstConsumer"),
+                             "parameters": {fake_volumes.MANUAL: "manual"}})
+    await api.post(PVCS, claim("c", "slow"))
+    pvc = await _select(api, "n1")
+    assert pvc["status"]["phase"] == "Pending"
+    fake_volumes.provision(fake_api.store, "default", "c")
+    _, pvc = await api.get(f"{PVCS}/c")
+    assert pvc["status"]["phase"] == "Bound"
+    assert pvc["spec"]["volumeName"] == f"pvc-{pvc['metadata']['uid']}"

@@ -352,3 +352,31 @@ async def test_a_failed_provisioning_binds_nothing_and_the_pod_is_scheduled_agai
         assert pvc["status"]["phase"] == "Bound"
     finally:
         await op.kill()
+
+
+async def test_the_pod_is_bound_only_once_its_claim_is(cluster) -> None:  # type: ignore[no-untyped-def]
+    """binder.go BindPodVolumes: the selected node is written, the Binding waits for the
+    provisioner (held here until the test lets it act) and the PV controller."""
+    from fakeapi import volumes as fake_volumes
+
+    api, kubeconfig = cluster
+    slow = storage_class("fast", "csi.example.com")
+    slow["parameters"] = {fake_volumes.MANUAL: "manual"}
+    api.create(slow)
+    api.create(claim("scratch", "fast"))
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        api.create(pod_with_claim("worker", "scratch"))
+        chosen = await wait_for(
+            lambda: (api.get("persistentvolumeclaims", "default", "scratch")["metadata"]
+                     .get("annotations") or {}).get("volume.kubernetes.io/selected-node"),
+            what="selected node written")
+        await op.settle()
+        assert bind_answers(api, "worker") == []
+        assert node_of(api, "worker") is None
+        fake_volumes.provision(api.store, "default", "scratch")
+        assert await wait_for(lambda: node_of(api, "worker"), what="bound") == chosen
+        paths = [e.path_qs for e in api.request_log if e.method in ("PATCH", "POST")]
+        assert "/api/v1/namespaces/default/pods/worker/binding" in paths
+    finally:
+        await op.kill()
