@@ -33,9 +33,8 @@ Reserve assumes that plan in the catalog; PreBind is the writes (:func:`writes`)
 BindPod and done before its Binding; the shell then waits for the claims to be bound
 before it binds the pod (``BindPodVolumes``), and reports a failure back.
 
-Simplified: a pre-bound PV that does not fit makes the claim fit nowhere (upstream goes
-on to look for another free PV), and capacity assumed by this cycle's other pods is not
-subtracted from CSIStorageCapacity (neither does upstream).
+Capacity assumed by this cycle's other pods is not subtracted from CSIStorageCapacity
+(neither does upstream).
 """
 
 from __future__ import annotations
@@ -129,13 +128,13 @@ def _fits(volume: PersistentVolume, claim: PersistentVolumeClaim, node: Node) ->
             and matches_affinity(volume.node_affinity, node.labels, node.name))
 
 
-def _prebound_fits(volume: PersistentVolume, claim: PersistentVolumeClaim, node: Node) -> bool:
-    """The volume pre-bound to ``claim``, as ``FindMatchingVolume`` takes it: neither its
-    class, phase, selector nor access modes are looked at, only the volume mode, deletion,
-    capacity and node affinity."""
+def _prebound_usable(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """Is the volume pre-bound to ``claim`` one ``FindMatchingVolume`` returns (on a node
+    it reaches)? Neither its class, phase, selector nor access modes are looked at, only
+    the volume mode, deletion and capacity; one that fails these is skipped and a free
+    volume looked for instead."""
     return (volume.volume_mode == claim.volume_mode and not volume.terminating
-            and volume.invalid is None and volume.capacity >= claim.request
-            and matches_affinity(volume.node_affinity, node.labels, node.name))
+            and volume.invalid is None and volume.capacity >= claim.request)
 
 
 def match(catalog: VolumeCatalog, claims: Claims,
@@ -227,7 +226,10 @@ def _static_volume(catalog: VolumeCatalog, claim: PersistentVolumeClaim, node: N
         if (volume is None or own in taken
                 or (ref is not None and ref.uid and ref.uid != claim.uid)):
             return None
-        return volume if _prebound_fits(volume, claim, node) else None
+        if _prebound_usable(volume, claim):
+            if matches_affinity(volume.node_affinity, node.labels, node.name):
+                return volume
+            return None  # the claim's own volume does not reach this node
     best: PersistentVolume | None = None
     hostname = node.labels.get(HOSTNAME, "")
     if not catalog.may_have_free(claim.storage_class or "", hostname):
