@@ -13,16 +13,20 @@ from gangsched.core.constraints import (
 )
 from gangsched.core.model import Pod
 from gangsched.core.resources import parse_resource
+from gangsched.core.selectors import LabelSelector
 from gangsched.core.volumes.model import (
+    FILESYSTEM,
     AccessMode,
     BindingMode,
     ClaimRef,
+    CSIDriver,
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
     PodClaim,
     PodVolumes,
     ResourceClaim,
+    StorageCapacity,
     StorageClass,
 )
 
@@ -47,23 +51,51 @@ def size(text: str) -> int:
 def make_pv(name: str, capacity: str = "10Gi", *, storage_class: str = "local",
             node: str | None = None, modes: frozenset[AccessMode] = RWO,
             claim: str | None = None, phase: str = "Available", driver: str = "",
-            labels: dict[str, str] | None = None) -> PersistentVolume:
+            labels: dict[str, str] | None = None, mode: str = FILESYSTEM,
+            terminating: bool = False) -> PersistentVolume:
     return PersistentVolume(
         name=name, uid=f"uid-{name}", resource_version="7", capacity=size(capacity),
         access_modes=modes, storage_class=storage_class,
         node_affinity=on_nodes(node) if node else ANY_NODE,
         claim_ref=ClaimRef("default", claim, "") if claim else None, phase=phase,
-        labels=dict(labels or {}), csi_driver=driver)
+        labels=dict(labels or {}), csi_driver=driver, volume_mode=mode,
+        terminating=terminating)
 
 
 def make_pvc(name: str, request: str = "5Gi", *, storage_class: str | None = "local",
              modes: frozenset[AccessMode] = RWO, volume: str = "",
-             selected_node: str = "", terminating: bool = False) -> PersistentVolumeClaim:
+             selected_node: str = "", terminating: bool = False,
+             selector: LabelSelector | None = None,
+             mode: str = FILESYSTEM) -> PersistentVolumeClaim:
     return PersistentVolumeClaim(
         namespace="default", name=name, uid=f"uid-pvc-{name}", resource_version="3",
         storage_class=storage_class, request=size(request), access_modes=modes,
         volume_name=volume, phase="Bound" if volume else "Pending",
-        selected_node=selected_node, terminating=terminating)
+        selected_node=selected_node, selector=selector, volume_mode=mode,
+        terminating=terminating)
+
+
+def in_zones(*zones: str) -> NodeAffinity:
+    """A class's ``allowedTopologies``: ``topology.kubernetes.io/zone`` In ``zones``."""
+    return NodeAffinity((NodeSelectorTerm((SelectorRequirement(
+        "topology.kubernetes.io/zone", SelectorOperator.IN, tuple(zones)),)),))
+
+
+def make_driver(name: str, *, capacity: bool = True) -> CSIDriver:
+    return CSIDriver(name, storage_capacity=capacity)
+
+
+def make_capacity(name: str, storage_class: str, *, zone: str | None = None,
+                  capacity: str | None = None, maximum: str | None = None,
+                  topology: bool = True) -> StorageCapacity:
+    """A CSIStorageCapacity whose ``nodeTopology`` selects ``zone`` (every node when
+    None; no node when ``topology`` is False)."""
+    selector = None
+    if topology:
+        selector = LabelSelector.build({"topology.kubernetes.io/zone": zone} if zone else {})
+    return StorageCapacity("kube-system", name, storage_class, selector,
+                           size(capacity) if capacity else None,
+                           size(maximum) if maximum else None)
 
 
 def make_csinode(name: str, **limits: int) -> CSINode:

@@ -82,6 +82,8 @@ BUILTINS: tuple[ResourceType, ...] = (
        subs=("status",)),
     _t("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short=("sc",)),
     _t("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    _t("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    _t("storage.k8s.io", "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     _t("events.k8s.io", "v1", "events", "Event", True, short=("ev",)),
     _t("coordination.k8s.io", "v1", "leases", "Lease", True),
     _t("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",)),

@@ -285,3 +285,98 @@ async def test_resource_claims_the_role_may_not_read_count_as_not_served(cluster
         assert "the resource.k8s.io API is not served" in scheduled["message"]
     finally:
         await op.kill()
+
+
+CSI_DRIVER = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+              "metadata": {"name": "csi.example.com"}, "spec": {"storageCapacity": True}}
+
+
+def capacity_on(node_name: str, size: str = "100Gi") -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+            "metadata": {"name": f"fast-{node_name}", "namespace": "default"},
+            "storageClassName": "fast", "capacity": size,
+            "nodeTopology": {"matchLabels": {"kubernetes.io/hostname": node_name}}}
+
+
+async def test_a_capacity_tracking_driver_provisions_where_capacity_is_published(cluster) -> None:  # type: ignore[no-untyped-def]
+    """binder.go hasEnoughCapacity: only node-c publishes room for the claim."""
+    api, kubeconfig = cluster
+    api.create(CSI_DRIVER)
+    api.create(capacity_on("node-a", "1Gi"))
+    api.create(capacity_on("node-c"))
+    api.create(storage_class("fast", "csi.example.com"))
+    api.create(claim("scratch", "fast"))
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        api.create(pod_with_claim("worker", "scratch"))
+        assert await wait_for(lambda: node_of(api, "worker"), what="bound") == "node-c"
+        pvc = api.get("persistentvolumeclaims", "default", "scratch")
+        assert pvc["status"]["phase"] == "Bound"
+    finally:
+        await op.kill()
+
+
+async def test_a_failed_provisioning_binds_nothing_and_the_pod_is_scheduled_again(cluster) -> None:  # type: ignore[no-untyped-def]
+    """volume_binding PreBind (binder.go BindPodVolumes, checkBindings): the provisioner
+    removes the selected-node annotation; the pod is not bound there, and once capacity
+    says where room is, it is bound there."""
+    api, kubeconfig = cluster
+    failing = storage_class("fast", "csi.example.com")
+    failing["parameters"] = {"fakeapi.gangsched.io/fail-on-nodes": "node-a,node-b,node-c"}
+    api.create(failing)
+    api.create(claim("scratch", "fast"))
+    clock = FakeClock()
+    op = await OperatorUnderTest(api, kubeconfig, clock).start()
+    try:
+        api.create(pod_with_claim("worker", "scratch"))
+        scheduled = await wait_for(
+            lambda: (c := condition(api.get("pods", "default", "worker"), "PodScheduled"))
+            and "VolumeBindFailed" in c.get("message", "") and c, what="VolumeBindFailed")
+        assert 'provisioning failed for PVC "scratch"' in scheduled["message"]
+        assert bind_answers(api, "worker") == []
+        pvc = api.get("persistentvolumeclaims", "default", "scratch")
+        assert "volume.kubernetes.io/selected-node" not in pvc["metadata"].get("annotations", {})
+        assert [e for e in api.list("events", "default", api_version="v1")
+                if e.get("reason") == "ProvisioningFailed"]
+        # the driver now tracks capacity, and only node-d has room: the retry goes there
+        api.create(CSI_DRIVER)
+        api.create(capacity_on("node-d"))
+        runtime = op.runtime
+        assert runtime is not None
+        seen = runtime.scheduler.volumes
+        await wait_for(lambda: seen.capacities and seen.csidrivers, what="capacity seen")
+        await op.advance(120.0)
+        assert await wait_for(lambda: node_of(api, "worker"), what="bound") == "node-d"
+        pvc = api.get("persistentvolumeclaims", "default", "scratch")
+        assert pvc["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-d"
+        assert pvc["status"]["phase"] == "Bound"
+    finally:
+        await op.kill()
+
+
+async def test_the_pod_is_bound_only_once_its_claim_is(cluster) -> None:  # type: ignore[no-untyped-def]
+    """binder.go BindPodVolumes: the selected node is written, the Binding waits for the
+    provisioner (held here until the test lets it act) and the PV controller."""
+    from fakeapi import volumes as fake_volumes
+
+    api, kubeconfig = cluster
+    slow = storage_class("fast", "csi.example.com")
+    slow["parameters"] = {fake_volumes.MANUAL: "manual"}
+    api.create(slow)
+    api.create(claim("scratch", "fast"))
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        api.create(pod_with_claim("worker", "scratch"))
+        chosen = await wait_for(
+            lambda: (api.get("persistentvolumeclaims", "default", "scratch")["metadata"]
+                     .get("annotations") or {}).get("volume.kubernetes.io/selected-node"),
+            what="selected node written")
+        await op.settle()
+        assert bind_answers(api, "worker") == []
+        assert node_of(api, "worker") is None
+        fake_volumes.provision(api.store, "default", "scratch")
+        assert await wait_for(lambda: node_of(api, "worker"), what="bound") == chosen
+        paths = [e.path_qs for e in api.request_log if e.method in ("PATCH", "POST")]
+        assert "/api/v1/namespaces/default/pods/worker/binding" in paths
+    finally:
+        await op.kill()

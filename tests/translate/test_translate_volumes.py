@@ -136,3 +136,91 @@ def test_a_claim_volume_without_a_claim_name_is_a_problem() -> None:
                    problems)
     assert problems.message() == ("spec.volumes[0].persistentVolumeClaim.claimName: "
                                   "Required value")
+
+
+CLAIM: dict[str, Any] = {"metadata": {"namespace": "ns", "name": "c"}, "spec": {
+    "storageClassName": "local", "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def test_a_claims_selector_and_volume_mode() -> None:
+    claim = tv.persistent_volume_claim({**CLAIM, "spec": {
+        **CLAIM["spec"], "volumeMode": "Block", "selector": {
+            "matchLabels": {"tier": "gold"},
+            "matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}})
+    assert claim.volume_mode == "Block" and claim.invalid is None
+    assert claim.selector is not None
+    assert claim.selector.matches({"tier": "gold", "disk": "ssd"})
+    assert not claim.selector.matches({"tier": "gold"})
+    plain = tv.persistent_volume_claim(CLAIM)
+    assert (plain.selector, plain.volume_mode) == (None, "Filesystem")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    pytest.param({"volumeMode": "Tape"}, 'spec.volumeMode: Unsupported value: "Tape"',
+                 id="volume-mode"),
+    pytest.param({"selector": {"matchExpressions": [{"key": "k", "operator": "Gt",
+                                                      "values": ["1"]}]}},
+                 'unknown operator "Gt"', id="selector-operator"),
+])
+def test_an_unreadable_claim_selector_or_mode_is_a_problem(spec: dict[str, Any],
+                                                          message: str) -> None:
+    claim = tv.persistent_volume_claim({**CLAIM, "spec": {**CLAIM["spec"], **spec}})
+    assert claim.invalid is not None and message in claim.invalid
+
+
+def test_a_pvs_volume_mode_and_migrated_driver() -> None:
+    pv = tv.persistent_volume({**LOCAL_PV, "spec": {
+        **LOCAL_PV["spec"], "volumeMode": "Block", "local": None,
+        "awsElasticBlockStore": {"volumeID": "vol-1"}}})
+    assert (pv.volume_mode, pv.csi_driver) == ("Block", "ebs.csi.aws.com")
+    assert tv.persistent_volume(LOCAL_PV).volume_mode == "Filesystem"
+
+
+@pytest.mark.parametrize(("source", "driver"), [
+    pytest.param({"awsElasticBlockStore": {"volumeID": "v"}}, "ebs.csi.aws.com", id="ebs"),
+    pytest.param({"gcePersistentDisk": {"pdName": "d"}}, "pd.csi.storage.gke.io", id="pd"),
+    pytest.param({"azureDisk": {"diskName": "d", "diskURI": "u"}}, "disk.csi.azure.com",
+                 id="azure-disk"),
+    pytest.param({"csi": {"driver": "x.example.com"}}, "x.example.com", id="csi"),
+])
+def test_inline_in_tree_volumes_count_as_their_csi_driver(source: dict[str, Any],
+                                                         driver: str) -> None:
+    found = tv.pod_volumes("p", {"volumes": [{"name": "d", **source}]}, {},
+                           fields.Problems())
+    assert found.csi_inline == (driver,)
+
+
+def test_allowed_topologies() -> None:
+    sc = tv.storage_class({"metadata": {"name": "zonal"}, "provisioner": "x",
+                           "allowedTopologies": [
+                               {"matchLabelExpressions": [
+                                   {"key": "topology.kubernetes.io/zone", "values": ["a"]}]},
+                               {"matchLabelExpressions": [
+                                   {"key": "topology.kubernetes.io/zone", "values": ["b"]},
+                                   {"key": "disk", "values": ["ssd"]}]}]})
+    zone = "topology.kubernetes.io/zone"
+    assert matches_affinity(sc.allowed_topologies, {zone: "a"}, "n")
+    assert matches_affinity(sc.allowed_topologies, {zone: "b", "disk": "ssd"}, "n")
+    assert not matches_affinity(sc.allowed_topologies, {zone: "b"}, "n")
+    assert tv.storage_class({"metadata": {"name": "any"}}).allowed_topologies == ANY_NODE
+    broken = tv.storage_class({"metadata": {"name": "b"}, "allowedTopologies": "zone-a"})
+    assert not matches_affinity(broken.allowed_topologies, {zone: "a"}, "n")
+
+
+def test_csidrivers_and_storage_capacities() -> None:
+    assert tv.csi_driver({"metadata": {"name": "d"}, "spec": {"storageCapacity": True}}) \
+        .storage_capacity
+    assert not tv.csi_driver({"metadata": {"name": "d"}, "spec": {}}).storage_capacity
+    capacity = tv.storage_capacity({
+        "apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+        "metadata": {"namespace": "kube-system", "name": "csisc-1"},
+        "storageClassName": "fast", "capacity": "100Gi", "maximumVolumeSize": "10Gi",
+        "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": "a"}}})
+    assert (capacity.key, capacity.storage_class, capacity.capacity,
+            capacity.maximum_volume_size) == ("kube-system/csisc-1", "fast", 100 * 2**30,
+                                              10 * 2**30)
+    assert capacity.node_topology is not None
+    assert capacity.node_topology.matches({"topology.kubernetes.io/zone": "a"})
+    bare = tv.storage_capacity({"metadata": {"namespace": "k", "name": "c"},
+                                "storageClassName": "fast", "capacity": "lots"})
+    assert (bare.node_topology, bare.capacity, bare.maximum_volume_size) == (None, None, None)

@@ -84,6 +84,8 @@ FIRST_LISTS = (
     "/api/v1/persistentvolumeclaims",
     "/apis/storage.k8s.io/v1/storageclasses",
     "/apis/storage.k8s.io/v1/csinodes",
+    "/apis/storage.k8s.io/v1/csidrivers",
+    "/apis/storage.k8s.io/v1/csistoragecapacities",
     "/apis/resource.k8s.io/v1/resourceclaims",
     "/api/v1/namespaces",
     "/api/v1/nodes",

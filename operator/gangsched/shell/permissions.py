@@ -103,6 +103,9 @@ NEEDED: frozenset[Permission] = frozenset([
     *_grant("storage.k8s.io", ("storageclasses", "csinodes"), {
         "list": "start-up: binding modes, provisioners and per-node volume limits",
         "watch": "follow their changes"}),
+    *_grant("storage.k8s.io", ("csidrivers", "csistoragecapacities"), {
+        "list": "start-up: which drivers track capacity, and the capacity they publish",
+        "watch": "follow capacity as volumes are created and deleted"}),
     *_grant("resource.k8s.io", ("resourceclaims",), {
         "list": "start-up: allocations of pods' resource claims (when the API is served)",
         "watch": "follow allocations"}),

@@ -173,6 +173,8 @@ class Runtime:
         self.in_flight: set[tuple[str, str]] = set()
         """Placeholder creates (by name) and pod deletes (by uid) queued or under way: the
         core asks again for one not seen in time, which must not queue a duplicate."""
+        self.volume_waits: set[asyncio.Task[None]] = set()
+        """Binds waiting for their claims to be bound (PreBind), off the bind pool."""
         self.node_uids: dict[str, object] = {}
         """Node name -> the UID last observed under it."""
         self.status = StatusWriter(client, self.settings.status_interval,
@@ -631,6 +633,9 @@ class Runtime:
                                            timeout=self.settings.shutdown_timeout)
             stop.set()
             await supervisor.close()
+            for waiting in self.volume_waits:
+                waiting.cancel()
+            await asyncio.gather(*self.volume_waits, return_exceptions=True)
             await self.binds.stop()
             await self.api.stop()
             await self.reports.stop()
@@ -657,6 +662,8 @@ class Runtime:
         Lease): cancel the binds and other writes under way at once, and stop."""
         self.binds.cancel()
         self.api.cancel()
+        for waiting in self.volume_waits:
+            waiting.cancel()
         self.wake.set()
 
     async def _cycles(self, stop: asyncio.Event) -> None:
@@ -806,14 +813,12 @@ class Runtime:
             fields = {"pod": f"{d.namespace}/{d.name}", "node": d.node, "reason": d.reason}
             if d.volumes:
                 try:
-                    await write_volumes(self.client, d.volumes)
+                    written = await write_volumes(self.client, d.volumes)
                 except ApiError as err:
-                    log.warning("binding the volumes of pod %s/%s for %s failed: %s",
-                                d.namespace, d.name, d.node, err,
-                                extra={**fields, "code": err.code})
-                    self.submit(VolumeBindFailed(d.uid, d.node, err.code,
-                                                 err.message or err.reason))
+                    self._volumes_failed((d,), d, err, gang=False)
                     return
+                self._bind_when_bound((d,), {d.uid: written})
+                return
             try:
                 await self.client.bind(d.namespace, d.name, d.uid, d.node)
             except ApiError as err:
@@ -826,29 +831,64 @@ class Runtime:
             log.debug("bound pod %s/%s to %s (%s)", d.namespace, d.name, d.node, d.reason,
                       extra=fields)
 
-    async def _bind_gang(self, d: BindGang) -> None:
-        """Every member's volume writes, in order; then, only if all succeeded, the
-        Bindings (each on the bind pool). A failed write binds no member: each is
-        reported as ``VolumeBindFailed`` with that error."""
-        if not self.leading.is_set():
+    def _bind_when_bound(self, members: tuple[BindPod, ...],
+                         written: dict[PodUID, dict[str, str]]) -> None:
+        """PreBind's wait (:mod:`gangsched.shell.prebind`) for the claims these pods'
+        writes asked for, in a task of its own so that no bind worker waits for a
+        provisioner; then each pod's Binding on the bind pool. When one claim will not be
+        bound, no pod is: each is reported as ``VolumeBindFailed``."""
+        task = asyncio.create_task(self._wait_then_bind(members, written),
+                                   name=f"volumes-{members[0].namespace}-{members[0].name}")
+        self.volume_waits.add(task)
+        task.add_done_callback(self.volume_waits.discard)
+
+    async def _wait_then_bind(self, members: tuple[BindPod, ...],
+                              written: dict[PodUID, dict[str, str]]) -> None:
+        member = members[0]
+        try:
+            for member in members:
+                if member.volumes:
+                    await self.storage.bindings.wait(
+                        member.volumes, written.get(member.uid, {}), member.node,
+                        timeout=self.settings.volume_bind_timeout, monotonic=self.monotonic)
+        except ApiError as err:
+            self._volumes_failed(members, member, err, gang=len(members) > 1)
             return
+        if not self.leading.is_set():
+            return  # leadership lost meanwhile: the new leader decides
+        for each in members:
+            self.binds.submit(functools.partial(self._bind, dataclasses.replace(each, volumes=())))
+
+    def _volumes_failed(self, members: tuple[BindPod, ...], failed: BindPod, err: ApiError, *,
+                        gang: bool) -> None:
+        """``failed``'s volume write or wait failed: none of ``members`` is bound."""
+        log.warning("binding the volumes of pod %s/%s for %s failed: %s%s", failed.namespace,
+                    failed.name, failed.node, err, "; binding no member of its gang" if gang
+                    else "", extra={"pod": f"{failed.namespace}/{failed.name}",
+                                    "node": failed.node, "code": err.code})
+        text = err.message or err.reason
+        if gang:
+            text = f"{failed.namespace}/{failed.name}: {text}"
+        for member in members:
+            self.submit(VolumeBindFailed(member.uid, member.node, err.code, text))
+
+    async def _bind_gang(self, d: BindGang) -> None:
+        """Every member's volume writes, in order; then PreBind's wait for all their
+        claims; then, only if all succeeded, the Bindings (each on the bind pool). A failed
+        write or wait binds no member: each is reported as ``VolumeBindFailed`` with that
+        error."""
+        if not self.leading.is_set() or not d.binds:
+            return
+        written: dict[PodUID, dict[str, str]] = {}
         for member in d.binds:
             if not member.volumes:
                 continue
             try:
-                await write_volumes(self.client, member.volumes)
+                written[member.uid] = await write_volumes(self.client, member.volumes)
             except ApiError as err:
-                log.warning("binding the volumes of gang member %s/%s failed: %s; binding "
-                            "no member", member.namespace, member.name, err,
-                            extra={"pod": f"{member.namespace}/{member.name}",
-                                   "code": err.code})
-                text = f"{member.namespace}/{member.name}: {err.message or err.reason}"
-                for other in d.binds:
-                    self.submit(VolumeBindFailed(other.uid, other.node, err.code, text))
+                self._volumes_failed(d.binds, member, err, gang=True)
                 return
-        for member in d.binds:
-            self.binds.submit(functools.partial(
-                self._bind, dataclasses.replace(member, volumes=())))
+        self._bind_when_bound(d.binds, written)
 
     async def _create_placeholder(self, d: CreatePlaceholder) -> None:
         app = self.apps.get(d.app)

@@ -27,6 +27,11 @@ class OperatorSettings:
     bind_workers: int = 32
     """Concurrent binds in flight. The loop never waits for them."""
 
+    volume_bind_timeout: float = 600.0
+    """Seconds a pod's bind waits, after its volume writes, for its claims to be bound
+    by the PV controller or the provisioner (kube-scheduler's ``bindTimeoutSeconds``);
+    then the pod is not bound and is scheduled again."""
+
     api_workers: int = 16
     """Concurrent placeholder creates, pod deletes and other writes."""
 

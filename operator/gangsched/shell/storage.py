@@ -18,9 +18,13 @@ the operator's role not granting it, is taken the same way, with a warning).
   then creates a volume reachable from that node.
 
 A failure raises :class:`~gangsched.shell.client.ApiError`; the caller does not bind the
-pod and reports ``VolumeBindFailed``. The Binding follows the writes at once: the kubelet
-waits for the claims to be bound before it mounts them (kube-scheduler instead waits in
-PreBind for the PV controller and the provisioner; see the README).
+pod and reports ``VolumeBindFailed``. It returns the resourceVersion of each object
+written, and the caller then waits, as kube-scheduler's PreBind does, until the claims
+are bound (:mod:`gangsched.shell.prebind`, fed by the claim and PV watches here:
+:attr:`StorageWatches.bindings`) before it creates the Binding.
+
+CSIDrivers and CSIStorageCapacities are watched too: a capacity-tracking driver's
+claims are provisioned only for nodes with room published for them.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from gangsched.core.observations import (
 from gangsched.core.volumes.catalog import VolumeObject
 from gangsched.core.volumes.model import SELECTED_NODE
 from gangsched.shell.client import ApiError, KubeClient
+from gangsched.shell.prebind import BindingState
 from gangsched.shell.watch import Reflector
 from gangsched.translate import volumes as translate
 
@@ -73,14 +78,24 @@ class StorageWatches:
             ("/apis/storage.k8s.io/v1/storageclasses", "StorageClass", False,
              translate.storage_class),
             ("/apis/storage.k8s.io/v1/csinodes", "CSINode", False, translate.csi_node),
+            ("/apis/storage.k8s.io/v1/csidrivers", "CSIDriver", False, translate.csi_driver),
+            ("/apis/storage.k8s.io/v1/csistoragecapacities", "CSIStorageCapacity", True,
+             translate.storage_capacity),
         )
+        self.bindings = BindingState()
+        """What PreBind's wait looks at: the latest claims and PVs."""
         self.reflectors = [self._reflector(path, kind, namespaced, reader)
                            for path, kind, namespaced, reader in kinds]
         self.claims: Reflector | None = None
 
     def _reflector(self, path: str, kind: str, namespaced: bool,
                    reader: Callable[[JSON], VolumeObject]) -> Reflector:
+        seen = {"PersistentVolume": self.bindings.volume_event,
+                "PersistentVolumeClaim": self.bindings.claim_event}.get(kind)
+
         def on_event(event: str, obj: JSON) -> None:
+            if seen is not None:
+                seen(event, obj)
             if event == "DELETED":
                 self.submit(VolumeGone(kind, _key(obj, namespaced)))
             else:
@@ -125,25 +140,34 @@ class StorageWatches:
         await asyncio.gather(*(r.run(stop) for r in watched))
 
 
-async def write_volumes(client: KubeClient, writes: tuple[VolumeWrite, ...]) -> None:
-    """Carry out a pod's volume writes, in order (see the module docstring)."""
+async def write_volumes(client: KubeClient, writes: tuple[VolumeWrite, ...]) -> dict[str, str]:
+    """Carry out a pod's volume writes, in order (see the module docstring); the
+    resourceVersion each left its object at, by ``pv/<name>`` and
+    ``pvc/<namespace>/<name>`` (empty when nothing had to be written)."""
+    written: dict[str, str] = {}
     for write in writes:
         if isinstance(write, BindVolume):
-            await _bind_volume(client, write)
+            written[f"pv/{write.volume}"] = await _bind_volume(client, write)
         elif isinstance(write, AnnotateClaim):
-            await client.patch("", "v1", "persistentvolumeclaims", write.namespace,
-                               write.claim,
-                               {"metadata": {"annotations": {SELECTED_NODE: write.node}}})
+            claim = await client.patch(
+                "", "v1", "persistentvolumeclaims", write.namespace, write.claim,
+                {"metadata": {"annotations": {SELECTED_NODE: write.node}}})
+            written[f"pvc/{write.namespace}/{write.claim}"] = _version(claim)
+    return written
 
 
-async def _bind_volume(client: KubeClient, write: BindVolume) -> None:
+def _version(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+async def _bind_volume(client: KubeClient, write: BindVolume) -> str:
     volume = dict(await client.get("", "v1", "persistentvolumes", None, write.volume))
     meta = volume.get("metadata") or {}
     spec = dict(volume.get("spec") or {})
     ref = spec.get("claimRef")
     if isinstance(ref, Mapping) and ref.get("name"):
         if (ref.get("namespace"), ref.get("name")) == (write.namespace, write.claim):
-            return  # bound to this claim already (an earlier attempt did it)
+            return ""  # bound to this claim already (an earlier attempt did it)
         raise ApiError(409, "Conflict", f"persistentvolume {write.volume} is bound to "
                                         f"{ref.get('namespace')}/{ref.get('name')} now")
     if write.resource_version and meta.get("resourceVersion") != write.resource_version:
@@ -153,6 +177,7 @@ async def _bind_volume(client: KubeClient, write: BindVolume) -> None:
                         "namespace": write.namespace, "name": write.claim,
                         "uid": write.claim_uid}
     volume["spec"] = spec
-    await client.replace("", "v1", "persistentvolumes", None, write.volume, volume)
+    updated = await client.replace("", "v1", "persistentvolumes", None, write.volume, volume)
     log.info("bound persistentvolume %s to claim %s/%s", write.volume, write.namespace,
              write.claim)
+    return _version(updated)

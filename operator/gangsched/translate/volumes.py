@@ -1,13 +1,18 @@
 """Storage objects and a pod's volumes, to the core's values (:mod:`gangsched.core.volumes`).
 
-PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes and ResourceClaims
-are translated here; so are the parts of a pod's spec the volume plugins read
-(:func:`pod_volumes`). Missing fields take the API's defaults: a class binds
-``Immediate``; a claim without ``storageClassName`` has none (``None``); a PV's phase is
-``Available`` until the PV controller says otherwise. A PV or claim that cannot be read
-is still returned, with ``invalid`` set: a pod using it waits with that message. A
-StorageClass or CSINode that cannot be read is returned with the safe reading (a class
-that binds Immediately; no limits).
+PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes, CSIDrivers,
+CSIStorageCapacities and ResourceClaims are translated here; so are the parts of a pod's
+spec the volume plugins read (:func:`pod_volumes`). Missing fields take the API's
+defaults: a class binds ``Immediate``; a claim without ``storageClassName`` has none
+(``None``); a PV's phase is ``Available`` until the PV controller says otherwise; a
+``volumeMode`` is ``Filesystem``. A PV or claim that cannot be read is still returned,
+with ``invalid`` set: a pod using it waits with that message. A StorageClass, CSINode,
+CSIDriver or CSIStorageCapacity that cannot be read is returned with the safe reading
+(a class that binds Immediately and, with unreadable ``allowedTopologies``, provisions
+for no node; no limits; no capacity tracking; no capacity).
+
+In-tree volume sources count as the CSI driver they migrated to
+(:data:`MIGRATED_SOURCES`).
 """
 
 from __future__ import annotations
@@ -17,9 +22,43 @@ from typing import Any
 
 from gangsched.core import constraints
 from gangsched.core.volumes import model as vmodel
-from gangsched.translate import fields, k8s_constraints
+from gangsched.translate import fields, k8s_constraints, k8s_placement
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+MIGRATED_SOURCES: Mapping[str, str] = {
+    "awsElasticBlockStore": "ebs.csi.aws.com",
+    "gcePersistentDisk": "pd.csi.storage.gke.io",
+    "azureDisk": "disk.csi.azure.com",
+    "cinder": "cinder.csi.openstack.org",
+}
+"""In-tree volume sources (of a PV or a pod's inline volume) and the CSI driver they are
+migrated to, as the CSI translation library names them: they count against that
+driver's limit."""
+
+
+def _driver(source: Mapping[str, Any]) -> str:
+    """The CSI driver serving a volume source: ``csi.driver``, or a migrated in-tree
+    source's driver; empty for anything else."""
+    csi = source.get("csi")
+    if isinstance(csi, Mapping):
+        driver = csi.get("driver")
+        return driver if isinstance(driver, str) else ""
+    for key, driver in MIGRATED_SOURCES.items():
+        if isinstance(source.get(key), Mapping):
+            return driver
+    return ""
+
+
+def _volume_mode(raw: object, path: str, problems: fields.Problems) -> str:
+    """``volumeMode``: ``Filesystem`` when unset, as the API server defaults it."""
+    if raw is None:
+        return vmodel.FILESYSTEM
+    if raw not in (vmodel.FILESYSTEM, "Block"):
+        problems.add(f'{path}: Unsupported value: "{raw}": supported values: "Block", '
+                     '"Filesystem"')
+        return vmodel.FILESYSTEM
+    return str(raw)
 
 
 def _meta(obj: Mapping[str, Any], problems: fields.Problems) -> Mapping[str, Any]:
@@ -76,7 +115,6 @@ def persistent_volume(obj: Mapping[str, Any]) -> vmodel.PersistentVolume:
     if isinstance(ref, Mapping) and ref.get("name"):
         claim_ref = vmodel.ClaimRef(str(ref.get("namespace") or ""), str(ref["name"]),
                                     str(ref.get("uid") or ""))
-    csi = spec.get("csi")
     return vmodel.PersistentVolume(
         name=str(meta.get("name") or ""),
         uid=str(meta.get("uid") or ""),
@@ -93,7 +131,8 @@ def persistent_volume(obj: Mapping[str, Any]) -> vmodel.PersistentVolume:
         phase=str(status.get("phase") or "Available"),
         labels=problems.read(lambda: fields.string_map(meta.get("labels"), "metadata.labels"),
                              dict[str, str]()),
-        csi_driver=str(csi.get("driver") or "") if isinstance(csi, Mapping) else "",
+        csi_driver=_driver(spec),
+        volume_mode=_volume_mode(spec.get("volumeMode"), "spec.volumeMode", problems),
         terminating=meta.get("deletionTimestamp") is not None,
         invalid=problems.message(),
     )
@@ -123,21 +162,87 @@ def persistent_volume_claim(obj: Mapping[str, Any]) -> vmodel.PersistentVolumeCl
             lambda: fields.string(spec.get("volumeName"), "spec.volumeName"), ""),
         phase=str(status.get("phase") or "Pending"),
         selected_node=annotations.get(vmodel.SELECTED_NODE, ""),
+        selector=problems.read(
+            lambda: k8s_placement.label_selector(spec.get("selector"), "spec.selector"), None),
+        volume_mode=_volume_mode(spec.get("volumeMode"), "spec.volumeMode", problems),
         terminating=meta.get("deletionTimestamp") is not None,
         invalid=problems.message(),
     )
 
 
 def storage_class(obj: Mapping[str, Any]) -> vmodel.StorageClass:
-    """A ``storage.k8s.io/v1`` StorageClass; an unknown binding mode reads Immediate."""
+    """A ``storage.k8s.io/v1`` StorageClass; an unknown binding mode reads Immediate.
+    ``allowedTopologies`` (terms of ``matchLabelExpressions``, each ``key`` In
+    ``values``) becomes a node affinity; unset or empty: any node; unreadable: no node
+    (nothing is provisioned on a guess)."""
     meta = obj.get("metadata") or {}
     mode = obj.get("volumeBindingMode")
     binding = vmodel.BindingMode.IMMEDIATE
     if mode == vmodel.BindingMode.WAIT_FOR_FIRST_CONSUMER.value:
         binding = vmodel.BindingMode.WAIT_FOR_FIRST_CONSUMER
     provisioner = obj.get("provisioner")
+    try:
+        allowed = _allowed_topologies(obj.get("allowedTopologies"))
+    except (fields.TranslationError, constraints.ConstraintError):
+        allowed = constraints.NodeAffinity(())
     return vmodel.StorageClass(str(meta.get("name") or ""),
-                               provisioner if isinstance(provisioner, str) else "", binding)
+                               provisioner if isinstance(provisioner, str) else "", binding,
+                               allowed)
+
+
+def _allowed_topologies(raw: object) -> constraints.NodeAffinity:
+    """``MatchTopologySelectorTerms``: no terms match every node; terms are ORed, a
+    term's expressions ANDed, each ``key`` In ``values``."""
+    if raw is None:
+        return constraints.ANY_NODE
+    terms: list[constraints.NodeSelectorTerm] = []
+    for index, term in enumerate(fields.sequence(raw, "allowedTopologies")):
+        path = f"allowedTopologies[{index}].matchLabelExpressions"
+        entry = fields.mapping(term, f"allowedTopologies[{index}]")
+        requirements = []
+        for position, item in enumerate(fields.sequence(entry.get("matchLabelExpressions"),
+                                                        path)):
+            expression = fields.mapping(item, f"{path}[{position}]")
+            key = fields.string(expression.get("key"), f"{path}[{position}].key")
+            values = tuple(fields.string(v, f"{path}[{position}].values")
+                           for v in fields.sequence(expression.get("values"),
+                                                    f"{path}[{position}].values"))
+            requirements.append(constraints.SelectorRequirement(
+                key, constraints.SelectorOperator.IN, values))
+        terms.append(constraints.NodeSelectorTerm(tuple(requirements)))
+    return constraints.NodeAffinity(tuple(terms)) if terms else constraints.ANY_NODE
+
+
+def csi_driver(obj: Mapping[str, Any]) -> vmodel.CSIDriver:
+    """A ``storage.k8s.io/v1`` CSIDriver: whether ``spec.storageCapacity`` is true (unset
+    or unreadable: false, as the API server defaults it)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    tracked = spec.get("storageCapacity") if isinstance(spec, Mapping) else None
+    return vmodel.CSIDriver(str(meta.get("name") or ""), tracked is True)
+
+
+def storage_capacity(obj: Mapping[str, Any]) -> vmodel.StorageCapacity:
+    """A ``storage.k8s.io/v1`` CSIStorageCapacity. An unreadable ``nodeTopology`` selects
+    no node; an unreadable size is unset (the object then serves no claim)."""
+    meta = obj.get("metadata") or {}
+    try:
+        topology = k8s_placement.label_selector(obj.get("nodeTopology"), "nodeTopology")
+    except (fields.TranslationError, constraints.ConstraintError):
+        topology = None
+    return vmodel.StorageCapacity(
+        namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""),
+        storage_class=str(obj.get("storageClassName") or ""), node_topology=topology,
+        capacity=_quantity(obj.get("capacity")),
+        maximum_volume_size=_quantity(obj.get("maximumVolumeSize")))
+
+
+def _quantity(raw: object) -> int | None:
+    if raw is None:
+        return None
+    found = fields.Problems().read(lambda: fields.resource_list({"storage": raw}, "size"),
+                                   None)
+    return found.get("storage") if found is not None else None
 
 
 def csi_node(obj: Mapping[str, Any]) -> vmodel.CSINode:
@@ -199,9 +304,9 @@ def pod_volumes(name: str, spec: Mapping[str, Any], status: Mapping[str, Any],
                              "Required value")
         elif isinstance(volume.get("ephemeral"), Mapping):
             claims.append(vmodel.PodClaim(f"{name}-{volume.get('name', '')}", ephemeral=True))
-        elif isinstance(volume.get("csi"), Mapping):
-            driver = volume["csi"].get("driver")
-            if isinstance(driver, str) and driver:
+        else:
+            driver = _driver(volume)
+            if driver:
                 inline.append(driver)
     resolved: list[str] = []
     unresolved: list[str] = []

@@ -4,14 +4,17 @@ The rules are in :mod:`gangsched.core.volumes.binding`: PreFilter refuses a pod 
 claim is missing, being deleted, Immediate and unbound, or bound to a missing PV, in
 kube-scheduler's words (``persistentvolumeclaim "x" not found``); Filter wants every
 bound claim's PV to reach the node and every unbound WaitForFirstConsumer claim to have
-a static PV or a provisioner there. PreFilter skips a pod without claims.
+a static PV there (``FindMatchingVolume``) or a provisioner that may provision for it
+(allowed topologies, published storage capacity: ``checkVolumeProvisions``). PreFilter
+skips a pod without claims.
 
 Reserve (assume the chosen bindings in the
 :class:`~gangsched.core.volumes.catalog.VolumeCatalog`), Unreserve (give them back) and
 PreBind (the writes, :class:`~gangsched.core.decisions.BindVolume` and
 :class:`~gangsched.core.decisions.AnnotateClaim`, before the pod's Binding) are carried
 out by the scheduler through :mod:`gangsched.core.volumes.placing` once it takes the node;
-a pod's BindPod carries the writes.
+a pod's BindPod carries the writes, and the shell waits for the claims to be bound before
+the Binding (:mod:`gangsched.shell.prebind`).
 """
 
 from __future__ import annotations

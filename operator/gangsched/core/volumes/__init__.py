@@ -3,15 +3,19 @@
 One concept per module:
 
 * :mod:`.model`: the values (PersistentVolumes, claims, StorageClasses, CSINodes,
-  ResourceClaims, a pod's volumes) the translation layer builds from API objects.
+  CSIDrivers, CSIStorageCapacities, ResourceClaims, a pod's volumes) the translation
+  layer builds from API objects.
 * :mod:`.catalog`: the mutable store of those objects, with the bindings the core has
   *assumed* but not yet seen written (kube-scheduler's assume cache).
 * :mod:`.binding`: VolumeBinding: PreFilter (missing, deleting or Immediate unbound
   claims), Filter (bound PVs' node affinity, a static PV to match or a class to
-  provision for each unbound WaitForFirstConsumer claim), Reserve (assume) and the
-  writes of PreBind (:class:`~gangsched.core.decisions.VolumeWrite`).
+  provision for each unbound WaitForFirstConsumer claim, within its allowed topologies
+  and published storage capacity), Reserve (assume) and the writes of PreBind
+  (:class:`~gangsched.core.decisions.VolumeWrite`; the shell waits for the claims to be
+  bound before the pod's Binding).
 * :mod:`.restrictions`: VolumeRestrictions (ReadWriteOncePod claims used once).
-* :mod:`.limits`: NodeVolumeLimits (CSINode allocatable counts per driver).
+* :mod:`.limits`: NodeVolumeLimits (CSINode allocatable counts per driver, migrated
+  in-tree volumes included).
 * :mod:`.zone`: VolumeZone (a bound PV's zone and region labels against the node's).
 * :mod:`.claims`: DynamicResources: a pod with ``spec.resourceClaims`` is never bound
   before its claims are allocated.

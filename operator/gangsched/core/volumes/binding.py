@@ -7,25 +7,34 @@ now (the words are kube-scheduler's):
   volume's: ``waiting for ephemeral volume controller to create the
   persistentvolumeclaim "x"``); a claim being deleted; an invalid one;
 * an unbound claim whose class is missing (``storageclass.storage.k8s.io "x" not
-  found``) or binds Immediately (or has no class): ``pod has unbound immediate
-  PersistentVolumeClaims``: the PV controller binds those, the pod waits;
+  found``) or binds Immediately (or has no class), or a claim pre-bound to a PV
+  (``spec.volumeName``) that the PV controller has not bound yet (still ``Pending``):
+  ``pod has unbound immediate PersistentVolumeClaims``: the PV controller binds those,
+  the pod waits;
 * a claim bound to a PV that does not exist.
 
-Filter (:func:`node_failure`) checks one node: every bound claim's PV node affinity
-must match it (``node(s) had volume node affinity conflict``), and every unbound
-WaitForFirstConsumer claim needs either a static PV that fits on it (the pre-bound one
-first, else the smallest Available one of its class with enough capacity and the access
-modes asked for, whose node affinity matches) or a class that provisions, whose claim is
-not already being provisioned for another node (``node(s) didn't find available
-persistent volumes to bind``). Two claims of one pod never get the same PV.
+Filter (:func:`match`) checks one node as ``FindPodVolumes`` (volumebinding/binder.go):
+every bound claim's PV node affinity must match it (``node(s) had volume node affinity
+conflict``); an unbound WaitForFirstConsumer claim that already carries the
+selected-node annotation is provisioned there and fits no other node; every other one
+needs a static PV that fits (``FindMatchingVolume``: the pre-bound one first, else the
+smallest Available one of its class with the same volume mode, labels matching the
+claim's ``selector``, enough capacity and the access modes asked for, not being deleted,
+whose node affinity matches) or else a class that can provision for the node
+(``checkVolumeProvisions``: a real provisioner whose ``allowedTopologies`` admit the node
+(``node(s) didn't find available persistent volumes to bind``), and, for a CSI driver
+with ``storageCapacity: true``, a CSIStorageCapacity of the class reachable from the node
+with room for the request (``node(s) did not have enough free storage``)). Two claims
+of one pod never get the same PV.
 
 Reserve assumes that plan in the catalog; PreBind is the writes (:func:`writes`):
 :class:`~gangsched.core.decisions.BindVolume` for static PVs and
 :class:`~gangsched.core.decisions.AnnotateClaim` for provisioning, carried by the pod's
-BindPod and done before its Binding.
+BindPod and done before its Binding; the shell then waits for the claims to be bound
+before it binds the pod (``BindPodVolumes``), and reports a failure back.
 
-Simplified: claims with a ``selector``, volume modes and storage capacity tracking are
-not considered (a static PV is matched on class, capacity, access modes and node affinity).
+Capacity assumed by this cycle's other pods is not subtracted from CSIStorageCapacity
+(neither does upstream).
 """
 
 from __future__ import annotations
@@ -41,12 +50,14 @@ from gangsched.core.volumes.model import (
     PersistentVolume,
     PersistentVolumeClaim,
     PodVolumes,
+    StorageClass,
     claim_key,
 )
 
 NODE_CONFLICT = "node(s) had volume node affinity conflict"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +90,10 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes) -> Cl
             return Blocked(f'persistentvolumeclaim "{item.name}" is being deleted')
         if claim.invalid:
             return Blocked(f'persistentvolumeclaim "{item.name}" is invalid: {claim.invalid}')
+        if claim.volume_name and claim.phase == "Pending":
+            # Pre-bound (spec.volumeName) but not bound by the PV controller yet: as
+            # GetPodVolumes, an unbound immediate claim (isPVCFullyBound is false).
+            return Blocked(UNBOUND_IMMEDIATE)
         volume_name = catalog.volume_of(claim)
         if volume_name:
             volume = catalog.volumes.get(volume_name)
@@ -100,44 +115,107 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes) -> Cl
 
 
 def _fits(volume: PersistentVolume, claim: PersistentVolumeClaim, node: Node) -> bool:
-    return (not volume.terminating and volume.invalid is None
+    """A free volume for ``claim`` on ``node``, as ``FindMatchingVolume`` (component-helpers
+    storage/volume) tests one in the scheduler's path: same volume mode, not being
+    deleted, the claim's selector matching its labels, every access mode asked for,
+    enough capacity and a node affinity the node satisfies. (Class and phase are the
+    caller's: the candidates are of the claim's class, and Available.)"""
+    return (volume.volume_mode == claim.volume_mode and not volume.terminating
+            and volume.invalid is None
+            and (claim.selector is None or claim.selector.matches(volume.labels))
             and volume.capacity >= claim.request
             and claim.access_modes <= volume.access_modes
             and matches_affinity(volume.node_affinity, node.labels, node.name))
 
 
+def _prebound_usable(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """Is the volume pre-bound to ``claim`` one ``FindMatchingVolume`` returns (on a node
+    it reaches)? Neither its class, phase, selector nor access modes are looked at, only
+    the volume mode, deletion and capacity; one that fails these is skipped and a free
+    volume looked for instead."""
+    return (volume.volume_mode == claim.volume_mode and not volume.terminating
+            and volume.invalid is None and volume.capacity >= claim.request)
+
+
 def match(catalog: VolumeCatalog, claims: Claims,
           node: Node) -> tuple[str | None, tuple[Assumption, ...]]:
     """Filter for one node: (None, the plan) when every claim can be served there, else
-    (the reason, ())."""
+    (the reason, ()). As ``FindPodVolumes`` (volumebinding/binder.go): a claim already
+    carrying the selected-node annotation is provisioned there and fits no other node; the
+    others get a static volume (``findMatchingVolumes``) or else are provisioned, which
+    ``checkVolumeProvisions`` allows when the class has a provisioner, its
+    ``allowedTopologies`` admit the node, and, for a driver that tracks capacity, some
+    CSIStorageCapacity reachable from the node has room (``hasEnoughCapacity``)."""
     for volume in claims.bound:
         if not matches_affinity(volume.node_affinity, node.labels, node.name):
             return NODE_CONFLICT, ()
     plan: list[Assumption] = []
     taken: set[str] = set()
     for claim in claims.delayed:
-        chosen = _static_volume(catalog, claim, node, taken)
-        if chosen is not None:
-            taken.add(chosen.name)
-            plan.append(Assumption(claim.key, chosen.name, node.name))
-            continue
-        storage_class = catalog.classes.get(claim.storage_class or "")
-        if (storage_class is None or not storage_class.provisions
-                or (claim.selected_node and claim.selected_node != node.name)):
+        if claim.selected_node and claim.selected_node != node.name:
             return BIND_CONFLICT, ()
+        if not claim.selected_node:
+            chosen = _static_volume(catalog, claim, node, taken)
+            if chosen is not None:
+                taken.add(chosen.name)
+                plan.append(Assumption(claim.key, chosen.name, node.name))
+                continue
         other = catalog.assumed_claim.get(claim.key)
         if other is not None and other.node != node.name:
             return BIND_CONFLICT, ()
+        reason = provision_failure(catalog, claim, node)
+        if reason is not None:
+            return reason, ()
         plan.append(Assumption(claim.key, "", node.name))
     return None, tuple(plan)
 
 
+def provision_failure(catalog: VolumeCatalog, claim: PersistentVolumeClaim,
+                      node: Node) -> str | None:
+    """Why a volume for ``claim`` cannot be provisioned for ``node``, or None
+    (``checkVolumeProvisions``): no class or no real provisioner, or the class's
+    ``allowedTopologies`` exclude the node (:data:`BIND_CONFLICT`); or the driver tracks
+    storage capacity and none is published for the node (:data:`NOT_ENOUGH_SPACE`)."""
+    storage_class = catalog.classes.get(claim.storage_class or "")
+    if storage_class is None or not storage_class.provisions:
+        return BIND_CONFLICT
+    if not matches_affinity(storage_class.allowed_topologies, node.labels, node.name):
+        return BIND_CONFLICT
+    if not has_enough_capacity(catalog, storage_class, claim, node):
+        return NOT_ENOUGH_SPACE
+    return None
+
+
+def has_enough_capacity(catalog: VolumeCatalog, storage_class: StorageClass,
+                        claim: PersistentVolumeClaim, node: Node) -> bool:
+    """``hasEnoughCapacity`` (binder.go): True unless the class's provisioner is a
+    CSIDriver with ``storageCapacity: true`` and no CSIStorageCapacity of the class whose
+    ``nodeTopology`` selects the node offers ``maximumVolumeSize`` (when set, else
+    ``capacity``) of at least the claim's request. A claim without a storage request
+    (read as 0) needs no room; a capacity object without ``nodeTopology`` or without
+    either size serves no node."""
+    if claim.request <= 0:
+        return True
+    driver = catalog.csidrivers.get(storage_class.provisioner)
+    if driver is None or not driver.storage_capacity:
+        return True
+    for capacity in catalog.capacities.values():
+        if capacity.storage_class != storage_class.name or capacity.node_topology is None:
+            continue
+        limit = (capacity.maximum_volume_size if capacity.maximum_volume_size is not None
+                 else capacity.capacity)
+        if limit is not None and limit >= claim.request \
+                and capacity.node_topology.matches(node.labels):
+            return True
+    return False
+
+
 def _static_volume(catalog: VolumeCatalog, claim: PersistentVolumeClaim, node: Node,
                    taken: set[str]) -> PersistentVolume | None:
-    """The PV whose claimRef names ``claim`` (or assumed for it: then no other, it is the
-    claim's) if it fits ``node``; else the smallest free fitting one (ties by name).
-    Only the volumes that may reach the node are looked at (see
-    :meth:`VolumeCatalog.candidates`)."""
+    """``FindMatchingVolume`` for the scheduler: the PV whose claimRef names ``claim``
+    (or assumed for it: then no other, it is the claim's) if it fits ``node``; else the
+    smallest free fitting one (ties by name). Only the volumes that may reach the node
+    are looked at (see :meth:`VolumeCatalog.candidates`)."""
     own = catalog.claim_refs.get(claim.key)
     if own is None:
         assumed = catalog.assumed_claim.get(claim.key)
@@ -148,7 +226,10 @@ def _static_volume(catalog: VolumeCatalog, claim: PersistentVolumeClaim, node: N
         if (volume is None or own in taken
                 or (ref is not None and ref.uid and ref.uid != claim.uid)):
             return None
-        return volume if _fits(volume, claim, node) else None
+        if _prebound_usable(volume, claim):
+            if matches_affinity(volume.node_affinity, node.labels, node.name):
+                return volume
+            return None  # the claim's own volume does not reach this node
     best: PersistentVolume | None = None
     hostname = node.labels.get(HOSTNAME, "")
     if not catalog.may_have_free(claim.storage_class or "", hostname):

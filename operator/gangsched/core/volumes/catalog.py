@@ -26,18 +26,21 @@ from gangsched.core.constraints import NodeAffinity, SelectorOperator
 from gangsched.core.volumes.model import (
     ClaimKey,
     ClaimRef,
+    CSIDriver,
     CSINode,
     PersistentVolume,
     PersistentVolumeClaim,
     PodVolumes,
     ResourceClaim,
+    StorageCapacity,
     StorageClass,
     claim_key,
 )
 
 HOSTNAME = "kubernetes.io/hostname"
 
-VolumeObject = PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode | ResourceClaim
+VolumeObject = (PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode
+                | ResourceClaim | CSIDriver | StorageCapacity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,9 @@ class VolumeCatalog:
         self.claims: dict[ClaimKey, PersistentVolumeClaim] = {}
         self.classes: dict[str, StorageClass] = {}
         self.csinodes: dict[str, CSINode] = {}
+        self.csidrivers: dict[str, CSIDriver] = {}
+        self.capacities: dict[ClaimKey, StorageCapacity] = {}
+        """CSIStorageCapacity objects by ``namespace/name``."""
         self.resource_claims: dict[ClaimKey, ResourceClaim] = {}
         self.resource_claims_served = False
         """Whether the shell watches ResourceClaims (the resource.k8s.io API is served)."""
@@ -111,13 +117,17 @@ class VolumeCatalog:
             self.classes[obj.name] = obj
         elif isinstance(obj, CSINode):
             self.csinodes[obj.name] = obj
+        elif isinstance(obj, CSIDriver):
+            self.csidrivers[obj.name] = obj
+        elif isinstance(obj, StorageCapacity):
+            self.capacities[obj.key] = obj
         else:
             self.resource_claims[obj.key] = obj
 
     def remove(self, kind: str, key: str) -> None:
         """Forget an object of ``kind`` (PersistentVolume, PersistentVolumeClaim,
-        StorageClass, CSINode or ResourceClaim) by name or ``namespace/name``. Unknown
-        kinds and names are ignored."""
+        StorageClass, CSINode, CSIDriver, CSIStorageCapacity or ResourceClaim) by name or
+        ``namespace/name``. Unknown kinds and names are ignored."""
         self.epoch += 1
         if kind == "PersistentVolume":
             old = self.volumes.pop(key, None)
@@ -131,6 +141,10 @@ class VolumeCatalog:
             self.csinodes.pop(key, None)
         elif kind == "ResourceClaim":
             self.resource_claims.pop(ClaimKey(key), None)
+        elif kind == "CSIDriver":
+            self.csidrivers.pop(key, None)
+        elif kind == "CSIStorageCapacity":
+            self.capacities.pop(ClaimKey(key), None)
 
     def _add_index(self, volume: PersistentVolume) -> None:
         by_host = self._index.setdefault(volume.storage_class, {})

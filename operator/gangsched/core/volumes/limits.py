@@ -7,12 +7,20 @@ node, and inline CSI volumes) plus those the node's pods use must stay within it
 bound, else its StorageClass's provisioner. A node without a CSINode, or a driver
 without a count, has no limit; a pod with no new volume of a driver is never refused
 for that driver (as in kube-scheduler, a node already over its limit keeps its pods).
+
+In-tree volumes count against the CSI driver they migrated to, as kube-scheduler's
+``CSILimits`` does through the CSI translation library (migration is GA for these, so
+``isCSIMigrationOn`` holds whenever the node has a CSINode): a PV or inline volume of
+``awsElasticBlockStore``, ``gcePersistentDisk``, ``azureDisk`` or ``cinder`` is
+translated at the edge (the PV's ``csi_driver``, the pod's ``csi_inline``), and an
+unbound claim of an in-tree provisioner (``kubernetes.io/aws-ebs``...) counts for the
+driver :data:`~gangsched.core.volumes.model.MIGRATED_PROVISIONERS` names.
 """
 
 from __future__ import annotations
 
 from gangsched.core.volumes.catalog import VolumeCatalog
-from gangsched.core.volumes.model import ClaimKey, PodVolumes, claim_key
+from gangsched.core.volumes.model import MIGRATED_PROVISIONERS, ClaimKey, PodVolumes, claim_key
 
 EXCEEDED = "node(s) exceed max volume count"
 
@@ -27,7 +35,9 @@ def driver_of(catalog: VolumeCatalog, key: ClaimKey) -> str:
         volume = catalog.volumes.get(name)
         return volume.csi_driver if volume is not None else ""
     storage_class = catalog.classes.get(claim.storage_class or "")
-    return storage_class.provisioner if storage_class is not None else ""
+    if storage_class is None:
+        return ""
+    return MIGRATED_PROVISIONERS.get(storage_class.provisioner, storage_class.provisioner)
 
 
 def exceeded(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import NewType
 
 from gangsched.core.constraints import ANY_NODE, ConstraintError, NodeAffinity
+from gangsched.core.selectors import LabelSelector
 
 ClaimKey = NewType("ClaimKey", str)
 """``namespace/name`` of a PersistentVolumeClaim or a ResourceClaim."""
@@ -24,6 +25,18 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 """The provisioner of classes whose volumes are only ever created by hand (local PVs)."""
+
+FILESYSTEM = "Filesystem"
+"""The default ``volumeMode`` of PVs and claims (the other one is ``Block``)."""
+
+MIGRATED_PROVISIONERS: Mapping[str, str] = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+}
+"""In-tree provisioners whose volumes are served by a CSI driver now (CSI migration is
+GA for these, so kube-scheduler translates them whenever the node has a CSINode)."""
 
 
 def claim_key(namespace: str, name: str) -> ClaimKey:
@@ -67,6 +80,9 @@ class StorageClass:
     name: str
     provisioner: str = ""
     binding_mode: BindingMode = BindingMode.IMMEDIATE
+    allowed_topologies: NodeAffinity = ANY_NODE
+    """``allowedTopologies`` as a node affinity (terms ORed, a term's ``key In values``
+    ANDed): the nodes a volume of this class may be provisioned for. Unset: any node."""
 
     @property
     def provisions(self) -> bool:
@@ -102,7 +118,10 @@ class PersistentVolume:
     phase: str = "Available"
     labels: Mapping[str, str] = field(default_factory=dict)
     csi_driver: str = ""
-    """``spec.csi.driver``: counted against the node's CSINode limit for that driver."""
+    """``spec.csi.driver``, or the CSI driver an in-tree source (``awsElasticBlockStore``,
+    ``gcePersistentDisk``, ``azureDisk``, ``cinder``) migrated to: counted against the
+    node's CSINode limit for that driver."""
+    volume_mode: str = FILESYSTEM
     terminating: bool = False
     invalid: str | None = None
 
@@ -123,6 +142,9 @@ class PersistentVolumeClaim:
     phase: str = "Pending"
     selected_node: str = ""
     """The :data:`SELECTED_NODE` annotation: a provisioner is creating its volume there."""
+    selector: LabelSelector | None = None
+    """``spec.selector``: a static PV must carry matching labels. None: no selector."""
+    volume_mode: str = FILESYSTEM
     terminating: bool = False
     invalid: str | None = None
     key: ClaimKey = field(init=False, repr=False, compare=False)
@@ -143,6 +165,33 @@ class CSINode:
 
     name: str
     limits: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CSIDriver:
+    """A CSIDriver (storage.k8s.io/v1): ``storage_capacity`` is ``spec.storageCapacity``,
+    whether the driver publishes CSIStorageCapacity objects that scheduling must honour."""
+
+    name: str
+    storage_capacity: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StorageCapacity:
+    """A CSIStorageCapacity (storage.k8s.io/v1): room for new volumes of ``storage_class``
+    on the nodes ``node_topology`` selects (None: on no node). ``capacity`` and
+    ``maximum_volume_size`` are bytes, None when unset."""
+
+    namespace: str
+    name: str
+    storage_class: str
+    node_topology: LabelSelector | None = None
+    capacity: int | None = None
+    maximum_volume_size: int | None = None
+
+    @property
+    def key(self) -> ClaimKey:
+        return claim_key(self.namespace, self.name)
 
 
 @dataclass(frozen=True, slots=True)
