@@ -261,7 +261,7 @@ def _shell(module: str, name: str, command: str) -> Callable[..., int] | None:
 
 def _actions(text: str) -> tuple[str, ...]:
     """``--actions``: comma-separated action names, each known and none twice."""
-    from gangsched.core import registry
+    from gangsched.core.actions import factory as registry
 
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:

@@ -16,9 +16,11 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from gangsched.core import registry
-from gangsched.core.decisions import BindPod, Decision, DeletePod, EvictPod
-from gangsched.core.model import (
+from gangsched.core.actions import factory as registry
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.state.session import Session
+from gangsched.core.values.decisions import BindPod, Decision, DeletePod, EvictPod
+from gangsched.core.values.model import (
     AppKey,
     GroupKey,
     PersistedAppStatus,
@@ -28,7 +30,7 @@ from gangsched.core.model import (
     QueueSpec,
     SchedulerConfig,
 )
-from gangsched.core.observations import (
+from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
@@ -39,8 +41,6 @@ from gangsched.core.observations import (
     QueueGone,
     QueueObserved,
 )
-from gangsched.core.scheduler import Scheduler
-from gangsched.core.session import Session
 from gangsched.sim.world import World
 
 

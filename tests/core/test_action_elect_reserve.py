@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core import registry
-from gangsched.core.decisions import RecordEvent
-from gangsched.core.elect import ANNOTATION
-from gangsched.core.model import AppKey, GroupKey, SchedulerConfig
+from gangsched.core.actions import factory as registry
+from gangsched.core.actions.elect import ANNOTATION
+from gangsched.core.values.decisions import RecordEvent
+from gangsched.core.values.model import AppKey, GroupKey, SchedulerConfig
 from simworld import SimWorld
 
 ACTIONS = ("enqueue", "elect", "allocate", "backfill", "reserve")

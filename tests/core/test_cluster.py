@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from builders import make_node, make_pod, res
-from gangsched.core.cluster import ONE_POD, Cluster, Constraints, static_failure
-from gangsched.core.constraints import (
+from gangsched.core.placement.cluster import ONE_POD, Cluster, Constraints, static_failure
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.constraints import (
     ANY_NODE,
     NodeAffinity,
     NodeSelectorTerm,
@@ -16,10 +17,9 @@ from gangsched.core.constraints import (
     Toleration,
     TolerationOperator,
 )
-from gangsched.core.model import Node, PodPhase, SchedulerConfig, Scoring
-from gangsched.core.observations import NodeGone, NodeObserved, PodGone, PodObserved
-from gangsched.core.resources import Resources
-from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.model import Node, PodPhase, SchedulerConfig, Scoring
+from gangsched.core.values.observations import NodeGone, NodeObserved, PodGone, PodObserved
+from gangsched.core.values.resources import Resources
 from simworld import SimWorld
 
 NO_SCHEDULE = Taint("dedicated", "gpu", TaintEffect.NO_SCHEDULE)

@@ -49,25 +49,19 @@ from typing import Any
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
-from gangsched.core import (
-    allocation,
-    enqueue,
-    evictions,
-    ordinary,
-    preemption,
-    preemptors,
-    reclaim,
-    reservation,
-    shares,
-)
-from gangsched.core import cluster as core_cluster
-from gangsched.core.decisions import BindPod, Decision
-from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
-from gangsched.core.preemptors import Preemptor, for_app
-from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime
+from gangsched.core.actions import enqueue, reclaim
+from gangsched.core.actions import preempt as preemption
+from gangsched.core.gangs import app_allocation as allocation
+from gangsched.core.gangs import ordinary, reservation
+from gangsched.core.placement import cluster as core_cluster
+from gangsched.core.preemption import evictions, preemptors, shares
+from gangsched.core.preemption.preemptors import Preemptor, for_app
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.session import Session
+from gangsched.core.state.records import AppRuntime
+from gangsched.core.state.session import Session
+from gangsched.core.values.decisions import BindPod, Decision
+from gangsched.core.values.model import GroupKey, PodPhase, SchedulerConfig, Scoring
+from gangsched.core.values.resources import Resources
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simworld import SimWorld, actions_run

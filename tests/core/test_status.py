@@ -15,8 +15,8 @@ from builders import (
     make_queue,
     res,
 )
-from gangsched.core import status
-from gangsched.core.decisions import (
+from gangsched.core.gangs import status
+from gangsched.core.values.decisions import (
     BindPod,
     BlockingReason,
     Decision,
@@ -26,8 +26,8 @@ from gangsched.core.decisions import (
     SetQueueStatus,
     TaskGroupStatus,
 )
-from gangsched.core.model import AppKey, GroupKey, PodPhase
-from gangsched.core.naming import label_value, placeholder_name
+from gangsched.core.values.model import AppKey, GroupKey, PodPhase
+from gangsched.core.values.naming import label_value, placeholder_name
 from simworld import SimWorld, actions_run
 
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from gangsched.core.constraints import (
+from gangsched.core.values.constraints import (
     ANY_NODE,
     NodeAffinity,
     NodeSelectorTerm,
     SelectorOperator,
     SelectorRequirement,
 )
-from gangsched.core.model import Pod
-from gangsched.core.resources import parse_resource
-from gangsched.core.volumes.model import (
+from gangsched.core.values.model import Pod
+from gangsched.core.values.resources import parse_resource
+from gangsched.core.values.volume_specs import (
     AccessMode,
     BindingMode,
     ClaimRef,

@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core.constraints import Taint, TaintEffect, Toleration, TolerationOperator
-from gangsched.core.decisions import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.constraints import Taint, TaintEffect, Toleration, TolerationOperator
+from gangsched.core.values.decisions import (
     BindPod,
     Decision,
     DeletePod,
@@ -25,7 +26,7 @@ from gangsched.core.decisions import (
     EvictPod,
     RecordEvent,
 )
-from gangsched.core.model import (
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GangMode,
@@ -37,8 +38,7 @@ from gangsched.core.model import (
     SortPolicy,
     Style,
 )
-from gangsched.core.resources import Resources
-from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.resources import Resources
 from hypothesis import strategies as st
 from simworld import SimWorld
 

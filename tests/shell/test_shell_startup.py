@@ -176,7 +176,7 @@ async def test_a_long_cycles_first_binds_do_not_wait_for_its_end(
     :mod:`gangsched.shell.early`): here the first cycle is held after its allocation,
     and its bind is served meanwhile; the pending report after it too. A placeholder
     creation stops that: what follows it waits for the cycle's end."""
-    from gangsched.core import registry
+    from gangsched.core.actions import factory as registry
 
     api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=1)
     api.create(pod("fits", cpu="1"))
@@ -212,8 +212,8 @@ def test_early_decisions_stop_at_the_first_that_must_wait() -> None:
     """Only a prefix of binds (without volume writes) and pending reports is given out
     early; everything from the first other decision on waits, and the rest of the
     cycle's list is what was not given out, in order."""
-    from gangsched.core.decisions import BindPod, CreatePlaceholder, PodPending
-    from gangsched.core.resources import Resources
+    from gangsched.core.values.decisions import BindPod, CreatePlaceholder, PodPending
+    from gangsched.core.values.resources import Resources
     from gangsched.shell.early import Early
 
     bind = BindPod("u1", "default", "a", "n1", "Scheduled", ())

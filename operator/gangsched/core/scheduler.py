@@ -14,13 +14,13 @@ Usage::
 2. swaps whose placeholder deletion has been observed: the parked real pod is bound to
    the placeholder's node (or any node that fits); the room freed by preemption victims
    is held for their preemptor, which is placed first once they are all gone
-   (:mod:`~gangsched.core.evictions`);
+   (:mod:`~gangsched.core.preemption.evictions`);
 3. the configured actions, in order, looked up by name in
-   :mod:`~gangsched.core.registry` (by default enqueue, allocate, backfill, preempt,
+   :mod:`~gangsched.core.actions.factory` (by default enqueue, allocate, backfill, preempt,
    reclaim; see :mod:`~gangsched.core.actions`). Actions see the scheduler only through
-   the narrow :class:`~gangsched.core.session.Session` interface, which it implements;
+   the narrow :class:`~gangsched.core.state.session.Session` interface, which it implements;
    this module imports none of them;
-4. deadlock breaking between partial gangs (:mod:`~gangsched.core.deadlock`);
+4. deadlock breaking between partial gangs (:mod:`~gangsched.core.preemption.deadlock`);
 5. state progress (Starting -> Running -> Waiting) and status for what changed.
 
 The same sequence of observations and ``now`` values always gives the same decisions:
@@ -34,18 +34,25 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
-import gangsched.core.apps as app_logic
-import gangsched.core.deadlock as deadlock_logic
-import gangsched.core.evictions as eviction_logic
-import gangsched.core.ordinary as ordinary_logic
-import gangsched.core.podgroups as group_logic
-import gangsched.core.reservation as reservation_logic
-import gangsched.core.status as status_logic
-import gangsched.core.swap as swap_logic
-import gangsched.core.unsatisfiable as unsatisfiable_logic
-from gangsched.core import pressure, registry
-from gangsched.core.cluster import Cluster
-from gangsched.core.decisions import (
+import gangsched.core.gangs.apps as app_logic
+import gangsched.core.gangs.ordinary as ordinary_logic
+import gangsched.core.gangs.podgroups as group_logic
+import gangsched.core.gangs.reservation as reservation_logic
+import gangsched.core.gangs.status as status_logic
+import gangsched.core.gangs.swap as swap_logic
+import gangsched.core.gangs.unsatisfiable as unsatisfiable_logic
+import gangsched.core.preemption.deadlock as deadlock_logic
+import gangsched.core.preemption.evictions as eviction_logic
+from gangsched.core.actions import factory as registry
+from gangsched.core.framework.podindex import PlacedPod
+from gangsched.core.placement import volume_assumptions as volume_placing
+from gangsched.core.placement.cluster import Cluster
+from gangsched.core.state import pressure
+from gangsched.core.state.instants import Instants
+from gangsched.core.state.pendings import FOR_ROOM, PendingShapes, Shape
+from gangsched.core.state.queues import QueueTree
+from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
+from gangsched.core.values.decisions import (
     SCHEDULING_GATED,
     SCHEDULING_GATED_MESSAGE,
     BindGang,
@@ -59,8 +66,7 @@ from gangsched.core.decisions import (
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.instants import Instants
-from gangsched.core.model import (
+from gangsched.core.values.model import (
     DEFAULT_QUEUE,
     AppKey,
     GroupKey,
@@ -69,7 +75,7 @@ from gangsched.core.model import (
     SchedulerConfig,
     Scoring,
 )
-from gangsched.core.observations import (
+from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
@@ -91,15 +97,10 @@ from gangsched.core.observations import (
     VolumeGone,
     VolumeObserved,
 )
-from gangsched.core.pendings import FOR_ROOM, PendingShapes, Shape
-from gangsched.core.podindex import PlacedPod
-from gangsched.core.queues import QueueTree
-from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
-from gangsched.core.volumes import placing as volume_placing
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 if TYPE_CHECKING:
-    from gangsched.core.elect import NodeReservation
+    from gangsched.core.actions.elect import NodeReservation
 
 T = TypeVar("T")
 

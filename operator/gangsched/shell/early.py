@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gangsched.core.decisions import BindPod, Decision, PodPending
+from gangsched.core.values.decisions import BindPod, Decision, PodPending
 
 STREAM_EVERY = 0.02
 """Seconds between two reads of the list while the core works."""

@@ -41,7 +41,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from gangsched.core.decisions import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import (
     AnnotateNode,
     BindGang,
     BindPod,
@@ -57,8 +58,8 @@ from gangsched.core.decisions import (
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.model import AppKey, GroupKey, PodUID
-from gangsched.core.observations import (
+from gangsched.core.values.model import AppKey, GroupKey, PodUID
+from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
@@ -77,7 +78,6 @@ from gangsched.core.observations import (
     QueueObserved,
     VolumeBindFailed,
 )
-from gangsched.core.scheduler import Scheduler
 from gangsched.shell import leader, logs
 from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
 from gangsched.shell.early import STREAM_EVERY, Early
@@ -506,7 +506,7 @@ class Runtime:
         asyncio.get_running_loop().call_later(delay, self.api.submit, job)
 
     def _pod_event(self, obj: JSON, kind: str, reason: str, message: str) -> None:
-        from gangsched.core.decisions import EventType, ObjectRef
+        from gangsched.core.values.decisions import EventType, ObjectRef
 
         meta = obj.get("metadata") or {}
         target = ObjectRef("Pod", str(meta.get("namespace", "")), str(meta.get("name", "")),
@@ -927,7 +927,7 @@ class Runtime:
     def _report_pending(self, report: Report, now: float) -> None:
         """Write one pending pod's condition (retried on transient errors until written
         or superseded), and its Event if the report says so."""
-        from gangsched.core.decisions import SCHEDULING_GATED, EventType, ObjectRef
+        from gangsched.core.values.decisions import SCHEDULING_GATED, EventType, ObjectRef
 
         d = report.pending
         self.conditions[d.uid] = d
@@ -969,7 +969,7 @@ def _node_note(d: AnnotateNode) -> RecordEvent:
     annotation). ``kubectl describe node`` shows these Events; the gang's status names
     its reserved nodes.
     """
-    from gangsched.core.decisions import EventType, ObjectRef
+    from gangsched.core.values.decisions import EventType, ObjectRef
 
     target = ObjectRef("Node", "", d.node)
     if d.value is None:

@@ -18,9 +18,10 @@ import itertools
 import re
 from typing import Protocol
 
-from gangsched.core.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
-from gangsched.core.instants import Instants
-from gangsched.core.model import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.state.instants import Instants
+from gangsched.core.values.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GroupKey,
@@ -33,7 +34,6 @@ from gangsched.core.model import (
     SchedulerConfig,
     SortPolicy,
 )
-from gangsched.core.scheduler import Scheduler
 from gangsched.sim.jobs import Outcome
 from gangsched.sim.timeline import Timeline
 from gangsched.sim.world import PodListener, World

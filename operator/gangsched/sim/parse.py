@@ -14,10 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from gangsched.core import registry
-from gangsched.core.constraints import ConstraintError, Taint
-from gangsched.core.framework.profile import ProfileConfig
-from gangsched.core.model import (
+from gangsched.core.actions import factory as registry
+from gangsched.core.values.constraints import ConstraintError, Taint
+from gangsched.core.values.model import (
     Node,
     PlaceholderPolicy,
     QueueSpec,
@@ -25,6 +24,7 @@ from gangsched.core.model import (
     Scoring,
     SortPolicy,
 )
+from gangsched.core.values.profile import ProfileConfig
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
 from gangsched.sim.schema import Reader
 from gangsched.sim.source import Document, Path, read

@@ -24,7 +24,8 @@ import itertools
 from collections.abc import Iterable
 from typing import Protocol
 
-from gangsched.core.decisions import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import (
     AnnotateNode,
     BindGang,
     BindPod,
@@ -38,7 +39,7 @@ from gangsched.core.decisions import (
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.model import (
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GroupKey,
@@ -49,7 +50,7 @@ from gangsched.core.model import (
     PodUID,
     QueueSpec,
 )
-from gangsched.core.observations import (
+from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     EvictionFailed,
@@ -62,7 +63,6 @@ from gangsched.core.observations import (
     PodObserved,
     QueueObserved,
 )
-from gangsched.core.scheduler import Scheduler
 
 
 class PodListener(Protocol):

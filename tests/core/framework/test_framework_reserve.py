@@ -4,15 +4,15 @@ the pod's Binding; a refusal fails the placement and undoes the reservations."""
 from __future__ import annotations
 
 import pytest
-from gangsched.core import cluster as cluster_module
-from gangsched.core.decisions import BindPod, EventType, ObjectRef, RecordEvent
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.model import Node, Pod, PodUID
-from gangsched.core.observations import NodeObserved, PodObserved
+from gangsched.core.placement import cluster as cluster_module
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
-from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import BindPod, EventType, ObjectRef, RecordEvent
+from gangsched.core.values.model import Node, Pod, PodUID
+from gangsched.core.values.observations import NodeObserved, PodObserved
+from gangsched.core.values.resources import Resources
 
 
 class Recorder:

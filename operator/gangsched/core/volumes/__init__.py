@@ -9,7 +9,7 @@ One concept per module:
 * :mod:`.binding`: VolumeBinding: PreFilter (missing, deleting or Immediate unbound
   claims), Filter (bound PVs' node affinity, a static PV to match or a class to
   provision for each unbound WaitForFirstConsumer claim), Reserve (assume) and the
-  writes of PreBind (:class:`~gangsched.core.decisions.VolumeWrite`).
+  writes of PreBind (:class:`~gangsched.core.values.decisions.VolumeWrite`).
 * :mod:`.restrictions`: VolumeRestrictions (ReadWriteOncePod claims used once).
 * :mod:`.limits`: NodeVolumeLimits (CSINode allocatable counts per driver).
 * :mod:`.zone`: VolumeZone (a bound PV's zone and region labels against the node's).

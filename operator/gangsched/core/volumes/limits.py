@@ -11,8 +11,8 @@ for that driver (as in kube-scheduler, a node already over its limit keeps its p
 
 from __future__ import annotations
 
+from gangsched.core.values.volume_specs import ClaimKey, PodVolumes, claim_key
 from gangsched.core.volumes.catalog import VolumeCatalog
-from gangsched.core.volumes.model import ClaimKey, PodVolumes, claim_key
 
 EXCEEDED = "node(s) exceed max volume count"
 
