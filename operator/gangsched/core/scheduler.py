@@ -34,6 +34,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
+import gangsched.core.actions.allocate as allocate_action
 import gangsched.core.gangs.apps as app_logic
 import gangsched.core.gangs.ordinary as ordinary_logic
 import gangsched.core.gangs.podgroups as group_logic
@@ -41,17 +42,18 @@ import gangsched.core.gangs.reservation as reservation_logic
 import gangsched.core.gangs.status as status_logic
 import gangsched.core.gangs.swap as swap_logic
 import gangsched.core.gangs.unsatisfiable as unsatisfiable_logic
-import gangsched.core.preemption.deadlock as deadlock_logic
 import gangsched.core.preemption.evictions as eviction_logic
 from gangsched.core.actions import factory as registry
 from gangsched.core.framework.podindex import PlacedPod
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.placement.cluster import Cluster
 from gangsched.core.state import pressure
+from gangsched.core.state.eviction_plans import Evictions
 from gangsched.core.state.instants import Instants
 from gangsched.core.state.pendings import FOR_ROOM, PendingShapes, Shape
 from gangsched.core.state.queues import QueueTree
 from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
+from gangsched.core.state.verdicts import Verdicts
 from gangsched.core.values.decisions import (
     SCHEDULING_GATED,
     SCHEDULING_GATED_MESSAGE,
@@ -100,7 +102,7 @@ from gangsched.core.values.observations import (
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 if TYPE_CHECKING:
-    from gangsched.core.actions.elect import NodeReservation
+    from gangsched.core.state.node_reservation import NodeReservation
 
 T = TypeVar("T")
 
@@ -146,7 +148,7 @@ class Scheduler:
         self.queue_status: dict[str, Decision] = {}
         self.node_reservation: NodeReservation | None = None
         """The nodes held for a starving gang (the elect and reserve actions)."""
-        self.evictions = eviction_logic.Evictions()
+        self.evictions = Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
         self.volumes: VolumeCatalog = self.cluster.volumes
         """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
@@ -154,7 +156,7 @@ class Scheduler:
         """Binds of one gang being gathered (see :meth:`binding_together`)."""
         self.pressure = pressure.Pressure()
         """Priorities of running and waiting pods: can preemption matter at all?"""
-        self.unsatisfiable = unsatisfiable_logic.Verdicts()
+        self.unsatisfiable = Verdicts()
         """Gangs that cannot fit the nodes as they are (see ``unsatisfiable``)."""
         self._wakes = Instants()
         """Instants ahead at which some condition of a cycle flips."""
@@ -530,7 +532,7 @@ class Scheduler:
         pod = ps.pod
         for decision in self.cluster.pre_bound.pop(pod.uid, ()):
             self.out.append(decision)  # type: ignore[arg-type]  # PreBind's own decisions
-        volumes = volume_placing.writes(self, ps) if pod.volumes.claims else ()
+        volumes = volume_placing.writes(self.volumes, ps.uid) if pod.volumes.claims else ()
         decision = BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes)
         if self._together is not None:
             self._together.append(decision)
@@ -666,7 +668,7 @@ class Scheduler:
                 continue
             quiet = False  # what an action changes, those after it may read
             self._act(name, now)
-        deadlock_logic.after_actions(self, now)
+        allocate_action.after_actions(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
         unsatisfiable_logic.check(self)

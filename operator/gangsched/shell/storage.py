@@ -37,8 +37,7 @@ from gangsched.core.values.observations import (
     VolumeGone,
     VolumeObserved,
 )
-from gangsched.core.values.volume_specs import SELECTED_NODE
-from gangsched.core.volumes.catalog import VolumeObject
+from gangsched.core.values.volume_specs import SELECTED_NODE, VolumeObject
 from gangsched.shell.client import ApiError, KubeClient
 from gangsched.shell.watch import Reflector
 from gangsched.translate import volumes as translate

@@ -27,7 +27,7 @@ from gangsched.core.values.observations import (
     ResourceClaimsServed,
     VolumeObserved,
 )
-from gangsched.core.volumes.catalog import VolumeObject
+from gangsched.core.values.volume_specs import VolumeObject
 
 from tests.core.builders import make_node, make_pod
 from tests.core.volume_builders import (

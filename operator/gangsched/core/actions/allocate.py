@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import gangsched.core.gangs.app_allocation as alloc_logic
 import gangsched.core.gangs.ordinary as ordinary_logic
 import gangsched.core.gangs.podgroups as group_logic
-from gangsched.core.preemption import shares
+from gangsched.core.preemption import deadlock, shares
 from gangsched.core.state.records import PodState
 from gangsched.core.values.model import GroupKey
 from gangsched.core.values.resources import Resources
@@ -67,3 +67,19 @@ def allocate(s: Session, now: float) -> None:
             if s.queues.usage(queue) is not used:  # it took something: still the lowest?
                 heapq.heappush(heap, (ratio(queue), queue))
                 break
+
+
+ROUNDS = 3
+"""Break, re-allocate, and test again at most this often in one cycle."""
+
+
+def after_actions(s: Session, now: float) -> None:
+    """Once the configured actions have run (when ``allocate`` is one of them): break any
+    deadlock (:mod:`~gangsched.core.preemption.deadlock`), and let the others take at once
+    what PodGroup victims held in the core."""
+    if "allocate" not in s.config.actions:
+        return
+    for _ in range(ROUNDS):
+        if not deadlock.break_deadlocks(s, now):
+            return
+        allocate(s, now)

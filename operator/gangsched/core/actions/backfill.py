@@ -25,36 +25,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.gangs.apps import NOT_SCHEDULABLE, real_allocated
-from gangsched.core.state.records import PodState
+from gangsched.core.gangs.best_effort import is_best_effort
 from gangsched.core.values.model import Scoring
 from gangsched.core.values.states import AppState
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
-
-NAME = "backfill"
-
-
-def enabled(s: Session) -> bool:
-    return NAME in s.config.actions
-
-
-def is_best_effort(s: Session, ps: PodState) -> bool:
-    """Is ``ps`` a pod backfill places (see the module docstring)? Invalid pods and pods
-    of applications not seen yet are left to ``allocate``, which says why they wait."""
-    pod = ps.pod
-    if pod.requests or pod.pod_group is not None or pod.invalid or pod.placeholder:
-        return False
-    if pod.app is None:
-        return True
-    rt = s.apps.get(pod.app)
-    return rt is not None and not rt.spec.gang
-
-
-def takes(s: Session, ps: PodState) -> bool:
-    """Does backfill, rather than allocate, place ``ps`` in this configuration?"""
-    return enabled(s) and is_best_effort(s, ps)
-
 
 def backfill(s: Session, now: float) -> None:
     """Place every pending best-effort pod that can be placed, in priority order."""

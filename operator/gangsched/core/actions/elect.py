@@ -35,7 +35,6 @@ original expiry, and stale node annotations are removed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.earmarks as earmarks
@@ -48,6 +47,7 @@ from gangsched.core.placement.cluster import (
     NodeState,
     static_failure,
 )
+from gangsched.core.state.node_reservation import NodeReservation
 from gangsched.core.state.records import AppRuntime, GroupRuntime, placement_order
 from gangsched.core.values.decisions import AnnotateNode, EventType, ObjectRef
 from gangsched.core.values.model import AppKey, GroupKey
@@ -62,24 +62,6 @@ ANNOTATION = "gangsched.io/reserved-for"
 
 APPLICATION = "Application"
 POD_GROUP = "PodGroup"
-
-
-@dataclass(slots=True)
-class NodeReservation:
-    """Nodes held for one starving gang."""
-
-    kind: str
-    """``Application`` or ``PodGroup``."""
-    key: str
-    """The Application's key, or the first PodGroup key of the GangGroup."""
-    owners: frozenset[str]
-    """Keys whose pods may use the nodes: the Application, or every PodGroup of the
-    GangGroup."""
-    since: float
-    expiry: float
-    waited: float = 0.0
-    nodes: tuple[str, ...] = ()
-    annotated: tuple[str, ...] = field(default=())
 
 
 # --- elect -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 ACTIONS: Mapping[str, Action] = MappingProxyType({
     enqueue.NAME: enqueue.enqueue,
     "allocate": allocate.allocate,
-    backfill.NAME: backfill.backfill,
+    "backfill": backfill.backfill,
     "preempt": preemption.preempt,
     "reclaim": reclaim.reclaim,
     "elect": elect.elect,

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import gangsched.core.actions.backfill as backfill_logic
+import gangsched.core.gangs.best_effort as backfill_logic
 from gangsched.core.gangs import reservation, swap
 from gangsched.core.gangs.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.gangs.reservation import ref

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import gangsched.core.actions.backfill as backfill_logic
+import gangsched.core.gangs.best_effort as backfill_logic
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.state.records import PodState
 from gangsched.core.values import naming
@@ -113,6 +113,6 @@ def place(s: Session, ps: PodState, now: float, reason: str,
         s.mark_pending(ps, found.reason, found.message(ps.request))
         return False
     node = found
-    volume_placing.reserve(s, ps, node)
+    volume_placing.reserve(s.cluster, s.volumes, ps.uid, ps.pod, node)
     s.bind(ps, node, reason)
     return True

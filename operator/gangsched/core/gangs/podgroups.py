@@ -365,7 +365,7 @@ def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) ->
             g.blocking = BlockingReason(node.reason, node.message(ps.request),
                                         node.details())
             return
-        volume_placing.reserve(s, ps, node)
+        volume_placing.reserve(s.cluster, s.volumes, ps.uid, ps.pod, node)
         s.charge(ps, node)
         s.refresh_pending(ps)
         g.assumed.add(ps.uid)

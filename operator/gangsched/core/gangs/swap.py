@@ -141,7 +141,8 @@ def complete_swaps(s: Session, now: float) -> None:
         quota = s.queues.fits(s.queue_of(ps) or DEFAULT_QUEUE, ps.request)
         if (quota.ok and node is not None
                 and s.cluster.fits(node, ps.request, ps.constraints, pod=ps.info)):
-            volume_placing.reserve(s, ps, node)  # its own claims, on the placeholder's node
+            # its own claims, on the placeholder's node
+            volume_placing.reserve(s.cluster, s.volumes, ps.uid, ps.pod, node)
             s.bind(ps, node, "PlaceholderReplaced")
             s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                     f"took the place of placeholder {placeholder} on node {node}")

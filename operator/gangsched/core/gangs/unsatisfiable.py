@@ -37,12 +37,11 @@ verdict until the nodes, its spec or (for a PodGroup) its members change.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from gangsched.core.placement.cluster import ONE_POD, Constraints
+from gangsched.core.state.verdicts import GANG, Fit, Verdicts
 from gangsched.core.values.decisions import BlockingReason, EventType, ObjectRef
-from gangsched.core.values.model import AppKey, GroupKey
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.states import AppState
 
@@ -59,49 +58,6 @@ if TYPE_CHECKING:
     from gangsched.core.values.model import PodGroupSpec
 
 REASON = "Unsatisfiable"
-GANG = ""
-"""The key of a verdict on the whole gang rather than one task group."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Fit:
-    """What the nodes a member may use offer it."""
-
-    allowed: int
-    """Ready, schedulable nodes passing the member's static filters."""
-    fits: bool
-    """One of them is large enough for one member."""
-    largest: Resources
-    """The allocatable of the largest allowed node (by the member's resources)."""
-    total: Resources
-    """The allocatable of all allowed nodes together."""
-
-
-@dataclass(slots=True)
-class Verdicts:
-    """The current verdicts, and the node facts they were computed on."""
-
-    apps: dict[AppKey, dict[str, BlockingReason]] = field(default_factory=dict)
-    """By Application key: by task group (``GANG`` for the whole gang)."""
-    groups: dict[GroupKey, BlockingReason] = field(default_factory=dict)
-    signature: tuple[object, ...] = ()
-    capacity: Resources = Resources.ZERO
-    fits: dict[tuple[Constraints, Resources], _Fit] = field(default_factory=dict)
-    judged_apps: dict[AppKey, tuple[tuple[object, ...], dict[str, BlockingReason]]] = field(
-        default_factory=dict)
-    """Per Application, what its verdict was computed from (its spec) and the verdict:
-    judged again only when the spec is replaced or the node facts change."""
-    judged_groups: dict[GroupKey, tuple[tuple[PodGroupSpec, int], BlockingReason | None]] = (
-        field(default_factory=dict))
-    """(its spec, its members' version) and the verdict: the members are walked again
-    only when either moved."""
-
-    def app_blocking(self, key: AppKey, group: str) -> BlockingReason | None:
-        """The verdict on a task group of an Application (the gang's, else the group's)."""
-        found = self.apps.get(key)
-        if not found:
-            return None
-        return found.get(group) or found.get(GANG)
 
 
 def check(s: Session) -> None:
@@ -162,7 +118,7 @@ def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
-def _fit(s: Session, v: Verdicts, constraints: Constraints, request: Resources) -> _Fit:
+def _fit(s: Session, v: Verdicts, constraints: Constraints, request: Resources) -> Fit:
     key = (constraints, request)
     found = v.fits.get(key)
     if found is None:
@@ -176,7 +132,7 @@ def _fit(s: Session, v: Verdicts, constraints: Constraints, request: Resources) 
             fits = fits or request.fits_in(alloc)
             if _size(alloc, request) > _size(largest, request):
                 largest = alloc
-        found = v.fits[key] = _Fit(len(nodes), fits, largest, total)
+        found = v.fits[key] = Fit(len(nodes), fits, largest, total)
     return found
 
 
@@ -203,7 +159,7 @@ def _whole(v: Verdicts, minimum: Resources, what: str) -> BlockingReason | None:
     })
 
 
-def _member(fit: _Fit, request: Resources, count: int, what: str) -> BlockingReason | None:
+def _member(fit: Fit, request: Resources, count: int, what: str) -> BlockingReason | None:
     """The verdict on ``count`` members of one kind (None: they may fit)."""
     if fit.allowed == 0:
         return None  # no node passes the filters: the ordinary reasons say which

@@ -18,37 +18,37 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.values.decisions import VolumeWrite
-from gangsched.core.values.model import Scoring
+from gangsched.core.values.model import Pod, PodUID, Scoring
 from gangsched.core.volumes import binding
 
 VOLUME_BINDING = "VolumeBinding"
 
 if TYPE_CHECKING:
-    from gangsched.core.state.records import PodState
-    from gangsched.core.state.session import Session
+    from gangsched.core.placement.cluster import Cluster
+    from gangsched.core.volumes.catalog import VolumeCatalog
 
 
-def reserve(s: Session, ps: PodState, node: str) -> None:
-    """Assume the pod's volume bindings on ``node`` (a no-op for a pod without claims,
-    when they do not fit there, which Filter has ruled out, or when the profile disables
-    VolumeBinding)."""
-    pod = ps.pod
+def reserve(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod, node: str) -> None:
+    """Assume the bindings of ``pod`` (whose uid is ``uid``) on ``node`` in ``volumes`` (a
+    no-op for a pod without claims, for a node ``cluster`` does not know, when they do not
+    fit there, which Filter has ruled out, or when the profile disables VolumeBinding)."""
     if not pod.volumes.claims:
         return
-    if s.cluster.framework(Scoring.BINPACK).plugin(VOLUME_BINDING) is None:
+    if cluster.framework(Scoring.BINPACK).plugin(VOLUME_BINDING) is None:
         return  # the profile disables VolumeBinding: claims are left to others
-    state = s.cluster.nodes.get(node)
-    claims = binding.prefilter(s.volumes, pod.namespace, pod.volumes)
+    state = cluster.nodes.get(node)
+    claims = binding.prefilter(volumes, pod.namespace, pod.volumes)
     if state is None or isinstance(claims, binding.Blocked):
         return
-    reason, plan = binding.match(s.volumes, claims, state.node)
+    reason, plan = binding.match(volumes, claims, state.node)
     if reason is None:
-        s.volumes.assume(ps.uid, plan)
+        volumes.assume(uid, plan)
 
 
-def writes(s: Session, ps: PodState) -> tuple[VolumeWrite, ...]:
-    """The PreBind writes for the bindings pod ``ps`` assumed (none for most pods)."""
-    assumed = s.volumes.by_pod.get(ps.uid)
+def writes(volumes: VolumeCatalog, uid: PodUID) -> tuple[VolumeWrite, ...]:
+    """The PreBind writes for the bindings the pod ``uid`` assumed in ``volumes`` (none for
+    most pods, and for a pod it does not know)."""
+    assumed = volumes.by_pod.get(uid)
     if not assumed:
         return ()
-    return binding.writes(s.volumes, assumed)
+    return binding.writes(volumes, assumed)

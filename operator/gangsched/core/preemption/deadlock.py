@@ -56,7 +56,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-import gangsched.core.actions.allocate as allocate_action
 import gangsched.core.gangs.earmarks as earmarks
 import gangsched.core.gangs.placeholders as ph
 import gangsched.core.gangs.podgroups as group_logic
@@ -347,21 +346,6 @@ def choose(s: Session, deadlock: Deadlock, pool: Pool) -> list[Gang]:
         else:
             break
     return victims
-
-
-ROUNDS = 3
-"""Break, re-allocate, and test again at most this often in one cycle."""
-
-
-def after_actions(s: Session, now: float) -> None:
-    """Once the configured actions have run (when ``allocate`` is one of them): break any
-    deadlock, and let the others take at once what PodGroup victims held in the core."""
-    if "allocate" not in s.config.actions:
-        return
-    for _ in range(ROUNDS):
-        if not break_deadlocks(s, now):
-            return
-        allocate_action.allocate(s, now)
 
 
 def break_deadlocks(s: Session, now: float) -> bool:

@@ -19,14 +19,14 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from gangsched.core.actions.elect import NodeReservation
-    from gangsched.core.gangs.unsatisfiable import Verdicts
     from gangsched.core.placement.cluster import Cluster
-    from gangsched.core.preemption.evictions import Evictions
+    from gangsched.core.state.eviction_plans import Evictions
+    from gangsched.core.state.node_reservation import NodeReservation
     from gangsched.core.state.pendings import PendingShapes
     from gangsched.core.state.pressure import Pressure
     from gangsched.core.state.queues import QueueTree
     from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
+    from gangsched.core.state.verdicts import Verdicts
     from gangsched.core.values.decisions import Decision, EventType, ObjectRef
     from gangsched.core.values.model import AppKey, GroupKey, PodUID, SchedulerConfig, Scoring
     from gangsched.core.volumes.catalog import VolumeCatalog

@@ -20,7 +20,7 @@ from gangsched.core.values.model import (
     PodUID,
     QueueSpec,
 )
-from gangsched.core.volumes.catalog import VolumeObject
+from gangsched.core.values.volume_specs import VolumeObject
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,3 +194,6 @@ class PodVolumes:
 
 
 NO_VOLUMES = PodVolumes()
+
+VolumeObject = PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode | ResourceClaim
+"""Any volume object the catalogue keeps."""

@@ -32,12 +32,12 @@ from gangsched.core.values.volume_specs import (
     PodVolumes,
     ResourceClaim,
     StorageClass,
+    VolumeObject,
     claim_key,
 )
 
 HOSTNAME = "kubernetes.io/hostname"
 
-VolumeObject = PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode | ResourceClaim
 
 
 @dataclass(frozen=True, slots=True)
