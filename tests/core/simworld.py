@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from gangsched.core.actions import factory as registry
+from gangsched.core.actions import factory
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.state.session import Session
 from gangsched.core.values.decisions import BindPod, Decision, DeletePod, EvictPod
@@ -182,7 +182,7 @@ class SimWorld(World):
 def actions_run() -> Iterator[list[tuple[str, float]]]:
     """The actions the cycles in the block ran, each with the cycle's instant, in order."""
     calls: list[tuple[str, float]] = []
-    actions = dict(registry.ACTIONS)
+    actions = dict(factory.ACTIONS)
 
     def spy(name: str) -> Callable[[Session, float], None]:
         def run(s: Session, now: float) -> None:
@@ -190,9 +190,9 @@ def actions_run() -> Iterator[list[tuple[str, float]]]:
             actions[name](s, now)
         return run
 
-    original = registry.ACTIONS
-    registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
+    original = factory.ACTIONS
+    factory.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
     try:
         yield calls
     finally:
-        registry.ACTIONS = original
+        factory.ACTIONS = original

@@ -176,14 +176,14 @@ async def test_a_long_cycles_first_binds_do_not_wait_for_its_end(
     :mod:`gangsched.shell.early`): here the first cycle is held after its allocation,
     and its bind is served meanwhile; the pending report after it too. A placeholder
     creation stops that: what follows it waits for the cycle's end."""
-    from gangsched.core.actions import factory as registry
+    from gangsched.core.actions import factory
 
     api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=1)
     api.create(pod("fits", cpu="1"))
     api.create(pod("too-big", cpu="64"))
     inside, go = threading.Event(), threading.Event()
     held: list[bool] = []
-    run = registry.run
+    run = factory.run
 
     def holding(s: Any, names: Any, now: float) -> None:
         run(s, names, now)
@@ -191,7 +191,7 @@ async def test_a_long_cycles_first_binds_do_not_wait_for_its_end(
             inside.set()
             held.append(go.wait(timeout=10))
 
-    monkeypatch.setattr(registry, "run", holding)
+    monkeypatch.setattr(factory, "run", holding)
     op = await OperatorUnderTest(api, kubeconfig, FakeClock(), leader_election=False).start()
     try:
         await wait_for(inside.is_set, what="the first cycle held after allocate")

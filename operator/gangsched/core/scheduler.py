@@ -43,7 +43,7 @@ import gangsched.core.gangs.status as status_logic
 import gangsched.core.gangs.swap as swap_logic
 import gangsched.core.gangs.unsatisfiable as unsatisfiable_logic
 import gangsched.core.preemption.evictions as eviction_logic
-from gangsched.core.actions import factory as registry
+from gangsched.core.actions import factory
 from gangsched.core.framework.podindex import PlacedPod
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.placement.cluster import Cluster
@@ -691,7 +691,7 @@ class Scheduler:
         self._next_for.pop(action, None)
         self._ran.add(action)
         try:
-            registry.run(self, (action,), now)
+            factory.run(self, (action,), now)
         finally:
             self._action = None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from gangsched.core.actions import factory as registry
+from gangsched.core.actions import factory
 from gangsched.core.values.constraints import ConstraintError, Taint
 from gangsched.core.values.model import (
     Node,
@@ -176,7 +176,7 @@ class _Builder:
                         "[enqueue, allocate, backfill]")
             return default
         try:
-            return registry.validate(raw)
+            return factory.validate(raw)
         except ValueError as error:
             self.r.fail((*path, "actions"), str(error))
             return default
