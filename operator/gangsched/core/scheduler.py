@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 import gangsched.core.actions.allocate as allocate_action
 import gangsched.core.gangs.apps as app_logic
+import gangsched.core.gangs.membership as membership
 import gangsched.core.gangs.ordinary as ordinary_logic
 import gangsched.core.gangs.podgroups as group_logic
-import gangsched.core.gangs.reservation as reservation_logic
 import gangsched.core.gangs.status as status_logic
 import gangsched.core.gangs.swap as swap_logic
 import gangsched.core.gangs.unsatisfiable as unsatisfiable_logic
@@ -72,7 +72,6 @@ from gangsched.core.values.model import (
     DEFAULT_QUEUE,
     AppKey,
     GroupKey,
-    Pod,
     PodUID,
     SchedulerConfig,
     Scoring,
@@ -193,9 +192,9 @@ class Scheduler:
         self._observed = True
         self._changes += 1
         if isinstance(obs, PodObserved):
-            self._pod_observed(obs)
+            membership.pod_observed(self, obs)
         elif isinstance(obs, PodGone):
-            self._pod_gone(obs.uid)
+            membership.pod_gone(self, obs.uid)
         elif isinstance(obs, NodeObserved):
             self.cluster.upsert_node(obs.node)
         elif isinstance(obs, NodeGone):
@@ -219,7 +218,7 @@ class Scheduler:
             self.queues.remove(obs.name)
             self._queues_changed()
         elif isinstance(obs, BindFailed):
-            self._bind_failed(obs)
+            membership.bind_failed(self, obs)
         elif isinstance(obs, PlaceholderCreateFailed):
             app_logic.placeholder_create_failed(self, obs)
         elif isinstance(obs, EvictionFailed):
@@ -234,160 +233,13 @@ class Scheduler:
             self.volumes.resource_claims_served = obs.served
             self.cluster.retry()
         elif isinstance(obs, VolumeBindFailed):
-            self._bind_failed(BindFailed(obs.uid, obs.node, obs.code, obs.message),
+            membership.bind_failed(self, BindFailed(obs.uid, obs.node, obs.code, obs.message),
                               volumes=True)
 
     def _queues_changed(self) -> None:
         self.rebuild_queue_usage()
         for group in self.groups.values():
             group.failed_epoch = -1  # a quota may have grown: try the gangs again
-
-    def _pod_observed(self, obs: PodObserved) -> None:
-        pod = obs.pod
-        ps = self.pods.get(pod.uid)
-        if ps is None:
-            ps = PodState(pod)
-            self.pods[pod.uid] = ps
-            self.pod_by_name[pod.ref] = pod.uid
-            self._join(ps)
-            if pod.placeholder:
-                app_logic.placeholder_observed(self, ps)
-        elif _membership(ps.pod) != _membership(pod):
-            if ps.node is not None and pod.requests != ps.pod.requests:
-                self.uncharge(ps)
-            self._leave(ps)
-            ps.update(pod)
-            self._join(ps)
-            self.recharge((ps.uid,))
-            if pod.placeholder:
-                app_logic.placeholder_observed(self, ps)
-        elif ps.node is not None and pod.requests != ps.pod.requests:
-            held = ps.node  # charged with the old request: charge the new one, same place
-            self.uncharge(ps)
-            ps.update(pod)
-            self.charge(ps, held)
-        else:
-            ps.update(pod)
-        if pod.node_name is not None and pod.active:
-            if ps.node != pod.node_name:
-                self.uncharge(ps)
-                self.charge(ps, pod.node_name)
-            if ps.assumed:
-                ps.assumed = False
-                app_logic.real_pod_confirmed(self, ps)
-            group_logic.unassume(self, ps)
-            reservation_logic.unassume(self, ps)
-        elif not pod.active:
-            self.uncharge(ps)
-            ps.assumed = False
-            group_logic.unassume(self, ps)
-            reservation_logic.unassume(self, ps)
-        elif not pod.ours and ps.node != pod.nominated_node:
-            # Room that preemption made for another scheduler's pod is taken (as
-            # kube-scheduler counts nominated pods); it moves with the nomination.
-            self.uncharge(ps)
-            if pod.nominated_node is not None and not pod.terminating:
-                self.charge(ps, pod.nominated_node)
-        self.refresh_pending(ps)
-        self.touch_owner(ps)
-        self.pressure.track(ps)
-
-    def _pod_gone(self, uid: PodUID) -> None:
-        ps = self.pods.pop(uid, None)
-        if ps is None:
-            return
-        self.pod_by_name.pop(ps.pod.ref, None)
-        ps.preemptor = None  # it refers back to the pod: let reference counting free both
-        self.uncharge(ps)
-        self.volumes.forget_pod(uid)
-        self.pending.pop(uid, None)
-        self.pending_shapes.remove(uid)
-        self.waiting_for_room.pop(uid, None)
-        self.parked.pop(uid, None)
-        self.deleting.pop(uid, None)
-        self.touch_owner(ps)
-        self._leave(ps)
-        app_logic.pod_gone(self, ps)
-        group_logic.pod_gone(self, ps)
-        self.pressure.forget(uid)  # last: releasing its node above counted it again
-
-    def _join(self, ps: PodState) -> None:
-        """Count the pod as a member of its gang; a gated pod has not arrived yet."""
-        pod = ps.pod
-        if ps.gated:
-            return
-        if pod.app is not None:
-            self.app_members.setdefault(pod.app, set()).add(pod.uid)
-        if pod.pod_group is not None:
-            self.group_members.setdefault(pod.pod_group, set()).add(pod.uid)
-            group = self.groups.get(pod.pod_group)
-            if group is not None:
-                group.failed_epoch = -1  # a new member: the gang may be complete now
-        self._member_moved(ps)
-
-    def _member_moved(self, ps: PodState) -> None:
-        """A member of an Application or PodGroup joined, left, was observed, charged or
-        released: its gang's members' version moves (what is kept of the members,
-        see ``reservation.members`` and ``preemptors.for_groups``, is made again)."""
-        pod = ps.pod
-        if pod.app is not None:
-            app = self.apps.get(pod.app)
-            if app is not None:
-                app.members_version += 1
-        if pod.pod_group is not None:
-            group = self.groups.get(pod.pod_group)
-            if group is not None:
-                group.members_version += 1
-
-    def _leave(self, ps: PodState) -> None:
-        pod = ps.pod
-        self._member_moved(ps)
-        if pod.app is not None:
-            members = self.app_members.get(pod.app)
-            if members is not None:
-                members.discard(pod.uid)
-            app = self.apps.get(pod.app)
-            if app is not None and pod.uid in app.assumed:
-                reservation_logic.unassume(self, ps)
-                if pod.node_name is None:
-                    self.uncharge(ps)
-        if pod.pod_group is not None:
-            group_members = self.group_members.get(pod.pod_group)
-            if group_members is not None:
-                group_members.discard(pod.uid)
-            group = self.groups.get(pod.pod_group)
-            if group is not None and pod.uid in group.assumed:
-                group_logic.unassume(self, ps)
-                if pod.node_name is None:
-                    self.uncharge(ps)
-
-    def _bind_failed(self, obs: BindFailed, *, volumes: bool = False) -> None:
-        """A bind the core asked for did not happen: release the assumption and requeue.
-
-        409 means the pod is bound already (an earlier attempt did succeed): no backoff,
-        the observation of the bound pod follows. Any other code (404: the pod is gone,
-        its deletion follows) backs off, doubling from ``bind_backoff_initial`` up to
-        ``bind_backoff_max``, and the pod waits with reason ``BindFailed`` (the same
-        message for the same error, so repeated failures make one Event series). A
-        failure for a pod the core did not ask to bind is ignored.
-        """
-        ps = self.pods.get(obs.uid)
-        if ps is None or not ps.assumed:
-            return
-        ps.assumed = False
-        self.uncharge(ps)
-        what = "binding its volumes for node" if volumes else "binding to node"
-        text = f"{what} {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
-        if obs.code == 409 and not volumes:
-            self.event(ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
-                       EventType.WARNING, "BindFailed", text)
-        else:
-            ps.failures += 1
-            delay = self.config.bind_backoff_initial * 2 ** (ps.failures - 1)
-            ps.backoff_until = self.now + min(delay, self.config.bind_backoff_max)
-            self.mark_pending(ps, "VolumeBindFailed" if volumes else "BindFailed", text)
-        self.refresh_pending(ps)
-        self.touch_owner(ps)
 
     # --- accounting ----------------------------------------------------------------------
 
@@ -415,7 +267,7 @@ class Scheduler:
         self._stirred = True
         self._changes += 1
         ps.node = node
-        self._member_moved(ps)
+        membership.member_moved(self, ps)
         self.pressure.track(ps)
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
@@ -434,7 +286,7 @@ class Scheduler:
             return
         self._stirred = True
         self._changes += 1
-        self._member_moved(ps)
+        membership.member_moved(self, ps)
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
         if ps.pod.volumes.any:
             self.volumes.pod_left(ps.uid)
@@ -516,7 +368,7 @@ class Scheduler:
             group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.dirty = True
-        self._member_moved(ps)
+        membership.member_moved(self, ps)
         self.queues_dirty = True
 
     # --- decisions -----------------------------------------------------------------------
@@ -712,6 +564,3 @@ _REPORTS = (SetAppStatus, SetPodGroupStatus, SetQueueStatus)
 cycle, see ``status.emit``): a cycle that decides no others, and changes nothing, is
 settled."""
 
-
-def _membership(pod: Pod) -> tuple[object, ...]:
-    return (pod.app, pod.pod_group, bool(pod.placement.gates))

@@ -51,6 +51,8 @@ class Session(Protocol):
 
     # --- what is scheduled ------------------------------------------------------------
     pods: dict[PodUID, PodState]
+    pod_by_name: dict[str, PodUID]
+    """Pod ``namespace/name`` -> uid."""
     apps: dict[AppKey, AppRuntime]
     groups: dict[GroupKey, GroupRuntime]
     app_members: dict[AppKey, set[PodUID]]
@@ -104,6 +106,10 @@ class Session(Protocol):
     def recharge(self, uids: Iterable[PodUID]) -> None: ...
 
     def refresh_pending(self, ps: PodState) -> None: ...
+
+    def touch_owner(self, ps: PodState) -> None:
+        """The pod's Application or PodGroup has something to show in its status."""
+        ...
 
     def bind(self, ps: PodState, node: str, reason: str) -> None: ...
 
