@@ -1,6 +1,7 @@
 """Nodes, their usage, and placement: running the scheduling profile over the nodes.
 
-Usage counts every pod that holds capacity on a node, ours or another scheduler's,
+The nodes and their usage are kept by :class:`~gangsched.core.placement.node_book.NodeBook`,
+which :class:`Cluster` extends with placement. Usage counts every pod that holds capacity on a node, ours or another scheduler's,
 placeholders included, and pods assumed by the core but not yet confirmed bound. Every
 such pod is also in the :class:`~gangsched.core.framework.podindex.PodIndex` (labels, affinity
 terms) and its host ports on its node, so that the neighbour-dependent plugins count
@@ -42,11 +43,10 @@ A diagnosis counts the nodes that would fit but are reserved as ``Reserved``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
-from gangsched.core.framework.podindex import PlacedPod, PodIndex
 from gangsched.core.framework.podinfo import NO_CONSTRAINTS, Constraints, PodInfo
 from gangsched.core.framework.runner import Framework
 from gangsched.core.placement.diagnosis import (
@@ -56,13 +56,13 @@ from gangsched.core.placement.diagnosis import (
     Diagnosis,
     reserved_reason,
 )
-from gangsched.core.placement.tally import Judge, Room, Tally, TouchLog, copies
+from gangsched.core.placement.node_book import NodeBook
+from gangsched.core.placement.tally import Judge, Room, Tally, copies
 from gangsched.core.plugins import balancedallocation, noderesources, podtopologyspread
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.values.model import Node, Scoring
 from gangsched.core.values.profile import DEFAULT_PROFILE, PluginSet, ProfileConfig
 from gangsched.core.values.resources import PODS, Resources
-from gangsched.core.volumes.catalog import VolumeCatalog
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
            "PodInfo", "static_failure"]
@@ -78,12 +78,11 @@ def static_failure(node: Node, constraints: Constraints) -> str | None:
     return None if status.ok else status.plugin
 
 
-class Cluster:
-    """All nodes with their usage, and placement over them."""
+class Cluster(NodeBook):
+    """All nodes with their usage (:class:`NodeBook`), and placement over them."""
 
     def __init__(self, sample_size: int = 32, profile: ProfileConfig = DEFAULT_PROFILE) -> None:
         """``profile`` is validated here: an invalid one raises ``ConstraintError``."""
-        self.nodes: dict[str, NodeState] = {}
         self.profile = profile
         self._frameworks: dict[Scoring, Framework] = {}
         for scoring in Scoring:
@@ -92,185 +91,8 @@ class Cluster:
         self._defaults_filter = (isinstance(spread, podtopologyspread.PodTopologySpread)
                                  and spread.defaults_filter)
         """Does the profile's default spread filter the pods it applies to?"""
-        self.pod_index = PodIndex()
-        """Every pod holding a node, for affinity and spread."""
-        self.volumes = VolumeCatalog()
-        """Volume objects and assumed bindings, for the volume plugins."""
-        self.namespace_labels: dict[str, Mapping[str, str]] = {}
-        """Labels of the namespaces observed (for namespaceSelector)."""
-        self.pre_bound: dict[str, list[object]] = {}
-        """Decisions PreBind plugins asked for, by pod uid, emitted before its Binding."""
         self.sample_size = max(1, sample_size)
-        self.free_epoch = 0
-        """Bumped whenever capacity is released or added: cached "does not fit" is stale."""
-        self._release_epoch = 0
-        """Bumped on every release, also those that need no retry."""
-        self._sorted: list[NodeState] | None = None
-        self._static: dict[Constraints, list[NodeState]] = {}
-        self._positions: dict[Constraints, dict[str, int]] = {}
-        """Each node's position among :meth:`candidates` (cached with them)."""
-        self._watermarks: dict[tuple[Constraints, Resources], tuple[int, int]] = {}
-        """Per pod shape, below which position no candidate had room for it, and how much
-        of :attr:`_released` had been read then."""
-        self._released: list[str] = []
-        """Nodes that had room given back, in order: the only nodes below a watermark
-        that may have room for its shape now (charges only take room)."""
-        self._cursor: dict[Constraints, int] = {}
-        self._diagnoses: dict[object, tuple[object, Diagnosis]] = {}
-        self._refusals: dict[object, tuple[object, Diagnosis]] = {}
-        """Per pod shape whose fit depends on its node alone, the last diagnosis of one
-        that fit nowhere, and the state of the nodes then (see :meth:`fit`)."""
-        self._tallies: dict[object, Tally] = {}
-        """Diagnoses kept node by node, for pods whose fit depends on their node alone."""
-        self._touches = TouchLog()
-        """Nodes whose usage or ports changed, for the tallies."""
-        self._sums: _Sums | None = None
-        """Allocatable and free room of ready, schedulable nodes, kept as usage changes."""
-        self._rooms: dict[tuple[Resources, Constraints], Room] = {}
-        """Per pod shape, how many copies the nodes have room for (see :meth:`room_for`)."""
-        self._node_epoch = 0
-        self._orphan_usage: dict[str, dict[str, Resources]] = {}
-        self.reserved: frozenset[str] = frozenset()
-        """Nodes held for a starving gang: only ``reserved_owners`` place pods there."""
-        self.reserved_owners: frozenset[str] = frozenset()
-        self.reserved_for = ""
-        """The gang they are held for, for messages."""
-
-    # --- nodes ---------------------------------------------------------------------------
-
-    def upsert_node(self, node: Node) -> None:
-        """Add or update a node. Usage already recorded for that name is kept."""
-        state = self.nodes.get(node.name)
-        if state is None:
-            state = NodeState(node)
-            self.nodes[node.name] = state
-            for uid, request in self._orphan_usage.pop(node.name, {}).items():
-                state.add(uid, request)
-                placed = self.pod_index.pods.get(uid)
-                if placed is not None and placed.placement.ports:
-                    state.ports[uid] = placed.placement.ports
-            state.free = node.allocatable - state.used
-            self._nodes_changed()
-            self._freed()
-            return
-        old = state.node
-        state.set_node(node)
-        self._touches.touch(node.name)
-        if old.allocatable != node.allocatable:
-            state.free = node.allocatable - state.used
-            self._sums = None
-            self._freed()
-            self._released.append(node.name)  # it may have more room: below a watermark
-        if (
-            old.labels != node.labels
-            or old.taints != node.taints
-            or old.unschedulable != node.unschedulable
-            or old.ready != node.ready
-        ):
-            self._nodes_changed()
-            self._freed()
-
-    def remove_node(self, name: str) -> None:
-        """Forget a node. Pods still charged to it stay charged until they go.
-
-        Their usage is kept aside under the node's name: if a node of that name comes
-        back before they go, it starts with their usage (no overcommit on re-add).
-        """
-        state = self.nodes.pop(name, None)
-        if state is None:
-            return
-        if state.pods:
-            self._orphan_usage.setdefault(name, {}).update(state.pods)
-        self._nodes_changed()
-
-    def _nodes_changed(self) -> None:
-        self._touches.size_for(len(self.nodes))
-        self._sorted = None
-        self._tallies.clear()
-        self._rooms.clear()
-        self._sums = None
-        self._static.clear()
-        self._positions.clear()
-        self._cursor.clear()
-        self._node_epoch += 1
-        self._watermarks.clear()
-        self._released.clear()
-
-    def sorted_nodes(self) -> list[NodeState]:
-        if self._sorted is None:
-            self._sorted = [self.nodes[name] for name in sorted(self.nodes)]
-        return self._sorted
-
-    # --- usage ---------------------------------------------------------------------------
-
-    @property
-    def node_epoch(self) -> int:
-        return self._node_epoch
-
-    def node_state(self, name: str) -> NodeState | None:
-        return self.nodes.get(name)
-
-    # --- namespaces ----------------------------------------------------------------------
-
-    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
-        """Record a namespace's labels; a change retries pods that fit nowhere."""
-        if self.namespace_labels.get(name) != labels:
-            self.namespace_labels[name] = dict(labels)
-            self._freed()
-
-    def remove_namespace(self, name: str) -> None:
-        if self.namespace_labels.pop(name, None) is not None:
-            self._freed()
-
-    # --- usage ---------------------------------------------------------------------------
-
-    def charge(self, node_name: str, uid: str, request: Resources,
-               placed: PlacedPod | None = None) -> None:
-        """Record that pod ``uid`` uses ``request`` (pods slot included) on the node.
-
-        ``placed`` (its labels, affinity terms, host ports) makes it count for the
-        neighbour-dependent plugins; a hold without it (room kept for a preemptor) only
-        uses capacity.
-        """
-        if placed is not None:
-            self.pod_index.add(placed)
-        state = self.nodes.get(node_name)
-        if state is None:
-            self._orphan_usage.setdefault(node_name, {})[uid] = request
-            return
-        if placed is not None and placed.placement.ports:
-            state.ports[uid] = placed.placement.ports
-        before = state.free
-        state.add(uid, request)
-        self._touches.touch(node_name)
-        if self._sums is not None:
-            self._sums.moved(state, before)
-
-    def release(self, node_name: str, uid: str, request: Resources, *, retry: bool = True) -> None:
-        """Forget pod ``uid``'s usage on the node (the amount charged, whatever ``request``).
-
-        ``retry=False`` is for undoing a tentative placement made in the same cycle (a
-        Strict gang's rollback): the capacity was free when the cycle began, so pods that
-        failed to fit need not be tried again because of it.
-        """
-        self.pod_index.remove(uid)
-        state = self.nodes.get(node_name)
-        if state is None:
-            orphans = self._orphan_usage.get(node_name)
-            if orphans is not None:
-                orphans.pop(uid, None)
-            return
-        state.ports.pop(uid, None)
-        self._touches.touch(node_name)
-        before = state.free
-        if state.remove(uid) is not None:
-            if self._sums is not None:
-                self._sums.moved(state, before)
-            self._freed(retry)
-            self._released.append(node_name)
-            if len(self._released) > 4 * len(self.nodes) + 64:
-                self._watermarks.clear()  # a fresh scan costs less than reading the log
-                self._released.clear()
+        NodeBook.__init__(self)
 
     def retry_epoch(self, pod: PodInfo) -> int:
         """Changes when what may let ``pod`` fit changes: capacity freed, and for a pod
@@ -290,62 +112,6 @@ class Cluster:
         placement = pod.placement
         return placement.neighbour_bound or (
             self._defaults_filter and placement.default_spread and not placement.spread)
-
-    def retry(self) -> None:
-        """Something other than capacity changed that may let waiting pods fit (a
-        StorageClass appeared, say): pods that fit nowhere are tried again."""
-        self._freed()
-
-    def _freed(self, retry: bool = True) -> None:
-        self._release_epoch += 1
-        if retry:
-            self.free_epoch += 1
-
-    def reserve(self, nodes: Iterable[str], owners: Iterable[str], label: str) -> None:
-        """Hold ``nodes`` for placements owned by one of ``owners`` (the gang ``label``).
-
-        No nodes lifts the reservation. Nodes given back count as freed capacity: pods
-        that fit nowhere are tried again.
-        """
-        held = frozenset(nodes)
-        lifted = self.reserved - held
-        self.reserved = held
-        self.reserved_owners = frozenset(owners) if held else frozenset()
-        self.reserved_for = label if held else ""
-        self._diagnoses.clear()
-        self._tallies.clear()
-        if lifted:
-            self._freed()
-
-    def _blocked(self, owner: str | None) -> frozenset[str] | None:
-        """The reserved nodes a placement owned by ``owner`` must skip, or None."""
-        if self.reserved and owner not in self.reserved_owners:
-            return self.reserved
-        return None
-
-    def free_capacity(self, owner: str | None = None) -> tuple[Resources, Resources]:
-        """(allocatable, free) summed over ready, schedulable nodes. O(nodes).
-
-        Nodes reserved for a gang other than ``owner`` count with no free capacity.
-        Overcommitted nodes (free below zero) count as 0 free.
-        """
-        blocked = self._blocked(owner)
-        sums = self._current_sums()
-        free = sums.free()
-        for name in blocked or ():
-            state = self.nodes.get(name)
-            if state is not None and _counted(state):
-                free = free - state.free.clamp_non_negative()
-        return sums.allocatable, free
-
-    def capacity(self) -> Resources:
-        """Allocatable summed over ready, schedulable nodes (kept, not recounted)."""
-        return self._current_sums().allocatable
-
-    def free_room(self) -> Resources:
-        """Free room summed over ready, schedulable nodes, reserved ones included
-        (overcommitted nodes count as 0 free). Kept, not recounted."""
-        return self._current_sums().free()
 
     def room_for(self, request: Resources, constraints: Constraints) -> int:
         """How many pods of ``request`` the nodes passing the static filters for
@@ -384,16 +150,6 @@ class Cluster:
                 total += copies(self.nodes[name].free, asked, extra[name])
         return total
 
-    def _current_sums(self) -> _Sums:
-        if self._sums is None:
-            self._sums = _Sums.of(self.nodes.values())
-        return self._sums
-
-    def used(self) -> Resources:
-        total = Resources.ZERO
-        for state in self.nodes.values():
-            total = total + state.used
-        return total
 
     # --- placement -----------------------------------------------------------------------
 
@@ -743,51 +499,6 @@ def _still(diagnosis: Diagnosis) -> bool:
         return False
     return bool(diagnosis.pre_filter) or not any(plugin != FIT_PLUGIN for plugin in counts)
 
-
-class _Sums:
-    """Allocatable and free room (negative amounts as 0) summed over the ready,
-    schedulable nodes, kept up to date as pods are charged and released: O(resources)
-    per change instead of O(nodes) per question."""
-
-    __slots__ = ("_free", "_made", "allocatable")
-
-    def __init__(self, allocatable: Resources, free: dict[str, int]) -> None:
-        self.allocatable = allocatable
-        self._free = free
-        self._made: Resources | None = None
-
-    @classmethod
-    def of(cls, states: Iterable[NodeState]) -> _Sums:
-        total: dict[str, int] = {}
-        free: dict[str, int] = {}
-        for state in states:
-            if _counted(state):
-                _add(total, state.node.allocatable, 1)
-                _add(free, state.free, 1)
-        return cls(Resources(total), free)
-
-    def moved(self, state: NodeState, before: Resources) -> None:
-        """``state``'s free room changed from ``before``."""
-        if _counted(state):
-            _add(self._free, before, -1)
-            _add(self._free, state.free, 1)
-            self._made = None
-
-    def free(self) -> Resources:
-        if self._made is None:
-            self._made = Resources(self._free)
-        return self._made
-
-
-def _counted(state: NodeState) -> bool:
-    return state.node.ready and not state.node.unschedulable
-
-
-def _add(sums: dict[str, int], amounts: Resources, sign: int) -> None:
-    """Add (``sign`` 1) or take away (-1) the positive amounts of ``amounts``."""
-    for name, amount in amounts.items():
-        if amount > 0:
-            sums[name] = sums.get(name, 0) + sign * amount
 
 
 MAX_TALLIES = 64
