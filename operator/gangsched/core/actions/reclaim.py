@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gangsched.core.placement.cluster import Constraints
-from gangsched.core.preemption import evictions, shares, victims
+from gangsched.core.preemption import evictions, shares, simulation, victims
 from gangsched.core.preemption.preemptors import Preemptor, build, find
 from gangsched.core.preemption.victims import Allowed, Freed, Pool, Unit
 from gangsched.core.values.model import DEFAULT_QUEUE, QueueSpec
@@ -190,8 +190,8 @@ class _Call:
                 held = self.gangs_of[tuple(over)] = frozenset(u.gang for u in candidates
                                                               if u.gang)
             gangs = pre.gangs & held
-            seen = (victims.scoring_for(s, pre), tuple(pre.items), queue, pre.earmark,
-                    victims.closed_nodes(s, pre.owners), gangs, short)
+            seen = (simulation.scoring_for(s, pre), tuple(pre.items), queue, pre.earmark,
+                    simulation.closed_nodes(s, pre.owners), gangs, short)
             if _searched(self.searched, seen):
                 chosen = None  # the same search, in the same state, found nothing
             elif _stuck(self.stuck, (tuple(over), short), candidates, allowed):
@@ -286,7 +286,7 @@ def _shape(s: Session, pre: Preemptor) -> tuple[object, ...]:
     (its own gangs are no victims for it; nodes reserved for it are open to it) and its
     scoring."""
     return (pre.queue, tuple(pre.items), pre.earmark, pre.gangs, pre.owners,
-            victims.scoring_for(s, pre))
+            simulation.scoring_for(s, pre))
 
 
 def _searched(searched: set[tuple[object, ...]], seen: tuple[object, ...]) -> bool:

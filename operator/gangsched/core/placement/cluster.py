@@ -1,8 +1,9 @@
 """Nodes, their usage, and placement: running the scheduling profile over the nodes.
 
 The nodes and their usage are kept by :class:`~gangsched.core.placement.node_book.NodeBook`,
-which :class:`Cluster` extends with placement. Usage counts every pod that holds capacity on a node, ours or another scheduler's,
-placeholders included, and pods assumed by the core but not yet confirmed bound. Every
+which :class:`Cluster` extends with placement. Usage counts every pod that holds capacity
+on a node, ours or another scheduler's, placeholders included, and pods assumed by the
+core but not yet confirmed bound. Every
 such pod is also in the :class:`~gangsched.core.framework.podindex.PodIndex` (labels, affinity
 terms) and its host ports on its node, so that the neighbour-dependent plugins count
 from indexes.

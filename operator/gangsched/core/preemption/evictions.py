@@ -49,7 +49,8 @@ import gangsched.core.gangs.app_allocation as alloc_logic
 import gangsched.core.gangs.placeholders as ph
 import gangsched.core.gangs.podgroups as group_logic
 from gangsched.core.preemption.preemptors import Kind, Preemptor, build, pod_ref
-from gangsched.core.preemption.victims import Tier, Unit, fit, names, scoring_for
+from gangsched.core.preemption.simulation import fit, scoring_for
+from gangsched.core.preemption.victims import Tier, Unit, names
 from gangsched.core.state.eviction_plans import Plan
 from gangsched.core.state.records import AppRuntime, PodState, placement_order
 from gangsched.core.values.decisions import (
