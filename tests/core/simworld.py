@@ -5,7 +5,7 @@
   bound it already, and it is bound; 404: the pod is gone; other codes: nothing happened);
 * ``restart``: a fresh core is fed the world as it stands, with the statuses the old core
   last wrote, as the operator does after a restart;
-* :func:`actions_run`: which actions the cycles in a block ran, and when.
+* :func:`actions_run`: which actions a world's cycles in a block ran, and when.
 
 Only the world's public API is used, so the simulator can change underneath.
 """
@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from gangsched.core.actions import factory
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.state.session import Session
 from gangsched.core.values.decisions import BindPod, Decision, DeletePod, EvictPod
@@ -179,10 +178,12 @@ class SimWorld(World):
 
 
 @contextmanager
-def actions_run() -> Iterator[list[tuple[str, float]]]:
-    """The actions the cycles in the block ran, each with the cycle's instant, in order."""
+def actions_run(world: SimWorld) -> Iterator[list[tuple[str, float]]]:
+    """The actions ``world``'s cycles in the block ran, each with the cycle's instant, in
+    order (the scheduler is given spies in place of its actions meanwhile)."""
     calls: list[tuple[str, float]] = []
-    actions = dict(factory.ACTIONS)
+    scheduler = world.scheduler
+    actions = scheduler.actions
 
     def spy(name: str) -> Callable[[Session, float], None]:
         def run(s: Session, now: float) -> None:
@@ -190,9 +191,8 @@ def actions_run() -> Iterator[list[tuple[str, float]]]:
             actions[name](s, now)
         return run
 
-    original = factory.ACTIONS
-    factory.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
+    scheduler.actions = {name: spy(name) for name in actions}
     try:
         yield calls
     finally:
-        factory.ACTIONS = original
+        scheduler.actions = actions

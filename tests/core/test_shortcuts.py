@@ -255,7 +255,7 @@ def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
     w.add_pod(make_pod("running", cpu=2, preemptible=False))
     w.step(0.0)
     w.add_pod(make_pod("waiting", cpu=2, priority=5))
-    with actions_run() as calls:
+    with actions_run(w) as calls:
         for now in (1.0, 2.0, 3.0):
             w.step(now)
         w.add_pod(make_pod("running", cpu=2, preemptible=False))  # observed again

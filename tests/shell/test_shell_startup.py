@@ -171,7 +171,7 @@ async def test_a_cycle_that_ends_after_the_lease_is_lost_binds_nothing(
 
 
 async def test_a_long_cycles_first_binds_do_not_wait_for_its_end(
-        fake_api_factory: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
     """The binds a cycle has decided are carried out while it still works (see
     :mod:`gangsched.shell.early`): here the first cycle is held after its allocation,
     and its bind is served meanwhile; the pending report after it too. A placeholder
@@ -183,16 +183,19 @@ async def test_a_long_cycles_first_binds_do_not_wait_for_its_end(
     api.create(pod("too-big", cpu="64"))
     inside, go = threading.Event(), threading.Event()
     held: list[bool] = []
-    run = factory.run
+    allocate = factory.ACTIONS["allocate"]
 
-    def holding(s: Any, names: Any, now: float) -> None:
-        run(s, names, now)
-        if "allocate" in tuple(names) and not held:
+    def holding(s: Any, now: float) -> None:
+        allocate(s, now)
+        if not held:
             inside.set()
             held.append(go.wait(timeout=10))
 
-    monkeypatch.setattr(factory, "run", holding)
-    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), leader_election=False).start()
+    def prepare(runtime: Runtime) -> None:
+        runtime.scheduler.actions = {**factory.ACTIONS, "allocate": holding}
+
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), prepare=prepare,
+                                 leader_election=False).start()
     try:
         await wait_for(inside.is_set, what="the first cycle held after allocate")
         await wait_for(lambda: _node_of(api, "fits"), what="the bind served mid-cycle")

@@ -31,8 +31,8 @@ every collection is iterated in a defined order and ties are broken by
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar, assert_never
 
 import gangsched.core.actions.allocate as allocate_action
 import gangsched.core.gangs.apps as app_logic
@@ -43,10 +43,12 @@ import gangsched.core.gangs.status as status_logic
 import gangsched.core.gangs.swap as swap_logic
 import gangsched.core.gangs.unsatisfiable as unsatisfiable_logic
 import gangsched.core.preemption.evictions as eviction_logic
-from gangsched.core.actions import factory
+from gangsched.core.actions import Action, factory
 from gangsched.core.framework.podindex import PlacedPod
+from gangsched.core.framework.runner import Factory
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.placement.cluster import Cluster
+from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.state import pressure
 from gangsched.core.state.eviction_plans import Evictions
 from gangsched.core.state.instants import Instants
@@ -77,6 +79,7 @@ from gangsched.core.values.model import (
     Scoring,
 )
 from gangsched.core.values.observations import (
+    OBSERVATIONS,
     AppGone,
     AppObserved,
     BindFailed,
@@ -113,9 +116,20 @@ class Scheduler:
     """Skip a cycle that cannot decide anything (see :meth:`cycle`); off, every cycle does
     the full work (the tests compare both)."""
 
-    def __init__(self, config: SchedulerConfig | None = None) -> None:
+    def __init__(self, config: SchedulerConfig | None = None, *,
+                 actions: Mapping[str, Action] = factory.ACTIONS,
+                 plugins: Mapping[str, Factory] = REGISTRY,
+                 default_plugins: tuple[tuple[str, int], ...] = DEFAULT_PLUGINS) -> None:
+        """``actions`` (name -> action) are the ones ``config.actions`` names, looked up
+        there (a name not in it is skipped; front ends refuse unknown names at start-up);
+        ``plugins`` and ``default_plugins`` are the placement's (see
+        :class:`~gangsched.core.placement.cluster.Cluster`). Each defaults to the standard
+        set; a test passes its own instead of changing those."""
         self.config = config or SchedulerConfig()
-        self.cluster = Cluster(self.config.sample_size, self.config.profile)
+        self.actions = actions
+        """The actions by name."""
+        self.cluster = Cluster(self.config.sample_size, self.config.profile,
+                               registry=plugins, default_plugins=default_plugins)
         self.queues = QueueTree(self.config.default_queue_policy)
         self.pods: dict[PodUID, PodState] = {}
         self.pod_by_name: dict[str, PodUID] = {}
@@ -188,9 +202,13 @@ class Scheduler:
             self.observe(observation)
 
     def observe(self, obs: Observation) -> None:
-        """Record one observation. Never raises on well-typed input; never decides."""
+        """Record one observation. Never raises on well-typed input; never decides. An
+        object of no observation type is ignored (mypy reports a type of
+        :data:`~gangsched.core.values.observations.Observation` that no branch handles)."""
         self._observed = True
         self._changes += 1
+        if not isinstance(obs, OBSERVATIONS):
+            return
         if isinstance(obs, PodObserved):
             membership.pod_observed(self, obs)
         elif isinstance(obs, PodGone):
@@ -234,7 +252,9 @@ class Scheduler:
             self.cluster.retry()
         elif isinstance(obs, VolumeBindFailed):
             membership.bind_failed(self, BindFailed(obs.uid, obs.node, obs.code, obs.message),
-                              volumes=True)
+                                 volumes=True)
+        else:
+            assert_never(obs)
 
     def _queues_changed(self) -> None:
         self.rebuild_queue_usage()
@@ -543,7 +563,9 @@ class Scheduler:
         self._next_for.pop(action, None)
         self._ran.add(action)
         try:
-            factory.run(self, (action,), now)
+            run = self.actions.get(action)
+            if run is not None:
+                run(self, now)
         finally:
             self._action = None
 

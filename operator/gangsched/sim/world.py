@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, assert_never
 
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.values.decisions import (
@@ -33,6 +33,7 @@ from gangsched.core.values.decisions import (
     Decision,
     DeletePod,
     EvictPod,
+    NominatePod,
     PodPending,
     RecordEvent,
     SetAppStatus,
@@ -240,6 +241,10 @@ class World:
                 self.queue_status[d.name] = d
             elif isinstance(d, RecordEvent):
                 self.events.append(d)
+            elif isinstance(d, NominatePod):
+                pass  # no other scheduler in a simulation reads nominations
+            else:
+                assert_never(d)
 
     def _bind(self, d: BindPod) -> None:
         pod = self.pods.get(d.uid)

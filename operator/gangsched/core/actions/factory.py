@@ -1,7 +1,8 @@
 """The actions by name: the one module that knows them all (Volcano's ``factory.go``).
 
-The scheduler runs ``SchedulerConfig.actions`` through :func:`run`; front ends check
-the names a user gives with :func:`validate`. Adding an action means writing its module
+The scheduler is given :data:`ACTIONS` (``Scheduler(config, actions=...)``) and runs the
+ones ``SchedulerConfig.actions`` names; front ends check the names a user gives with
+:func:`validate`. Adding an action means writing its module
 against :class:`~gangsched.core.state.session.Session` and naming it here.
 """
 
@@ -24,7 +25,7 @@ from gangsched.core.actions import (
 )
 
 if TYPE_CHECKING:
-    from gangsched.core.state.session import Session
+    pass
 
 ACTIONS: Mapping[str, Action] = MappingProxyType({
     enqueue.NAME: enqueue.enqueue,
@@ -51,11 +52,3 @@ def validate(names: Iterable[str]) -> tuple[str, ...]:
         raise ValueError("scheduler actions elect and reserve go together: elect picks the "
                          "starving gang, reserve holds nodes for it")
     return result
-
-
-def run(s: Session, names: Iterable[str], now: float) -> None:
-    """Run the named actions in order; unknown names (refused at start-up) are skipped."""
-    for name in names:
-        fn = ACTIONS.get(name)
-        if fn is not None:
-            fn(s, now)

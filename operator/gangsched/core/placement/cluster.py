@@ -49,7 +49,7 @@ from collections.abc import Collection, Mapping
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import NO_CONSTRAINTS, Constraints, PodInfo
-from gangsched.core.framework.runner import Framework
+from gangsched.core.framework.runner import Factory, Framework
 from gangsched.core.placement.diagnosis import (
     FIT_PLUGIN,
     FITS,
@@ -82,8 +82,16 @@ def static_failure(node: Node, constraints: Constraints) -> str | None:
 class Cluster(NodeBook):
     """All nodes with their usage (:class:`NodeBook`), and placement over them."""
 
-    def __init__(self, sample_size: int = 32, profile: ProfileConfig = DEFAULT_PROFILE) -> None:
-        """``profile`` is validated here: an invalid one raises ``ConstraintError``."""
+    def __init__(self, sample_size: int = 32, profile: ProfileConfig = DEFAULT_PROFILE, *,
+                 registry: Mapping[str, Factory] = REGISTRY,
+                 default_plugins: tuple[tuple[str, int], ...] = DEFAULT_PLUGINS) -> None:
+        """``profile`` is validated here: an invalid one raises ``ConstraintError``.
+
+        ``registry`` (plugin name -> factory) and ``default_plugins`` (names and weights of
+        the default ``multiPoint`` set) are kube-scheduler's defaults unless given: the
+        plugins are registered from outside the framework, and a test passes its own."""
+        self.registry = registry
+        self.default_plugins = default_plugins
         self.profile = profile
         self._frameworks: dict[Scoring, Framework] = {}
         for scoring in Scoring:
@@ -171,7 +179,8 @@ class Cluster(NodeBook):
                     # own scores as kube-scheduler's bin-packing setups do.
                     points = (("score", PluginSet(disabled=(balancedallocation.NAME,))),)
                 config = ProfileConfig(config.multi_point, points, (*config.args, fit))
-            found = self._frameworks[scoring] = Framework(REGISTRY, DEFAULT_PLUGINS, config)
+            found = self._frameworks[scoring] = Framework(self.registry, self.default_plugins,
+                                                          config)
         return found
 
     def candidates(self, constraints: Constraints) -> list[NodeState]:

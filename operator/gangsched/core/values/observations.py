@@ -7,6 +7,7 @@ The bind and create outcomes close the loop on decisions the core made earlier.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -169,3 +170,6 @@ Observation = (
     | ResourceClaimsServed
     | VolumeBindFailed
 )
+
+OBSERVATIONS: tuple[type, ...] = typing.get_args(Observation)
+"""The observation types, for a test at run time."""
