@@ -215,6 +215,7 @@ def test_early_decisions_stop_at_the_first_that_must_wait() -> None:
     """Only a prefix of binds (without volume writes) and pending reports is given out
     early; everything from the first other decision on waits, and the rest of the
     cycle's list is what was not given out, in order."""
+    from gangsched.core.state.outbox import Outbox
     from gangsched.core.values.decisions import BindPod, CreatePlaceholder, PodPending
     from gangsched.core.values.resources import Resources
     from gangsched.shell.early import Early
@@ -223,13 +224,45 @@ def test_early_decisions_stop_at_the_first_that_must_wait() -> None:
     pending = PodPending("u2", "default", "b", "Capacity", "no room", True)
     create = CreatePlaceholder("default/app", "g", 0, "ph-0", "default", Resources.ZERO)
     later = BindPod("u3", "default", "c", "n1", "Scheduled", ())
-    out: list[Any] = [bind]
+    out = Outbox()
+    out.append(bind)
     early = Early(out)
     assert early.ready() == [bind]
     out.extend([pending, create, later])
     assert early.ready() == [pending]
     assert early.ready() == []  # stopped at the creation: ``later`` waits too
-    out[:] = [d for d in out if d is not create]  # the core takes a creation back
+    assert out.retract(lambda d: d is create) == [create]  # the core takes a creation back
     assert early.ready() == []
-    assert early.rest(out) == [later]
-    assert Early([]).rest(out) == out
+    decisions = out.take()
+    assert early.rest(decisions) == [later]
+    assert Early(Outbox()).rest(decisions) == decisions
+
+
+def test_the_outbox_never_changes_its_committed_prefix() -> None:
+    """The decisions before the first placeholder creation or event are committed: they
+    cannot be retracted nor rewritten, and another reader sees them all, in order."""
+    from gangsched.core.state.outbox import Outbox
+    from gangsched.core.values.decisions import (
+        BindPod,
+        CreatePlaceholder,
+        EventType,
+        ObjectRef,
+        RecordEvent,
+    )
+    from gangsched.core.values.resources import Resources
+
+    bind = BindPod("u1", "default", "a", "n1", "Scheduled", ())
+    event = RecordEvent(ObjectRef("Pod", "default", "a", "u1"), EventType.NORMAL, "Seen", "x")
+    create = CreatePlaceholder("default/app", "g", 0, "ph-0", "default", Resources.ZERO)
+    out = Outbox()
+    out.extend([bind, event, create, bind])
+    assert out.committed_since(0) == [bind]
+    with pytest.raises(ValueError, match="committed"):
+        out.retract(lambda d: d is bind)
+    with pytest.raises(ValueError, match="event"):
+        out.rewrite(0, event)
+    out.rewrite(1, event)
+    assert out.retract(lambda d: d is create) == [create]
+    assert list(out) == [bind, event, bind]
+    assert out.take() == [bind, event, bind]
+    assert len(out) == 0 and out.committed_since(0) == []

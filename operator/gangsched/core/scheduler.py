@@ -52,6 +52,7 @@ from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.state import pressure
 from gangsched.core.state.eviction_plans import Evictions
 from gangsched.core.state.instants import Instants
+from gangsched.core.state.outbox import Outbox
 from gangsched.core.state.pendings import FOR_ROOM, PendingShapes, Shape
 from gangsched.core.state.queues import QueueTree
 from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
@@ -151,12 +152,11 @@ class Scheduler:
         self.now = 0.0
         self.cycles = 0
         """Cycles run so far."""
-        self.out: list[Decision] = []
-        """The cycle's decisions, appended as they are made; :meth:`cycle` returns this
-        list itself and starts a new one. The shell reads it while the cycle runs (on
-        another thread, ``gangsched.shell.early``), so a decision once appended is never
-        removed nor moved, but for two kinds: a placeholder creation taken back
-        (``placeholders``) and an event rewritten in its place (``apps.move``)."""
+        self.out = Outbox()
+        """The cycle's decisions, appended as they are made; :meth:`cycle` takes them and
+        returns them. The shell reads its committed prefix while the cycle runs (on
+        another thread, ``gangsched.shell.early``); see :mod:`~gangsched.core.state.outbox`
+        for what may still change."""
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
         self.node_reservation: NodeReservation | None = None
@@ -517,8 +517,7 @@ class Scheduler:
         self.cycles += 1
         due = self._wakes.pop_until(now)
         if self.skip_quiet and self._settled and not self._observed and not due:
-            out, self.out = self.out, []  # (empty: only a cycle decides)
-            return out
+            return self.out.take()  # (empty: only a cycle decides)
         # Woken only by instants the actions asked about, after a settled cycle: the
         # actions before the first whose instant came would do nothing again (that
         # cycle's state is theirs), so they are passed over.
@@ -546,7 +545,7 @@ class Scheduler:
         unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
         self._count_decided()  # before the cycle's decisions go
-        out, self.out = self.out, []
+        out = self.out.take()
         self._scanned = 0
         self._settled = (not self._stirred and self.queues.earmarked == earmarked
                          and all(isinstance(d, _REPORTS) for d in out))

@@ -361,7 +361,7 @@ class Runtime(WatchHandlers):
         started = time.perf_counter()
         batch, self.inbox = self.inbox, []
         now = self.clock()
-        early = Early(self.scheduler.out)  # the list this cycle's decisions go to
+        early = Early(self.scheduler.out)  # the outbox this cycle's decisions go to
         future = asyncio.get_running_loop().run_in_executor(
             self.core_thread, self.decide, batch, now)
         while not future.done():

@@ -92,7 +92,7 @@ def move(s: Session, rt: AppRuntime, event: AppEvent, reason: str, message: str 
     if index == len(s.out):
         s.out.append(record)
     else:
-        s.out[index] = record
+        s.out.rewrite(index, record)
 
 
 # --- observations -----------------------------------------------------------------------

@@ -68,7 +68,7 @@ def _take_back_creations(s: Session, rt: AppRuntime) -> None:
     for d in mine:
         rt.create_asked.pop(d.name, None)
     taken = {id(d) for d in mine}
-    s.out[:] = [d for d in s.out if id(d) not in taken]
+    s.out.retract(lambda d: id(d) in taken)
 
 
 def drop_earmark(s: Session, rt: AppRuntime) -> None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gangsched.core.placement.cluster import Cluster
     from gangsched.core.state.eviction_plans import Evictions
     from gangsched.core.state.node_reservation import NodeReservation
+    from gangsched.core.state.outbox import Outbox
     from gangsched.core.state.pendings import PendingShapes
     from gangsched.core.state.pressure import Pressure
     from gangsched.core.state.queues import QueueTree
@@ -73,7 +74,8 @@ class Session(Protocol):
     """Gangs that cannot fit the nodes as they are."""
 
     # --- decisions --------------------------------------------------------------------
-    out: list[Decision]
+    out: Outbox
+    """The cycle's decisions, in order (see :mod:`~gangsched.core.state.outbox`)."""
 
     def reached(self, at: float) -> bool:
         """Is ``at`` no later than ``now``? The one way to ask the clock: an instant still
