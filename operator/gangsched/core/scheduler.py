@@ -15,12 +15,13 @@ Usage::
    the placeholder's node (or any node that fits); the room freed by preemption victims
    is held for their preemptor, which is placed first once they are all gone
    (:mod:`~gangsched.core.preemption.evictions`);
-3. the configured actions, in order, looked up by name in
-   :mod:`~gangsched.core.actions.factory` (by default enqueue, allocate, backfill, preempt,
-   reclaim; see :mod:`~gangsched.core.actions`). Actions see the scheduler only through
-   the narrow :class:`~gangsched.core.state.session.Session` interface, which it implements;
-   this module imports none of them;
-4. deadlock breaking between partial gangs (:mod:`~gangsched.core.preemption.deadlock`);
+3. the configured actions, in order, looked up by name in the table the scheduler was
+   given (:mod:`~gangsched.core.actions.factory`'s by default: enqueue, allocate, backfill,
+   preempt, reclaim; see :mod:`~gangsched.core.actions`). Actions see the scheduler only
+   through the narrow :class:`~gangsched.core.state.session.Session` interface, which it
+   implements;
+4. deadlock breaking between partial gangs (``allocate.after_actions``, with
+   :mod:`~gangsched.core.preemption.deadlock`);
 5. state progress (Starting -> Running -> Waiting) and status for what changed.
 
 The same sequence of observations and ``now`` values always gives the same decisions:

@@ -14,12 +14,14 @@ series of actions run in the order ``SchedulerConfig.actions`` gives:
   together; elect usually before allocate, reserve after it, as in Volcano).
 
 Each action is a plain function of the session (:class:`~gangsched.core.state.session.Session`)
-and the cycle's time. The functions are listed by name in :mod:`~gangsched.core.actions.factory`,
-outside the scheduler: the scheduler looks actions up there and never imports them, and
-no action module registers itself on import.
+and the cycle's time. The functions are listed by name in
+:mod:`~gangsched.core.actions.factory`, outside the scheduler, which is given that table
+(``Scheduler(config, actions=...)``) and looks the configured names up in it; no action
+module registers itself on import, and no action imports another.
 
 Deadlock breaking between partially reserved gangs runs after the actions, in every cycle
-whose actions include ``allocate`` (:mod:`~gangsched.core.preemption.deadlock`).
+whose actions include ``allocate`` (``allocate.after_actions``, with
+:mod:`~gangsched.core.preemption.deadlock`).
 """
 
 from __future__ import annotations

@@ -7,9 +7,12 @@ starving gang, the clock of the cycle, and the few operations that change placem
 say something (bind, charge and release a pod's room, events, pending reasons).
 
 :class:`~gangsched.core.scheduler.Scheduler` implements it; the actions
-(:mod:`~gangsched.core.actions.factory` lists them) are written against it only. Observing,
-running the cycle and rebuilding state are not part of it: an action never observes and
-never starts a cycle.
+(:mod:`~gangsched.core.actions.factory` lists them) and the logic below them are written
+against it only. Running the cycle is not part of it: nothing here starts a cycle. The
+scheduler records a pod observation through it too (:mod:`~gangsched.core.gangs.membership`).
+
+This module, and every state type it names, imports no logic: that is what keeps the
+folders above it (gangs, preemption, actions) free of import cycles.
 """
 
 from __future__ import annotations
