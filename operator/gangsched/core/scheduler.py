@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, TypeVar, assert_never
 import gangsched.core.actions.allocate as allocate_action
 import gangsched.core.gangs.apps as app_logic
 import gangsched.core.gangs.membership as membership
-import gangsched.core.gangs.ordinary as ordinary_logic
 import gangsched.core.gangs.podgroups as group_logic
 import gangsched.core.gangs.status as status_logic
 import gangsched.core.gangs.swap as swap_logic
@@ -78,7 +77,6 @@ from gangsched.core.values.model import (
     GroupKey,
     PodUID,
     SchedulerConfig,
-    Scoring,
 )
 from gangsched.core.values.observations import (
     OBSERVATIONS,
@@ -568,17 +566,6 @@ class Scheduler:
                 run(self, now)
         finally:
             self._action = None
-
-    def sort_key(
-        self, queue: str, priority: int, creation: float, ref: str
-    ) -> tuple[object, ...]:
-        """The order of a unit within ``queue`` (see ``ordinary.sort_key``)."""
-        return ordinary_logic.sort_key(self, queue, priority, creation, ref)
-
-    def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled",
-                          scoring: Scoring | None = None) -> bool:
-        """Place one pod on its own (no gang condition). True if a bind was asked for."""
-        return ordinary_logic.place(self, ps, now, reason, scoring)
 
 
 _REPORTS = (SetAppStatus, SetPodGroupStatus, SetQueueStatus)

@@ -63,7 +63,7 @@ def allocate(s: Session, now: float) -> None:
             elif isinstance(unit, group_logic.GroupUnit):
                 group_logic.schedule_group(s, unit, done, now)
             elif isinstance(unit, PodState):
-                s.schedule_ordinary(unit, now)
+                ordinary_logic.place(s, unit, now, "Scheduled")
             if s.queues.usage(queue) is not used:  # it took something: still the lowest?
                 heapq.heappush(heap, (ratio(queue), queue))
                 break

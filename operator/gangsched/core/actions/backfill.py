@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import gangsched.core.gangs.ordinary as ordinary_logic
 from gangsched.core.gangs.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.gangs.best_effort import is_best_effort
 from gangsched.core.values.model import Scoring
@@ -50,5 +51,6 @@ def backfill(s: Session, now: float) -> None:
             if rt.state in NOT_SCHEDULABLE:
                 s.mark_pending(ps, NOT_SCHEDULABLE[rt.state], rt.message)
                 continue
-        if s.schedule_ordinary(ps, now, "Backfilled", scoring=Scoring.SPREAD) and rt is not None:
+        placed = ordinary_logic.place(s, ps, now, "Backfilled", scoring=Scoring.SPREAD)
+        if placed and rt is not None:
             real_allocated(s, rt)

@@ -46,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import gangsched.core.gangs.ordinary as ordinary_logic
 import gangsched.core.gangs.podgroups as group_logic
 from gangsched.core.gangs import earmarks, reservation
 from gangsched.core.gangs.app_allocation import StateAwareGate
@@ -156,8 +157,8 @@ def enqueue(s: Session, now: float) -> None:
     units: list[tuple[str, tuple[object, ...], AppRuntime | list[GroupRuntime]]] = []
     for rt in apps:
         spec = rt.spec
-        units.append((spec.queue, s.sort_key(spec.queue, spec.priority, spec.creation,
-                                             spec.key), rt))
+        order = ordinary_logic.sort_key(s, spec.queue, spec.priority, spec.creation, spec.key)
+        units.append((spec.queue, order, rt))
     seen: set[GroupKey] = set()
     for grt in sorted(groups, key=lambda g: g.spec.key):
         if grt.spec.key in seen:
@@ -167,11 +168,12 @@ def enqueue(s: Session, now: float) -> None:
             continue  # a GangGroup member is missing: allocate says so
         seen.update(g.spec.key for g in gang)
         waiting = [g for g in gang if _group_waits(g)]
-        first = min(waiting, key=lambda g: s.sort_key(g.spec.queue, g.spec.priority,
-                                                      g.spec.creation, g.spec.key))
+        first = min(waiting, key=lambda g: ordinary_logic.sort_key(
+            s, g.spec.queue, g.spec.priority, g.spec.creation, g.spec.key))
         spec_ = first.spec
-        units.append((spec_.queue, s.sort_key(spec_.queue, spec_.priority, spec_.creation,
-                                              spec_.key), waiting))
+        order = ordinary_logic.sort_key(s, spec_.queue, spec_.priority, spec_.creation,
+                                        spec_.key)
+        units.append((spec_.queue, order, waiting))
     units.sort(key=lambda unit: (unit[0], unit[1]))
     budget = Budget.of(s)
     gates: dict[str, StateAwareGate] = {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.best_effort as backfill_logic
+import gangsched.core.gangs.ordinary as ordinary_logic
 from gangsched.core.gangs import reservation, swap
 from gangsched.core.gangs.apps import NOT_SCHEDULABLE, real_allocated
 from gangsched.core.gangs.reservation import ref
@@ -69,7 +70,8 @@ def units(s: Session, now: float) -> list[tuple[str, tuple[object, ...], object]
     for key, unit in by_app.items():
         spec = unit.rt.spec
         unit.pending = in_order(unit.rt, unit.pending)
-        result.append((spec.queue, s.sort_key(spec.queue, spec.priority, spec.creation, key), unit))
+        order = ordinary_logic.sort_key(s, spec.queue, spec.priority, spec.creation, key)
+        result.append((spec.queue, order, unit))
     return result
 
 

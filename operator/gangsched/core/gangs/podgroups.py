@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.earmarks as earmarks
+import gangsched.core.gangs.ordinary as ordinary_logic
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.state.records import GroupRuntime, PodState, in_order, placement_order
 from gangsched.core.values.decisions import BlockingReason, EventType, ObjectRef
@@ -185,7 +186,7 @@ def units(s: Session) -> list[tuple[str, tuple[object, ...], object]]:
     for key, unit in by_group.items():
         spec = unit.rt.spec
         unit.pending = in_order(unit.rt, unit.pending)
-        sort_key = s.sort_key(spec.queue, spec.priority, spec.creation, key)
+        sort_key = ordinary_logic.sort_key(s, spec.queue, spec.priority, spec.creation, key)
         result.append((spec.queue, sort_key, unit))
     return result
 
@@ -208,7 +209,7 @@ def schedule_group(s: Session, unit: GroupUnit, done: set[GroupKey], now: float)
         return
     if rt.satisfied:
         for ps in unit.pending:
-            s.schedule_ordinary(ps, now)
+            ordinary_logic.place(s, ps, now, "Scheduled")
         return
     over = s.queues.over_max(spec.queue, spec.min_resources)
     if not over.ok:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import gangsched.core.gangs.ordinary as ordinary_logic
 from gangsched.core.gangs.apps import real_allocated
 from gangsched.core.gangs.placeholders import release
 from gangsched.core.placement import volume_assumptions as volume_placing
@@ -104,7 +105,7 @@ def place_real(
             free.remove(placeholder)
             _park(s, rt, ps, placeholder)
             return
-    if s.schedule_ordinary(ps, now):
+    if ordinary_logic.place(s, ps, now, "Scheduled"):
         real_allocated(s, rt)
 
 
@@ -146,6 +147,6 @@ def complete_swaps(s: Session, now: float) -> None:
             s.bind(ps, node, "PlaceholderReplaced")
             s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                     f"took the place of placeholder {placeholder} on node {node}")
-        elif s.schedule_ordinary(ps, now, "PlaceholderReplacedElsewhere"):
+        elif ordinary_logic.place(s, ps, now, "PlaceholderReplacedElsewhere"):
             s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                     f"did not fit on node {node} after its placeholder left; placed elsewhere")

@@ -46,6 +46,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.app_allocation as alloc_logic
+import gangsched.core.gangs.ordinary as ordinary_logic
 import gangsched.core.gangs.placeholders as ph
 import gangsched.core.gangs.podgroups as group_logic
 from gangsched.core.preemption.preemptors import Kind, Preemptor, build, pod_ref
@@ -340,7 +341,7 @@ def _place(s: Session, pre: Preemptor, now: float) -> None:
     elif pod.pod.pod_group is not None:
         _place_group(s, pod.pod.pod_group, [pod], now)
     else:
-        s.schedule_ordinary(pod, now)
+        ordinary_logic.place(s, pod, now, "Scheduled")
 
 
 def _place_app(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
     from gangsched.core.state.verdicts import Verdicts
     from gangsched.core.values.decisions import Decision, EventType, ObjectRef
-    from gangsched.core.values.model import AppKey, GroupKey, PodUID, SchedulerConfig, Scoring
+    from gangsched.core.values.model import AppKey, GroupKey, PodUID, SchedulerConfig
     from gangsched.core.volumes.catalog import VolumeCatalog
 
 T = TypeVar("T")
@@ -127,10 +127,3 @@ class Session(Protocol):
     def mark_pending(
         self, ps: PodState, reason: str, message: str, *, event: bool = True
     ) -> bool: ...
-
-    def sort_key(
-        self, queue: str, priority: int, creation: float, ref: str
-    ) -> tuple[object, ...]: ...
-
-    def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled",
-                          scoring: Scoring | None = None) -> bool: ...
