@@ -68,14 +68,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from gangsched.core.constraints import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.constraints import (
     NodeAffinity,
     NodeSelectorTerm,
     SelectorOperator,
     SelectorRequirement,
 )
-from gangsched.core.decisions import AnnotateClaim, BindGang, BindPod, BindVolume, Decision
-from gangsched.core.model import (
+from gangsched.core.values.decisions import AnnotateClaim, BindGang, BindPod, BindVolume, Decision
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GangMode,
@@ -91,18 +92,17 @@ from gangsched.core.model import (
     SortPolicy,
     TaskGroup,
 )
-from gangsched.core.observations import Observation, VolumeObserved
-from gangsched.core.placement import (
+from gangsched.core.values.observations import Observation, VolumeObserved
+from gangsched.core.values.placement_terms import (
     NO_PLACEMENT,
     AffinityTerm,
     Placement,
     SpreadConstraint,
     WhenUnsatisfiable,
 )
-from gangsched.core.resources import Resources
-from gangsched.core.scheduler import Scheduler
-from gangsched.core.selectors import LabelSelector
-from gangsched.core.volumes.model import (
+from gangsched.core.values.resources import Resources
+from gangsched.core.values.selectors import LabelSelector
+from gangsched.core.values.volume_specs import (
     AccessMode,
     BindingMode,
     ClaimRef,

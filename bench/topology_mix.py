@@ -38,8 +38,9 @@ import sys
 import time
 
 import core
-from gangsched.core.decisions import BindPod
-from gangsched.core.model import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import BindPod
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GroupKey,
@@ -51,7 +52,6 @@ from gangsched.core.model import (
     SortPolicy,
     TopologyRequest,
 )
-from gangsched.core.scheduler import Scheduler
 from gangsched.sim.world import World
 from gangsched.translate.topology import BLOCK, RACK, ZONE
 

@@ -22,12 +22,12 @@ import dataclasses
 import time
 
 from core import FAST, LOCAL, local_volume, volumes_written
-from gangsched.core.decisions import BindGang, BindPod
-from gangsched.core.model import Node, Pod, PodPhase, PodUID
-from gangsched.core.observations import NodeObserved, PodObserved, VolumeObserved
-from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.volumes.model import (
+from gangsched.core.values.decisions import BindGang, BindPod
+from gangsched.core.values.model import Node, Pod, PodPhase, PodUID
+from gangsched.core.values.observations import NodeObserved, PodObserved, VolumeObserved
+from gangsched.core.values.resources import Resources
+from gangsched.core.values.volume_specs import (
     AccessMode,
     PersistentVolume,
     PersistentVolumeClaim,

@@ -261,14 +261,14 @@ def _shell(module: str, name: str, command: str) -> Callable[..., int] | None:
 
 def _actions(text: str) -> tuple[str, ...]:
     """``--actions``: comma-separated action names, each known and none twice."""
-    from gangsched.core import registry
+    from gangsched.core.actions import factory
 
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:
         raise argparse.ArgumentTypeError(
-            f"names no action: give at least one of {', '.join(sorted(registry.ACTIONS))}")
+            f"names no action: give at least one of {', '.join(sorted(factory.ACTIONS))}")
     try:
-        return registry.validate(names)
+        return factory.validate(names)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

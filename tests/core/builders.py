@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gangsched.core.constraints import ANY_NODE, NodeAffinity, Taint, Toleration
-from gangsched.core.model import (
+from gangsched.core.values.constraints import ANY_NODE, NodeAffinity, Taint, Toleration
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GangMode,
@@ -27,9 +27,9 @@ from gangsched.core.model import (
     Style,
     TaskGroup,
 )
-from gangsched.core.naming import placeholder_name
-from gangsched.core.placement import NO_PLACEMENT, Placement
-from gangsched.core.resources import Resources
+from gangsched.core.values.naming import placeholder_name
+from gangsched.core.values.placement_terms import NO_PLACEMENT, Placement
+from gangsched.core.values.resources import Resources
 
 PARTIAL_GANGS = SchedulerConfig(overcommit_factor=100.0)
 """``enqueue`` admits gangs the cluster cannot hold: for tests of partial reservations,

@@ -20,13 +20,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core import evictions, shares, victims
-from gangsched.core.decisions import Decision, RecordEvent
-from gangsched.core.model import PodUID, SchedulerConfig, SortPolicy
-from gangsched.core.preemptors import Kind, Preemptor, build
-from gangsched.core.resources import Resources
+from gangsched.core.preemption import evictions, shares, simulation, victims
+from gangsched.core.preemption.preemptors import Kind, Preemptor, build
+from gangsched.core.preemption.victims import Tier, Unit
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.victims import Tier, Unit
+from gangsched.core.values.decisions import Decision, RecordEvent
+from gangsched.core.values.model import PodUID, SchedulerConfig, SortPolicy
+from gangsched.core.values.resources import Resources
 from hypothesis import strategies as st
 from simworld import SimWorld
 from workloads import check_invariants
@@ -263,6 +263,6 @@ def _fits(s: Scheduler, pre: Preemptor, units: list[Unit], relief: bool) -> bool
                 freed = freed + ps.request
     if not s.queues.fits(pre.queue, pre.total, own_earmark=pre.earmark + freed).ok:
         return False
-    scoring = victims.scoring_for(s, pre)
-    return victims.fit(s, pre.items, extra, scoring, pre.owners) is not None
+    scoring = simulation.scoring_for(s, pre)
+    return simulation.fit(s, pre.items, extra, scoring, pre.owners) is not None
 

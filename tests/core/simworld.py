@@ -5,7 +5,7 @@
   bound it already, and it is bound; 404: the pod is gone; other codes: nothing happened);
 * ``restart``: a fresh core is fed the world as it stands, with the statuses the old core
   last wrote, as the operator does after a restart;
-* :func:`actions_run`: which actions the cycles in a block ran, and when.
+* :func:`actions_run`: which actions a world's cycles in a block ran, and when.
 
 Only the world's public API is used, so the simulator can change underneath.
 """
@@ -16,9 +16,10 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from gangsched.core import registry
-from gangsched.core.decisions import BindPod, Decision, DeletePod, EvictPod
-from gangsched.core.model import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.state.session import Session
+from gangsched.core.values.decisions import BindPod, Decision, DeletePod, EvictPod
+from gangsched.core.values.model import (
     AppKey,
     GroupKey,
     PersistedAppStatus,
@@ -28,7 +29,7 @@ from gangsched.core.model import (
     QueueSpec,
     SchedulerConfig,
 )
-from gangsched.core.observations import (
+from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
@@ -39,8 +40,6 @@ from gangsched.core.observations import (
     QueueGone,
     QueueObserved,
 )
-from gangsched.core.scheduler import Scheduler
-from gangsched.core.session import Session
 from gangsched.sim.world import World
 
 
@@ -180,10 +179,12 @@ class SimWorld(World):
 
 
 @contextmanager
-def actions_run() -> Iterator[list[tuple[str, float]]]:
-    """The actions the cycles in the block ran, each with the cycle's instant, in order."""
+def actions_run(world: SimWorld) -> Iterator[list[tuple[str, float]]]:
+    """The actions ``world``'s cycles in the block ran, each with the cycle's instant, in
+    order (the scheduler is given spies in place of its actions meanwhile)."""
     calls: list[tuple[str, float]] = []
-    actions = dict(registry.ACTIONS)
+    scheduler = world.scheduler
+    actions = scheduler.actions
 
     def spy(name: str) -> Callable[[Session, float], None]:
         def run(s: Session, now: float) -> None:
@@ -191,9 +192,8 @@ def actions_run() -> Iterator[list[tuple[str, float]]]:
             actions[name](s, now)
         return run
 
-    original = registry.ACTIONS
-    registry.ACTIONS = {name: spy(name) for name in actions}  # type: ignore[assignment]
+    scheduler.actions = {name: spy(name) for name in actions}
     try:
         yield calls
     finally:
-        registry.ACTIONS = original
+        scheduler.actions = actions

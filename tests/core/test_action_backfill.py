@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core.decisions import BindPod
-from gangsched.core.model import GangMode, SchedulerConfig
-from gangsched.core.resources import Resources
+from gangsched.core.values.decisions import BindPod
+from gangsched.core.values.model import GangMode, SchedulerConfig
+from gangsched.core.values.resources import Resources
 from simworld import SimWorld
 
 NONE = Resources.ZERO

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core import registry
-from gangsched.core.decisions import RecordEvent
-from gangsched.core.elect import ANNOTATION
-from gangsched.core.model import AppKey, GroupKey, SchedulerConfig
+from gangsched.core.actions import factory
+from gangsched.core.actions.elect import ANNOTATION
+from gangsched.core.values.decisions import RecordEvent
+from gangsched.core.values.model import AppKey, GroupKey, SchedulerConfig
 from simworld import SimWorld
 
 ACTIONS = ("enqueue", "elect", "allocate", "backfill", "reserve")
@@ -173,5 +173,5 @@ def test_a_restart_after_the_gang_fit_removes_stale_annotations() -> None:
 
 def test_elect_and_reserve_go_together() -> None:
     with pytest.raises(ValueError, match="elect and reserve go together"):
-        registry.validate(("enqueue", "elect", "allocate"))
-    assert registry.validate(ACTIONS) == ACTIONS
+        factory.validate(("enqueue", "elect", "allocate"))
+    assert factory.validate(ACTIONS) == ACTIONS

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core.decisions import CreatePlaceholder
-from gangsched.core.model import AppKey, GroupKey, SchedulerConfig, SortPolicy
-from gangsched.core.resources import Resources
+from gangsched.core.values.decisions import CreatePlaceholder
+from gangsched.core.values.model import AppKey, GroupKey, SchedulerConfig, SortPolicy
+from gangsched.core.values.resources import Resources
 from simworld import SimWorld
 
 NO_ENQUEUE = SchedulerConfig(actions=("allocate", "backfill"))

@@ -5,9 +5,15 @@ from __future__ import annotations
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
 from contention import Contention, Op, Setup, ops, setups, works
-from gangsched.core.decisions import DeletePod, DeleteReason, EvictPod, NominatePod, RecordEvent
-from gangsched.core.evictions import HOLD
-from gangsched.core.model import AppKey, PodPhase, SchedulerConfig, SortPolicy
+from gangsched.core.preemption.evictions import HOLD
+from gangsched.core.values.decisions import (
+    DeletePod,
+    DeleteReason,
+    EvictPod,
+    NominatePod,
+    RecordEvent,
+)
+from gangsched.core.values.model import AppKey, PodPhase, SchedulerConfig, SortPolicy
 from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from builders import make_app, make_pod, make_podgroup
-from gangsched.core import deadlock
-from gangsched.core.decisions import BindPod, CreatePlaceholder, Decision
-from gangsched.core.model import AppKey, GangMode, SchedulerConfig, Scoring, SortPolicy
-from gangsched.core.resources import Resources
+from gangsched.core.preemption import deadlock
+from gangsched.core.values.decisions import BindPod, CreatePlaceholder, Decision
+from gangsched.core.values.model import AppKey, GangMode, SchedulerConfig, Scoring, SortPolicy
+from gangsched.core.values.resources import Resources
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from simworld import SimWorld

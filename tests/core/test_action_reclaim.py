@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_queue, res
 from contention import Contention, Op, Setup, ops, setups, works
-from gangsched.core.decisions import DeletePod, DeleteReason, EvictPod
-from gangsched.core.model import PodPhase, SchedulerConfig
-from gangsched.core.resources import Resources
+from gangsched.core.preemption.shares import Claim, deserved, fill
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.shares import Claim, deserved, fill
+from gangsched.core.values.decisions import DeletePod, DeleteReason, EvictPod
+from gangsched.core.values.model import PodPhase, SchedulerConfig
+from gangsched.core.values.resources import Resources
 from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 
@@ -238,7 +238,7 @@ def _pods_of_a_kind_around_a_plan(alike: bool, planned: bool = True,
     not go (fruitless), and (``planned``) between them in order a pod any node takes,
     for which b's pods on n1 may go (a plan). What reclaim decides, and what it records
     per pod."""
-    from gangsched.core import reclaim
+    from gangsched.core.actions import reclaim
 
     w = SimWorld(config=RECLAIM_ONLY)
     w.add_queue(make_queue("a"))

@@ -17,8 +17,9 @@ from builders import (
     placeholder_of,
     res,
 )
-from gangsched.core import reservation
-from gangsched.core.decisions import (
+from gangsched.core.gangs import reservation
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import (
     BindPod,
     CreatePlaceholder,
     DeletePod,
@@ -27,7 +28,7 @@ from gangsched.core.decisions import (
     PodPending,
     SetAppStatus,
 )
-from gangsched.core.model import (
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     PodPhase,
@@ -37,13 +38,12 @@ from gangsched.core.model import (
     SortPolicy,
     Style,
 )
-from gangsched.core.observations import (
+from gangsched.core.values.observations import (
     AppObserved,
     NodeObserved,
     PlaceholderCreateFailed,
     PodObserved,
 )
-from gangsched.core.scheduler import Scheduler
 from simworld import SimWorld
 
 

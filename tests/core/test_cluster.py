@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 from builders import make_node, make_pod, res
-from gangsched.core.cluster import ONE_POD, Cluster, Constraints, static_failure
-from gangsched.core.constraints import (
+from gangsched.core.framework.podindex import PlacedPod
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.framework.runner import Framework
+from gangsched.core.placement.cluster import ONE_POD, Cluster, Constraints, static_failure
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.constraints import (
     ANY_NODE,
     NodeAffinity,
     NodeSelectorTerm,
@@ -16,14 +20,10 @@ from gangsched.core.constraints import (
     Toleration,
     TolerationOperator,
 )
-from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.framework.runner import Framework
-from gangsched.core.model import Node, PodPhase, SchedulerConfig, Scoring
-from gangsched.core.observations import NodeGone, NodeObserved, PodGone, PodObserved
-from gangsched.core.placement import HostPort, Placement
-from gangsched.core.podindex import PlacedPod
-from gangsched.core.resources import Resources
-from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.model import Node, PodPhase, SchedulerConfig, Scoring
+from gangsched.core.values.observations import NodeGone, NodeObserved, PodGone, PodObserved
+from gangsched.core.values.placement_terms import HostPort, Placement
+from gangsched.core.values.resources import Resources
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from simworld import SimWorld

@@ -4,11 +4,11 @@ diagnosis kept node by node, and the capacity and free room summed over the node
 from __future__ import annotations
 
 from builders import make_node, res
-from gangsched.core.cluster import ONE_POD, Cluster, Constraints
-from gangsched.core.constraints import ANY_NODE, Taint, TaintEffect
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.resources import Resources
-from gangsched.core.tally import TouchLog
+from gangsched.core.placement.cluster import ONE_POD, Cluster, Constraints
+from gangsched.core.placement.tally import TouchLog
+from gangsched.core.values.constraints import ANY_NODE, Taint, TaintEffect
+from gangsched.core.values.resources import Resources
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

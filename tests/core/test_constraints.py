@@ -1,8 +1,8 @@
 from collections.abc import Callable
 
 import pytest
-from gangsched.core import constraints as c
-from gangsched.core.constraints import (
+from gangsched.core.values import constraints as c
+from gangsched.core.values.constraints import (
     NodeAffinity,
     NodeSelectorTerm,
     SelectorOperator,

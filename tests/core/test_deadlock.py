@@ -13,10 +13,10 @@ from builders import (
     placeholder_of,
     res,
 )
-from gangsched.core import deadlock
-from gangsched.core.decisions import DeletePod, DeleteReason, EventType, RecordEvent
-from gangsched.core.model import AppKey, GangMode, GroupKey, SchedulerConfig
-from gangsched.core.resources import Resources
+from gangsched.core.preemption import deadlock
+from gangsched.core.values.decisions import DeletePod, DeleteReason, EventType, RecordEvent
+from gangsched.core.values.model import AppKey, GangMode, GroupKey, SchedulerConfig
+from gangsched.core.values.resources import Resources
 from simworld import SimWorld
 
 NON_STRICT = GangMode.NON_STRICT

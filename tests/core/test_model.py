@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_pod, make_podgroup, res
-from gangsched.core.constraints import ConstraintError
-from gangsched.core.model import (
+from gangsched.core.gangs.reservation import gang_ask
+from gangsched.core.values.constraints import ConstraintError
+from gangsched.core.values.model import (
     AppSpec,
     GangMode,
     PodPhase,
@@ -17,8 +18,7 @@ from gangsched.core.model import (
     Style,
     TaskGroup,
 )
-from gangsched.core.reservation import gang_ask
-from gangsched.core.resources import Resources
+from gangsched.core.values.resources import Resources
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """Pending pods kept by shape follow every change that moves a pod's queue or request.
 
 The queue shares and the queue statuses count pending pods from
-:class:`~gangsched.core.pendings.PendingShapes`; each case changes a pending pod, or what
+:class:`~gangsched.core.state.pendings.PendingShapes`; each case changes a pending pod, or what
 decides its queue, and compares the kept counts with a walk over the pending pods. The
 same pods are kept by kind (an Application's, a PodGroup's, neither), from which
 ``allocate`` makes its units.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue
-from gangsched.core.model import AppKey, GroupKey, Pod, PodUID
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import AppKey, GroupKey, Pod, PodUID
+from gangsched.core.values.resources import Resources
 from simworld import SimWorld
 from workloads import pending_counts, pending_kinds, walked_kinds
 

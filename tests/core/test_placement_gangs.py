@@ -8,22 +8,22 @@ import dataclasses
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup
-from gangsched.core.constraints import SelectorOperator, SelectorRequirement
-from gangsched.core.decisions import (
+from gangsched.core.values.constraints import SelectorOperator, SelectorRequirement
+from gangsched.core.values.decisions import (
     SCHEDULING_GATED,
     SCHEDULING_GATED_MESSAGE,
     BindPod,
     PodPending,
     RecordEvent,
 )
-from gangsched.core.model import GroupKey
-from gangsched.core.placement import (
+from gangsched.core.values.model import GroupKey
+from gangsched.core.values.placement_terms import (
     AffinityTerm,
     Placement,
     SpreadConstraint,
     WhenUnsatisfiable,
 )
-from gangsched.core.selectors import LabelSelector
+from gangsched.core.values.selectors import LabelSelector
 from simworld import SimWorld
 
 HOST = "kubernetes.io/hostname"

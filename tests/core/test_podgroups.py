@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 from builders import make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core.cluster import Cluster
-from gangsched.core.decisions import BindPod
-from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
+from gangsched.core.placement.cluster import Cluster
+from gangsched.core.values.decisions import BindPod
+from gangsched.core.values.model import GangMode, GroupKey, PodGroupSpec
 from simworld import SimWorld
 
 STRICT, NON_STRICT = GangMode.STRICT, GangMode.NON_STRICT

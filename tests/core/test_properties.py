@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gangsched.core.decisions import BindPod, CreatePlaceholder, DeletePod
-from gangsched.core.model import PlaceholderPolicy, SchedulerConfig, Scoring
+from gangsched.core.values.decisions import BindPod, CreatePlaceholder, DeletePod
+from gangsched.core.values.model import PlaceholderPolicy, SchedulerConfig, Scoring
 from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 from workloads import Cluster, Op, Runner, check_invariants, clusters, ops

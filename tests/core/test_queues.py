@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_node, make_pod, make_queue, res
-from gangsched.core.model import QueueSpec, SortPolicy, TaskGroup
-from gangsched.core.queues import QueueTree, format_max
-from gangsched.core.resources import Resources
+from gangsched.core.state.queues import QueueTree, format_max
+from gangsched.core.values.model import QueueSpec, SortPolicy, TaskGroup
+from gangsched.core.values.resources import Resources
 from simworld import SimWorld
 
 GPU = "nvidia.com/gpu"

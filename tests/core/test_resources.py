@@ -3,8 +3,8 @@ import math
 import pickle
 
 import pytest
-from gangsched.core import resources
-from gangsched.core.resources import Resources
+from gangsched.core.values import resources
+from gangsched.core.values.resources import Resources
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -19,14 +19,14 @@ from builders import (
     make_podgroup,
     placeholder_of,
 )
-from gangsched.core.decisions import (
+from gangsched.core.values.decisions import (
     BindPod,
     CreatePlaceholder,
     DeletePod,
     DeleteReason,
     SetAppStatus,
 )
-from gangsched.core.model import AppSpec, GangMode, GroupKey, Style
+from gangsched.core.values.model import AppSpec, GangMode, GroupKey, Style
 from simworld import SimWorld
 from workloads import check_invariants
 

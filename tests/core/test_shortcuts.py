@@ -20,9 +20,9 @@ own that fit nowhere, with nothing changed since that may let it fit, left out o
 allocate's units (``ordinary.dormant``); what a held gang without placeholders still
 needs counted again only when a member or its spec changed (``enqueue._remaining``);
 allocate passing over such a gang while its pods were told all there is to tell
-(``allocation.still_held``);
+(``app_allocation.still_held``);
 ``preempt`` skipped when no waiting work outranks running work
-(``preemption.may_matter``); ``reclaim``
+(``preempt.may_matter``); ``reclaim``
 skipped when no reclaimable queue is above its deserved share of anything
 (``reclaim.may_give_back``), its victim pool made of those queues' pods only
 (``reclaim.givers``), giving up on a preemptor that even every candidate's room could
@@ -51,26 +51,18 @@ from typing import Any
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup
 from contention import Contention, Op, Setup, ops, setups, works
-from gangsched.core import (
-    allocation,
-    enqueue,
-    evictions,
-    ordinary,
-    preemption,
-    preemptors,
-    reclaim,
-    reservation,
-    shares,
-)
-from gangsched.core import cluster as core_cluster
-from gangsched.core.decisions import BindPod, Decision
+from gangsched.core.actions import enqueue, preempt, reclaim
 from gangsched.core.framework.runner import Framework
-from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
-from gangsched.core.preemptors import Preemptor, for_app
-from gangsched.core.resources import Resources
-from gangsched.core.runtime import AppRuntime
+from gangsched.core.gangs import app_allocation, ordinary, reservation
+from gangsched.core.placement import cluster as core_cluster
+from gangsched.core.preemption import evictions, preemptors, shares
+from gangsched.core.preemption.preemptors import Preemptor, for_app
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.session import Session
+from gangsched.core.state.records import AppRuntime
+from gangsched.core.state.session import Session
+from gangsched.core.values.decisions import BindPod, Decision
+from gangsched.core.values.model import GroupKey, PodPhase, SchedulerConfig, Scoring
+from gangsched.core.values.resources import Resources
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from simworld import SimWorld, actions_run
@@ -88,13 +80,13 @@ def _preemptor_total(s: Session, rt: AppRuntime) -> Resources | None:
 
 REFERENCE: dict[tuple[object, str], object] = {
     (shares, "app_ask"): _preemptor_total,
-    (preemption, "may_matter"): lambda s: True,
+    (preempt, "may_matter"): lambda s: True,
     (shares, "deserved"): shares.compute_deserved,
     (core_cluster.Cluster, "unplaceable"): lambda *args: None,
     (core_cluster.Cluster, "_watermark"): lambda *args: 0,
     (core_cluster.Cluster, "_refusal_key"): lambda *args: None,
     (ordinary, "dormant"): lambda *args: False,
-    (allocation, "still_held"): lambda *args: None,
+    (app_allocation, "still_held"): lambda *args: None,
     (enqueue, "_remaining"): lambda rt, observed, reals: reservation.remaining_ask(
         rt.spec, observed, reservation.taken(reals)),
     (reclaim, "may_give_back"): lambda *args: True,
@@ -243,17 +235,17 @@ def test_preempt_looks_for_preemptors_only_when_some_work_outranks_running_work(
     w.step(0.0)
     w.add_pod(make_pod("waiting", cpu=2, priority=waiting))
     calls: list[float] = []
-    original = preemption.find
+    original = preempt.find
 
     def find(s: Scheduler, now: float) -> list[Preemptor]:
         calls.append(now)
         return original(s, now)
 
-    preemption.find = find  # type: ignore[assignment]
+    preempt.find = find  # type: ignore[assignment]
     try:
         w.step(1.0)
     finally:
-        preemption.find = original  # type: ignore[assignment]
+        preempt.find = original  # type: ignore[assignment]
     assert bool(calls) is searched
 
 
@@ -267,7 +259,7 @@ def test_a_cycle_woken_by_preempts_retry_runs_preempt_only() -> None:
     w.add_pod(make_pod("running", cpu=2, preemptible=False))
     w.step(0.0)
     w.add_pod(make_pod("waiting", cpu=2, priority=5))
-    with actions_run() as calls:
+    with actions_run(w) as calls:
         for now in (1.0, 2.0, 3.0):
             w.step(now)
         w.add_pod(make_pod("running", cpu=2, preemptible=False))  # observed again

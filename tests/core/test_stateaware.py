@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from builders import PARTIAL_GANGS, make_app, make_group, make_node, make_pod, make_queue
-from gangsched.core.model import SortPolicy
+from gangsched.core.values.model import SortPolicy
 from simworld import SimWorld
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from gangsched.core.states import (
+from gangsched.core.values.states import (
     TERMINAL_STATES,
     TRANSITIONS,
     AppEvent,

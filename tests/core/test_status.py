@@ -15,8 +15,8 @@ from builders import (
     make_queue,
     res,
 )
-from gangsched.core import status
-from gangsched.core.decisions import (
+from gangsched.core.gangs import status
+from gangsched.core.values.decisions import (
     BindPod,
     BlockingReason,
     Decision,
@@ -26,8 +26,8 @@ from gangsched.core.decisions import (
     SetQueueStatus,
     TaskGroupStatus,
 )
-from gangsched.core.model import AppKey, GroupKey, PodPhase
-from gangsched.core.naming import label_value, placeholder_name
+from gangsched.core.values.model import AppKey, GroupKey, PodPhase
+from gangsched.core.values.naming import label_value, placeholder_name
 from simworld import SimWorld, actions_run
 
 
@@ -139,7 +139,7 @@ def test_new_numbers_settle_the_cycle_that_writes_them() -> None:
     w.add_group(make_podgroup("pg", 2))
     for index in range(2):
         w.add_pod(make_pod(f"pg-{index}", cpu=1, pod_group="pg"))
-    with actions_run() as ran:
+    with actions_run(w) as ran:
         first = w.step(0.0)
         second = w.step(1.0)  # observes the binds
         later = [w.step(now) for now in (2.0, 3.0)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_queue, placeholder_of, res
-from gangsched.core.decisions import BindPod, DeletePod, DeleteReason
-from gangsched.core.model import AppSpec
+from gangsched.core.values.decisions import BindPod, DeletePod, DeleteReason
+from gangsched.core.values.model import AppSpec
 from simworld import SimWorld
 
 

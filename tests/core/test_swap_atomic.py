@@ -13,9 +13,9 @@ import dataclasses
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, placeholder_of
-from gangsched.core import invariants
-from gangsched.core.decisions import BindPod
-from gangsched.core.model import AppSpec, PodPhase
+from gangsched.core.state import invariants
+from gangsched.core.values.decisions import BindPod
+from gangsched.core.values.model import AppSpec, PodPhase
 from simworld import SimWorld
 
 APP = make_app("a", make_group("g", 2, cpu=2))

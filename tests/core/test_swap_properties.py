@@ -25,9 +25,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from builders import make_app, make_group, make_node, make_pod
-from gangsched.core import invariants
-from gangsched.core.model import AppKey, PodUID
-from gangsched.core.resources import Resources
+from gangsched.core.state import invariants
+from gangsched.core.values.model import AppKey, PodUID
+from gangsched.core.values.resources import Resources
 from gangsched.sim.latency import Latency
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

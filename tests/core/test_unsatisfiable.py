@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core.decisions import RecordEvent
-from gangsched.core.model import GroupKey, Style
-from gangsched.core.naming import natural_key
+from gangsched.core.values.decisions import RecordEvent
+from gangsched.core.values.model import GroupKey, Style
+from gangsched.core.values.naming import natural_key
 from simworld import SimWorld
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, res
-from gangsched.core import victims
-from gangsched.core.cluster import Constraints
-from gangsched.core.model import PodPhase, SchedulerConfig, Scoring
-from gangsched.core.observations import PodObserved
-from gangsched.core.preemptors import Item, Kind, Preemptor
-from gangsched.core.resources import Resources
-from gangsched.core.victims import Tier
+from gangsched.core.placement.cluster import Constraints
+from gangsched.core.preemption import simulation, victims
+from gangsched.core.preemption.preemptors import Item, Kind, Preemptor
+from gangsched.core.preemption.victims import Tier
+from gangsched.core.values.model import PodPhase, SchedulerConfig, Scoring
+from gangsched.core.values.observations import PodObserved
+from gangsched.core.values.resources import Resources
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from simworld import SimWorld
@@ -35,7 +35,7 @@ def units(w: SimWorld) -> dict[str, tuple[Tier, list[str]]]:
 
 def preemptor(*sizes: Resources, queue: str = "default", priority: int = 10,
               earmark: Resources = Resources.ZERO) -> Preemptor:
-    from gangsched.core.decisions import ObjectRef
+    from gangsched.core.values.decisions import ObjectRef
     return Preemptor(key="Pod/x", kind=Kind.POD, target=ObjectRef("Pod", "default", "x"),
                      queue=queue, priority=priority, creation=0.0,
                      items=[Item(size, Constraints()) for size in sizes], earmark=earmark)
@@ -145,13 +145,13 @@ def test_fit_places_greedily_as_allocate_scores(
     w = world(4, 4, 4)
     w.add_pod(make_pod("busy", cpu=1, node="n1", phase=PodPhase.RUNNING))
     w.settle(0)
-    assert victims.fit(w.scheduler, [Item(ONE, Constraints())] * 2, extra, scoring) == expected
+    assert simulation.fit(w.scheduler, [Item(ONE, Constraints())] * 2, extra, scoring) == expected
 
 
 def test_fit_is_none_when_an_item_fits_nowhere() -> None:
     w = world(2)
-    assert victims.fit(w.scheduler, [Item(TWO, Constraints())] * 2, {}, Scoring.BINPACK) is None
-    assert victims.fit(w.scheduler, [Item(TWO, Constraints())] * 2, {"n0": TWO},
+    assert simulation.fit(w.scheduler, [Item(TWO, Constraints())] * 2, {}, Scoring.BINPACK) is None
+    assert simulation.fit(w.scheduler, [Item(TWO, Constraints())] * 2, {"n0": TWO},
                        Scoring.BINPACK) == {0: "n0", 1: "n0"}
 
 
@@ -268,8 +268,8 @@ def test_counting_places_agrees_with_the_placement_simulation(
     if held:  # nodes held for a starving gang: closed to others, open to it
         s.cluster.reserve(held, ["default/gang"], "default/gang")
     owners = frozenset({"default/gang"} if ours else ())
-    counted = victims.enough_places(s, wanted, freed, owners)
-    placed = victims.fit(s, wanted, freed, Scoring.BINPACK, owners)
+    counted = simulation.enough_places(s, wanted, freed, owners)
+    placed = simulation.fit(s, wanted, freed, Scoring.BINPACK, owners)
     if counted is not None:
         assert counted == (placed is not None)
     if len(set(items)) <= 1:
@@ -280,7 +280,7 @@ def test_counting_places_agrees_with_the_placement_simulation(
 
 
 def test_a_pod_on_its_own_makes_its_preemptor_again_when_it_changes() -> None:
-    from gangsched.core.preemptors import for_pod
+    from gangsched.core.preemption.preemptors import for_pod
     w = world(1)
     w.add_pod(make_pod("big", cpu=4, uid="u", priority=1))
     w.settle(0)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from gangsched.core.decisions import BindGang, BindPod, BindVolume, PodPending
-from gangsched.core.model import Node, PodPhase
-from gangsched.core.observations import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import BindGang, BindPod, BindVolume, PodPending
+from gangsched.core.values.model import Node, PodPhase
+from gangsched.core.values.observations import (
     BindFailed,
     NodeObserved,
     PodGroupObserved,
@@ -15,8 +16,7 @@ from gangsched.core.observations import (
     VolumeBindFailed,
     VolumeObserved,
 )
-from gangsched.core.scheduler import Scheduler
-from gangsched.core.volumes.model import ClaimRef
+from gangsched.core.values.volume_specs import ClaimRef
 
 from tests.core.builders import make_node, make_pod, make_podgroup
 from tests.core.volume_builders import FAST, LOCAL, make_pv, make_pvc, with_volumes
@@ -194,8 +194,8 @@ def test_at_the_swap_a_real_pod_whose_volume_is_elsewhere_is_placed_on_the_volum
 
 
 def test_a_profile_without_volume_binding_leaves_claims_alone() -> None:
-    from gangsched.core.framework.profile import PluginSet, ProfileConfig
-    from gangsched.core.model import SchedulerConfig
+    from gangsched.core.values.model import SchedulerConfig
+    from gangsched.core.values.profile import PluginSet, ProfileConfig
 
     config = SchedulerConfig(profile=ProfileConfig(PluginSet(disabled=("VolumeBinding",))))
     s = Scheduler(config)

@@ -15,14 +15,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from gangsched.core.constraints import SelectorOperator, SelectorRequirement, matches_affinity
-from gangsched.core.decisions import AnnotateClaim, BindPod, BindVolume, PodPending, VolumeWrite
-from gangsched.core.model import Node, Pod
-from gangsched.core.observations import NodeObserved, PodObserved, VolumeObserved
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.selectors import LabelSelector
-from gangsched.core.volumes.catalog import VolumeObject
-from gangsched.core.volumes.model import BindingMode, StorageClass
+from gangsched.core.values.constraints import (
+    SelectorOperator,
+    SelectorRequirement,
+    matches_affinity,
+)
+from gangsched.core.values.decisions import (
+    AnnotateClaim,
+    BindPod,
+    BindVolume,
+    PodPending,
+    VolumeWrite,
+)
+from gangsched.core.values.model import Node, Pod
+from gangsched.core.values.observations import NodeObserved, PodObserved, VolumeObserved
+from gangsched.core.values.selectors import LabelSelector
+from gangsched.core.values.volume_specs import BindingMode, StorageClass, VolumeObject
 from gangsched.translate import volumes as tv
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from gangsched.core.decisions import BindGang, BindPod, BindVolume
-from gangsched.core.observations import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import BindGang, BindPod, BindVolume
+from gangsched.core.values.observations import (
     NodeObserved,
     PodGroupObserved,
     PodObserved,
     VolumeBindFailed,
     VolumeObserved,
 )
-from gangsched.core.scheduler import Scheduler
-from gangsched.core.volumes.model import ClaimRef
+from gangsched.core.values.volume_specs import ClaimRef
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from gangsched.core.constraints import (
+from gangsched.core.values.constraints import (
     ANY_NODE,
     NodeAffinity,
     NodeSelectorTerm,
     SelectorOperator,
     SelectorRequirement,
 )
-from gangsched.core.model import Pod
-from gangsched.core.resources import parse_resource
-from gangsched.core.selectors import LabelSelector
-from gangsched.core.volumes.model import (
+from gangsched.core.values.model import Pod
+from gangsched.core.values.resources import parse_resource
+from gangsched.core.values.selectors import LabelSelector
+from gangsched.core.values.volume_specs import (
     FILESYSTEM,
     AccessMode,
     BindingMode,

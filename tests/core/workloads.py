@@ -16,9 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
-from gangsched.core import invariants, swap
-from gangsched.core.constraints import Taint, TaintEffect, Toleration, TolerationOperator
-from gangsched.core.decisions import (
+from gangsched.core.gangs import swap
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.state import invariants
+from gangsched.core.values.constraints import Taint, TaintEffect, Toleration, TolerationOperator
+from gangsched.core.values.decisions import (
     BindPod,
     Decision,
     DeletePod,
@@ -26,7 +28,7 @@ from gangsched.core.decisions import (
     EvictPod,
     RecordEvent,
 )
-from gangsched.core.model import (
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GangMode,
@@ -38,8 +40,7 @@ from gangsched.core.model import (
     SortPolicy,
     Style,
 )
-from gangsched.core.resources import Resources
-from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.resources import Resources
 from hypothesis import strategies as st
 from simworld import SimWorld
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
-from gangsched.core.states import TRANSITIONS, render_mermaid
+from gangsched.core.values.states import TRANSITIONS, render_mermaid
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

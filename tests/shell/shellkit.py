@@ -37,10 +37,13 @@ class FakeClock:
 class OperatorUnderTest:
     def __init__(self, api: FakeApiServer, kubeconfig: pathlib.Path,
                  clock: Callable[[], float], *, monotonic: Callable[[], float] | None = None,
-                 **settings: Any) -> None:
+                 prepare: Callable[[Runtime], None] | None = None, **settings: Any) -> None:
         """``clock`` is the wall clock (the core's ``now``); ``monotonic`` the clock of
         Lease expiry, deadlines and liveness: the real one unless given (a test that
-        moves ``clock`` by minutes must not make the Lease look unrenewed)."""
+        moves ``clock`` by minutes must not make the Lease look unrenewed). ``prepare``
+        is called with the runtime once it exists, before it runs (to give its scheduler
+        the test's own actions, say)."""
+        self.prepare = prepare
         self.api = api
         self.kubeconfig = kubeconfig
         self.clock = clock
@@ -60,6 +63,8 @@ class OperatorUnderTest:
         """Start the operator; wait until it has synced (``wait_ready``), else only until
         its runtime exists (a replica that does not hold the Lease never gets ready)."""
         def started(runtime: Runtime) -> None:
+            if self.prepare is not None:
+                self.prepare(runtime)
             self.runtime = runtime
 
         async def run() -> None:

@@ -10,17 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gangsched.core.cluster import Diagnosis
-from gangsched.core.decisions import (
+from gangsched.core.placement.cluster import Diagnosis
+from gangsched.core.state.queues import QuotaCheck
+from gangsched.core.values.decisions import (
     BlockingReason,
     PlaceholderCounts,
     SetAppStatus,
     SetPodGroupStatus,
     TaskGroupStatus,
 )
-from gangsched.core.model import AppKey, GroupKey
-from gangsched.core.queues import QuotaCheck
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import AppKey, GroupKey
+from gangsched.core.values.resources import Resources
 from gangsched.shell.explain import format_explanation, history
 from gangsched.translate import statuses, times
 

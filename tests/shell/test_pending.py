@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from gangsched.core.decisions import PodPending
-from gangsched.core.model import PodUID
+from gangsched.core.values.decisions import PodPending
+from gangsched.core.values.model import PodUID
 from gangsched.shell.pending import PendingReports
 
 UID = PodUID("u-1")

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from gangsched.core.decisions import AnnotateClaim, BindVolume, VolumeWrite
+from gangsched.core.values.decisions import AnnotateClaim, BindVolume, VolumeWrite
 from gangsched.shell.client import ApiError
 from gangsched.shell.prebind import BindingState
 

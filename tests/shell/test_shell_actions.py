@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fakeapi import FakeApiServer
 from fakeapi.builders import make_pdb
-from gangsched.core.model import SchedulerConfig
+from gangsched.core.values.model import SchedulerConfig
 from shellkit import (
     FakeClock,
     OperatorUnderTest,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer
-from gangsched.core.model import SchedulerConfig
+from gangsched.core.values.model import SchedulerConfig
 from shellkit import (
     ROOT,
     FakeClock,

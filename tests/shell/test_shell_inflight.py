@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from gangsched.core.decisions import DeletePod, DeleteReason
-from gangsched.core.model import PodUID
+from gangsched.core.values.decisions import DeletePod, DeleteReason
+from gangsched.core.values.model import PodUID
 from gangsched.shell.client import Connection, KubeClient
 from gangsched.shell.runtime import Runtime
 from gangsched.shell.settings import OperatorSettings

@@ -8,8 +8,8 @@ import logging
 import sys
 
 import pytest
-from gangsched.core.decisions import SetAppStatus, SetPodGroupStatus
-from gangsched.core.model import AppKey, GroupKey
+from gangsched.core.values.decisions import SetAppStatus, SetPodGroupStatus
+from gangsched.core.values.model import AppKey, GroupKey
 from gangsched.shell import logs
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 from fakeapi import FakeApiServer
-from gangsched.core.decisions import (
+from gangsched.core.values.decisions import (
     BindPod,
     DeletePod,
     DeleteReason,
@@ -26,8 +26,8 @@ from gangsched.core.decisions import (
     SetAppStatus,
     SetPodGroupStatus,
 )
-from gangsched.core.model import AppKey, GroupKey, Pod, PodUID, SchedulerConfig
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import AppKey, GroupKey, Pod, PodUID, SchedulerConfig
+from gangsched.core.values.resources import Resources
 from gangsched.shell.metrics import Metrics
 from gangsched.translate import times
 from prometheus_client.parser import text_string_to_metric_families

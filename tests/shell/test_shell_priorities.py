@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer
-from gangsched.core.model import AppKey, GroupKey
+from gangsched.core.values.model import AppKey, GroupKey
 from shellkit import (
     ROOT,
     FakeClock,

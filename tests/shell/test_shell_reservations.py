@@ -12,8 +12,8 @@ import pathlib
 from typing import Any
 
 import pytest
-from gangsched.core.elect import ANNOTATION
-from gangsched.core.model import SchedulerConfig
+from gangsched.core.actions.elect import ANNOTATION
+from gangsched.core.values.model import SchedulerConfig
 from shellkit import (
     FakeClock,
     OperatorUnderTest,

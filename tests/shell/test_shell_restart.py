@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from fakeapi import FakeApiServer
-from gangsched.core.model import SchedulerConfig
+from gangsched.core.values.model import SchedulerConfig
 from gangsched.translate import times
 from shellkit import (
     FakeClock,

@@ -171,28 +171,31 @@ async def test_a_cycle_that_ends_after_the_lease_is_lost_binds_nothing(
 
 
 async def test_a_long_cycles_first_binds_do_not_wait_for_its_end(
-        fake_api_factory: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
     """The binds a cycle has decided are carried out while it still works (see
     :mod:`gangsched.shell.early`): here the first cycle is held after its allocation,
     and its bind is served meanwhile; the pending report after it too. A placeholder
     creation stops that: what follows it waits for the cycle's end."""
-    from gangsched.core import registry
+    from gangsched.core.actions import factory
 
     api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=1)
     api.create(pod("fits", cpu="1"))
     api.create(pod("too-big", cpu="64"))
     inside, go = threading.Event(), threading.Event()
     held: list[bool] = []
-    run = registry.run
+    allocate = factory.ACTIONS["allocate"]
 
-    def holding(s: Any, names: Any, now: float) -> None:
-        run(s, names, now)
-        if "allocate" in tuple(names) and not held:
+    def holding(s: Any, now: float) -> None:
+        allocate(s, now)
+        if not held:
             inside.set()
             held.append(go.wait(timeout=10))
 
-    monkeypatch.setattr(registry, "run", holding)
-    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), leader_election=False).start()
+    def prepare(runtime: Runtime) -> None:
+        runtime.scheduler.actions = {**factory.ACTIONS, "allocate": holding}
+
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock(), prepare=prepare,
+                                 leader_election=False).start()
     try:
         await wait_for(inside.is_set, what="the first cycle held after allocate")
         await wait_for(lambda: _node_of(api, "fits"), what="the bind served mid-cycle")
@@ -212,21 +215,54 @@ def test_early_decisions_stop_at_the_first_that_must_wait() -> None:
     """Only a prefix of binds (without volume writes) and pending reports is given out
     early; everything from the first other decision on waits, and the rest of the
     cycle's list is what was not given out, in order."""
-    from gangsched.core.decisions import BindPod, CreatePlaceholder, PodPending
-    from gangsched.core.resources import Resources
+    from gangsched.core.state.outbox import Outbox
+    from gangsched.core.values.decisions import BindPod, CreatePlaceholder, PodPending
+    from gangsched.core.values.resources import Resources
     from gangsched.shell.early import Early
 
     bind = BindPod("u1", "default", "a", "n1", "Scheduled", ())
     pending = PodPending("u2", "default", "b", "Capacity", "no room", True)
     create = CreatePlaceholder("default/app", "g", 0, "ph-0", "default", Resources.ZERO)
     later = BindPod("u3", "default", "c", "n1", "Scheduled", ())
-    out: list[Any] = [bind]
+    out = Outbox()
+    out.append(bind)
     early = Early(out)
     assert early.ready() == [bind]
     out.extend([pending, create, later])
     assert early.ready() == [pending]
     assert early.ready() == []  # stopped at the creation: ``later`` waits too
-    out[:] = [d for d in out if d is not create]  # the core takes a creation back
+    assert out.retract(lambda d: d is create) == [create]  # the core takes a creation back
     assert early.ready() == []
-    assert early.rest(out) == [later]
-    assert Early([]).rest(out) == out
+    decisions = out.take()
+    assert early.rest(decisions) == [later]
+    assert Early(Outbox()).rest(decisions) == decisions
+
+
+def test_the_outbox_never_changes_its_committed_prefix() -> None:
+    """The decisions before the first placeholder creation or event are committed: they
+    cannot be retracted nor rewritten, and another reader sees them all, in order."""
+    from gangsched.core.state.outbox import Outbox
+    from gangsched.core.values.decisions import (
+        BindPod,
+        CreatePlaceholder,
+        EventType,
+        ObjectRef,
+        RecordEvent,
+    )
+    from gangsched.core.values.resources import Resources
+
+    bind = BindPod("u1", "default", "a", "n1", "Scheduled", ())
+    event = RecordEvent(ObjectRef("Pod", "default", "a", "u1"), EventType.NORMAL, "Seen", "x")
+    create = CreatePlaceholder("default/app", "g", 0, "ph-0", "default", Resources.ZERO)
+    out = Outbox()
+    out.extend([bind, event, create, bind])
+    assert out.committed_since(0) == [bind]
+    with pytest.raises(ValueError, match="committed"):
+        out.retract(lambda d: d is bind)
+    with pytest.raises(ValueError, match="event"):
+        out.rewrite(0, event)
+    out.rewrite(1, event)
+    assert out.retract(lambda d: d is create) == [create]
+    assert list(out) == [bind, event, bind]
+    assert out.take() == [bind, event, bind]
+    assert len(out) == 0 and out.committed_since(0) == []

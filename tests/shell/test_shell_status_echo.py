@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from gangsched.core.observations import AppObserved, PodGroupObserved
+from gangsched.core.values.observations import AppObserved, PodGroupObserved
 from gangsched.shell.client import Connection, KubeClient
 from gangsched.shell.executors import StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.runtime import Runtime

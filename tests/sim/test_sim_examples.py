@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from gangsched.core.model import PlaceholderPolicy
+from gangsched.core.values.model import PlaceholderPolicy
 from gangsched.sim import generate, parse, results, runner
 from gangsched.sim.jobs import Outcome
 from gangsched.sim.source import Document

@@ -12,9 +12,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from gangsched.core.model import Node, Pod, PodPhase, PodUID
-from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.model import Node, Pod, PodPhase, PodUID
+from gangsched.core.values.resources import Resources
 from gangsched.sim import parse, report, results, runner
 from gangsched.sim.latency import Latency
 from gangsched.sim.partial import PartialGangs

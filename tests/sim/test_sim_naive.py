@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gangsched.core.constraints import Taint, Toleration, TolerationOperator
-from gangsched.core.model import AppKey, Node, Pod, PodPhase, PodUID
-from gangsched.core.resources import Resources
+from gangsched.core.values.constraints import Taint, Toleration, TolerationOperator
+from gangsched.core.values.model import AppKey, Node, Pod, PodPhase, PodUID
+from gangsched.core.values.resources import Resources
 from gangsched.sim.naive import NaiveBackend
 from gangsched.sim.timeline import Timeline
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from gangsched.core.model import GangMode, SortPolicy, Style
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import GangMode, SortPolicy, Style
+from gangsched.core.values.resources import Resources
 from gangsched.sim.parse import build
 from gangsched.sim.source import WorkloadError, parse
 from gangsched.sim.workload import EventKind, FailurePolicy, JobKind, Workload

@@ -6,8 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from gangsched.core.model import NO_TOPOLOGY, Node, TopologyRequest
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import NO_TOPOLOGY, Node, TopologyRequest
+from gangsched.core.values.resources import Resources
 from gangsched.sim import parse, racks, results, runner
 from gangsched.sim.jobs import JobRun
 from gangsched.sim.parse import build
@@ -113,7 +113,7 @@ def _node(name: str, rack: str | None) -> Node:
 
 def _gang(name: str, nodes: tuple[str, ...], request: TopologyRequest = NO_TOPOLOGY,
           members: int = 2) -> JobRun:
-    from gangsched.core.model import GroupKey, PodGroupSpec
+    from gangsched.core.values.model import GroupKey, PodGroupSpec
 
     template = PodTemplate("w", 0, members, 1.0, Resources({"cpu": 2000}))
     group = PodGroupSpec(GroupKey(f"ns/{name}"), min_member=members, topology=request)

@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from gangsched.core.resources import Resources
+from gangsched.core.values.resources import Resources
 from gangsched.sim import digest, report, results, runner
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.parse import build, load

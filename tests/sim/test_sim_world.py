@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gangsched.core.model import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     Node,
@@ -12,8 +13,7 @@ from gangsched.core.model import (
     SchedulingPolicy,
     TaskGroup,
 )
-from gangsched.core.resources import Resources
-from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.resources import Resources
 from gangsched.sim.world import World
 
 CPU = Resources.from_k8s({"cpu": 1, "memory": "1Gi"})

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 from dialect_manifests import COSCHEDULING_DEPLOYMENT, COSCHEDULING_PODGROUP, load, pods_of
-from gangsched.core.decisions import (
+from gangsched.core.values.decisions import (
     EventType,
     ObjectRef,
     RecordEvent,
     SetPodGroupStatus,
 )
-from gangsched.core.model import GangMode, GroupKey
+from gangsched.core.values.model import GangMode, GroupKey
 from gangsched.translate import render
 from gangsched.translate.dialects import (
     COSCHEDULING,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from dialect_manifests import KOORDINATOR_GANG_A, KOORDINATOR_LABELS, pod, pods_of
-from gangsched.core.model import GroupKey
+from gangsched.core.values.model import GroupKey
 from gangsched.translate.dialects import KOORDINATOR, goduration
 from gangsched.translate.pods import gang_definition, pod_with_membership
 from manifests_tests.test_crds import validation_errors

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from dialect_manifests import KUEUE_POD, pod, pods_of
-from gangsched.core.model import GroupKey
+from gangsched.core.values.model import GroupKey
 from gangsched.translate.dialects import KUEUE
 from gangsched.translate.pods import gang_definition, pod_with_membership
 from manifests_tests.test_crds import validation_errors

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gangsched.core.model import AppKey, GroupKey
+from gangsched.core.values.model import AppKey, GroupKey
 from gangsched.translate.dialects import NONE, PodMeta, resolve
 from gangsched.translate.pods import pod_with_membership
 from k8s_objects import make_pod

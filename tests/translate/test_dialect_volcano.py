@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from dialect_manifests import VOLCANO_POD, VOLCANO_PODGROUP, load, pod, pods_of
-from gangsched.core.model import GangMode, GroupKey
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import GangMode, GroupKey
+from gangsched.core.values.resources import Resources
 from gangsched.translate.dialects import VOLCANO, foreign, volcano
 from gangsched.translate.pods import pod_with_membership
 

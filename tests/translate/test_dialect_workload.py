@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gangsched.core.decisions import (
+from gangsched.core.values.decisions import (
     BlockingReason,
     EventType,
     ObjectRef,
     RecordEvent,
     SetPodGroupStatus,
 )
-from gangsched.core.model import NO_TOPOLOGY, GangMode, GroupKey, TopologyRequest
+from gangsched.core.values.model import NO_TOPOLOGY, GangMode, GroupKey, TopologyRequest
 from gangsched.translate import render
 from gangsched.translate.dialects import WORKLOAD, foreign, resolve, workload
 from gangsched.translate.pods import pod_with_membership

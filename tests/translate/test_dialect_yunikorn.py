@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from dialect_manifests import YUNIKORN_HARD_JOB, YUNIKORN_JOB, pod, pods_of
-from gangsched.core.model import AppKey
+from gangsched.core.values.model import AppKey
 from gangsched.translate.dialects import YUNIKORN, lenient_meta, resolve, yunikorn
 from gangsched.translate.pods import gang_definition, pod_with_membership
 from manifests_tests.test_crds import validation_errors

@@ -2,8 +2,8 @@ from collections.abc import Callable
 
 import pytest
 import yaml
-from gangsched.core import constraints as c
-from gangsched.core.constraints import (
+from gangsched.core.values import constraints as c
+from gangsched.core.values.constraints import (
     NodeAffinity,
     NodeSelectorTerm,
     SelectorOperator,

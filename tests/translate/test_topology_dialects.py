@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from dialect_manifests import KUEUE_POD, pod
-from gangsched.core.model import NO_TOPOLOGY, TopologyRequest
+from gangsched.core.values.model import NO_TOPOLOGY, TopologyRequest
 from gangsched.translate import apps, podgroups
 from gangsched.translate.dialects import volcano
 from gangsched.translate.pods import gang_definition, pod_with_membership

@@ -1,8 +1,8 @@
 from typing import Any
 
 import pytest
-from gangsched.core.model import AppKey, PersistedAppStatus, Style
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import AppKey, PersistedAppStatus, Style
+from gangsched.core.values.resources import Resources
 from gangsched.translate.apps import app_from_k8s
 from k8s_objects import application
 

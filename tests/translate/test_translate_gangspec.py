@@ -2,8 +2,8 @@ import json
 from typing import Any
 
 import pytest
-from gangsched.core.model import Style
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import Style
+from gangsched.core.values.resources import Resources
 from gangsched.translate import fields, gangspec
 from gangsched.translate.gangspec import TranslationError, task_groups_from_json
 

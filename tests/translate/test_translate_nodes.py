@@ -1,8 +1,8 @@
 from typing import Any
 
 import pytest
-from gangsched.core.constraints import Taint, TaintEffect
-from gangsched.core.resources import Resources
+from gangsched.core.values.constraints import Taint, TaintEffect
+from gangsched.core.values.resources import Resources
 from gangsched.translate.nodes import node_from_k8s, node_problems
 from k8s_objects import kind_node
 

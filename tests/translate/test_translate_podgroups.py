@@ -1,8 +1,8 @@
 from typing import Any
 
 import pytest
-from gangsched.core.model import GangMode, GroupKey
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import GangMode, GroupKey
+from gangsched.core.values.resources import Resources
 from gangsched.translate.podgroups import podgroup_from_k8s
 from k8s_objects import podgroup
 

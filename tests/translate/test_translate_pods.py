@@ -1,10 +1,15 @@
 from typing import Any
 
 import pytest
-from gangsched.core.constraints import NodeAffinity, TaintEffect, Toleration, TolerationOperator
-from gangsched.core.model import AppKey, GroupKey, PodPhase, PodUID
-from gangsched.core.naming import label_value
-from gangsched.core.resources import Resources
+from gangsched.core.values.constraints import (
+    NodeAffinity,
+    TaintEffect,
+    Toleration,
+    TolerationOperator,
+)
+from gangsched.core.values.model import AppKey, GroupKey, PodPhase, PodUID
+from gangsched.core.values.naming import label_value
+from gangsched.core.values.resources import Resources
 from gangsched.translate import k8s_placement, labels
 from gangsched.translate.pods import app_manifest_from_pod, pod_from_k8s
 from k8s_objects import argo_pod, is_dns_subdomain, make_pod, spark_driver

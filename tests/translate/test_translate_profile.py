@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gangsched.core.cluster import Cluster, PodInfo
-from gangsched.core.constraints import ConstraintError
-from gangsched.core.framework.profile import PluginSet, ProfileConfig
-from gangsched.core.model import Node, Scoring
-from gangsched.core.placement import AffinityTerm, Placement
+from gangsched.core.framework.podindex import PlacedPod
+from gangsched.core.placement.cluster import Cluster, PodInfo
 from gangsched.core.plugins import noderesources, podtopologyspread
-from gangsched.core.podindex import PlacedPod
-from gangsched.core.resources import Resources
-from gangsched.core.selectors import LabelSelector
+from gangsched.core.values.constraints import ConstraintError
+from gangsched.core.values.model import Node, Scoring
+from gangsched.core.values.placement_terms import AffinityTerm, Placement
+from gangsched.core.values.profile import PluginSet, ProfileConfig
+from gangsched.core.values.resources import Resources
+from gangsched.core.values.selectors import LabelSelector
 from gangsched.translate.fields import TranslationError
 from gangsched.translate.profile import profile_from_k8s
 

@@ -1,8 +1,8 @@
 from typing import Any
 
 import pytest
-from gangsched.core.model import SortPolicy
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import SortPolicy
+from gangsched.core.values.resources import Resources
 from gangsched.translate.queues import queue_from_k8s
 from k8s_objects import queue
 

@@ -1,16 +1,16 @@
 from typing import Any
 
 import pytest
-from gangsched.core.decisions import (
+from gangsched.core.values.decisions import (
     CreatePlaceholder,
     EventType,
     ObjectRef,
     PodPending,
     RecordEvent,
 )
-from gangsched.core.model import AppKey, PodUID
-from gangsched.core.naming import placeholder_name
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import AppKey, PodUID
+from gangsched.core.values.naming import placeholder_name
+from gangsched.core.values.resources import Resources
 from gangsched.translate import labels, render
 from gangsched.translate.apps import app_from_k8s
 from gangsched.translate.pods import pod_from_k8s

@@ -3,9 +3,9 @@
 from collections.abc import Callable
 from typing import Any
 
-from gangsched.core.decisions import CreatePlaceholder, SetPodGroupStatus
-from gangsched.core.model import AppKey, GroupKey
-from gangsched.core.resources import Resources
+from gangsched.core.values.decisions import CreatePlaceholder, SetPodGroupStatus
+from gangsched.core.values.model import AppKey, GroupKey
+from gangsched.core.values.resources import Resources
 from gangsched.translate import render
 from gangsched.translate.apps import app_from_k8s
 from gangsched.translate.dialects import volcano

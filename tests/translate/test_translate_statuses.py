@@ -2,7 +2,7 @@ import copy
 from typing import Any
 
 import pytest
-from gangsched.core.decisions import (
+from gangsched.core.values.decisions import (
     BlockingReason,
     PlaceholderCounts,
     SetAppStatus,
@@ -10,8 +10,8 @@ from gangsched.core.decisions import (
     SetQueueStatus,
     TaskGroupStatus,
 )
-from gangsched.core.model import AppKey, GroupKey
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import AppKey, GroupKey
+from gangsched.core.values.resources import Resources
 from gangsched.translate import conditions, render, statuses
 from k8s_objects import application, podgroup, queue
 from manifests_tests.test_crds import validation_errors

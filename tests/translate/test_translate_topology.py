@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gangsched.core.model import NO_TOPOLOGY, TopologyRequest
+from gangsched.core.values.model import NO_TOPOLOGY, TopologyRequest
 from gangsched.translate import fields, topology
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gangsched.core.constraints import ANY_NODE, matches_affinity
-from gangsched.core.volumes.model import (
+from gangsched.core.values.constraints import ANY_NODE, matches_affinity
+from gangsched.core.values.volume_specs import (
     AccessMode,
     BindingMode,
     ClaimRef,

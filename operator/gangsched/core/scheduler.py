@@ -13,15 +13,16 @@ Usage::
    timeouts, PodGroup schedule timeouts;
 2. swaps whose placeholder deletion has been observed: the parked real pod is bound to
    the placeholder's node (or any node that fits), the room held for it meanwhile
-   released (:mod:`~gangsched.core.swap`); the room freed by preemption victims
+   released (:mod:`~gangsched.core.gangs.swap`); the room freed by preemption victims
    is held for their preemptor, which is placed first once they are all gone
-   (:mod:`~gangsched.core.evictions`);
-3. the configured actions, in order, looked up by name in
-   :mod:`~gangsched.core.registry` (by default enqueue, allocate, backfill, preempt,
-   reclaim; see :mod:`~gangsched.core.actions`). Actions see the scheduler only through
-   the narrow :class:`~gangsched.core.session.Session` interface, which it implements;
-   this module imports none of them;
-4. deadlock breaking between partial gangs (:mod:`~gangsched.core.deadlock`);
+   (:mod:`~gangsched.core.preemption.evictions`);
+3. the configured actions, in order, looked up by name in the table the scheduler was
+   given (:mod:`~gangsched.core.actions.factory`'s by default: enqueue, allocate, backfill,
+   preempt, reclaim; see :mod:`~gangsched.core.actions`). Actions see the scheduler only
+   through the narrow :class:`~gangsched.core.state.session.Session` interface, which it
+   implements;
+4. deadlock breaking between partial gangs (``allocate.after_actions``, with
+   :mod:`~gangsched.core.preemption.deadlock`);
 5. state progress (Starting -> Running -> Waiting) and status for what changed.
 
 The same sequence of observations and ``now`` values always gives the same decisions:
@@ -32,22 +33,33 @@ every collection is iterated in a defined order and ties are broken by
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeVar, assert_never
 
-import gangsched.core.apps as app_logic
-import gangsched.core.deadlock as deadlock_logic
-import gangsched.core.evictions as eviction_logic
-import gangsched.core.ordinary as ordinary_logic
-import gangsched.core.podgroups as group_logic
-import gangsched.core.reservation as reservation_logic
-import gangsched.core.status as status_logic
-import gangsched.core.swap as swap_logic
-import gangsched.core.unsatisfiable as unsatisfiable_logic
-from gangsched.core import pressure, registry
-from gangsched.core.cluster import Cluster
-from gangsched.core.decisions import (
+import gangsched.core.actions.allocate as allocate_action
+import gangsched.core.gangs.apps as app_logic
+import gangsched.core.gangs.membership as membership
+import gangsched.core.gangs.podgroups as group_logic
+import gangsched.core.gangs.status as status_logic
+import gangsched.core.gangs.swap as swap_logic
+import gangsched.core.gangs.unsatisfiable as unsatisfiable_logic
+import gangsched.core.preemption.evictions as eviction_logic
+from gangsched.core.actions import Action, factory
+from gangsched.core.framework.podindex import PlacedPod
+from gangsched.core.framework.runner import Factory
+from gangsched.core.placement import volume_assumptions as volume_placing
+from gangsched.core.placement.cluster import Cluster
+from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+from gangsched.core.state import pressure
+from gangsched.core.state.eviction_plans import Evictions
+from gangsched.core.state.instants import Instants
+from gangsched.core.state.outbox import Outbox
+from gangsched.core.state.pendings import FOR_ROOM, PendingShapes, Shape
+from gangsched.core.state.queues import QueueTree
+from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
+from gangsched.core.state.swaps import Swap
+from gangsched.core.state.verdicts import Verdicts
+from gangsched.core.values.decisions import (
     SCHEDULING_GATED,
     SCHEDULING_GATED_MESSAGE,
     BindGang,
@@ -61,17 +73,15 @@ from gangsched.core.decisions import (
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.instants import Instants
-from gangsched.core.model import (
+from gangsched.core.values.model import (
     DEFAULT_QUEUE,
     AppKey,
     GroupKey,
-    Pod,
     PodUID,
     SchedulerConfig,
-    Scoring,
 )
-from gangsched.core.observations import (
+from gangsched.core.values.observations import (
+    OBSERVATIONS,
     AppGone,
     AppObserved,
     BindFailed,
@@ -93,15 +103,10 @@ from gangsched.core.observations import (
     VolumeGone,
     VolumeObserved,
 )
-from gangsched.core.pendings import FOR_ROOM, PendingShapes, Shape
-from gangsched.core.podindex import PlacedPod
-from gangsched.core.queues import QueueTree
-from gangsched.core.runtime import AppRuntime, GroupRuntime, PodState
-from gangsched.core.volumes import placing as volume_placing
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 if TYPE_CHECKING:
-    from gangsched.core.elect import NodeReservation
+    from gangsched.core.state.node_reservation import NodeReservation
 
 T = TypeVar("T")
 
@@ -113,9 +118,20 @@ class Scheduler:
     """Skip a cycle that cannot decide anything (see :meth:`cycle`); off, every cycle does
     the full work (the tests compare both)."""
 
-    def __init__(self, config: SchedulerConfig | None = None) -> None:
+    def __init__(self, config: SchedulerConfig | None = None, *,
+                 actions: Mapping[str, Action] = factory.ACTIONS,
+                 plugins: Mapping[str, Factory] = REGISTRY,
+                 default_plugins: tuple[tuple[str, int], ...] = DEFAULT_PLUGINS) -> None:
+        """``actions`` (name -> action) are the ones ``config.actions`` names, looked up
+        there (a name not in it is skipped; front ends refuse unknown names at start-up);
+        ``plugins`` and ``default_plugins`` are the placement's (see
+        :class:`~gangsched.core.placement.cluster.Cluster`). Each defaults to the standard
+        set; a test passes its own instead of changing those."""
         self.config = config or SchedulerConfig()
-        self.cluster = Cluster(self.config.percentage_of_nodes_to_score, self.config.profile)
+        self.actions = actions
+        """The actions by name."""
+        self.cluster = Cluster(self.config.percentage_of_nodes_to_score, self.config.profile,
+                               registry=plugins, default_plugins=default_plugins)
         self.queues = QueueTree(self.config.default_queue_policy)
         self.pods: dict[PodUID, PodState] = {}
         self.pod_by_name: dict[str, PodUID] = {}
@@ -132,24 +148,23 @@ class Scheduler:
         """The same pods counted by shape (what decides their queue, their request)."""
         self.parked: dict[PodUID, None] = {}
         """Real pods waiting for the deletion of the placeholder they take."""
-        self.swaps: dict[PodUID, swap_logic.Swap] = {}
+        self.swaps: dict[PodUID, Swap] = {}
         """Swaps under way, by placeholder uid, with the room each holds."""
         self.deleting: dict[PodUID, None] = {}
         """Placeholders whose deletion was asked for and is not yet seen."""
         self.now = 0.0
         self.cycles = 0
         """Cycles run so far."""
-        self.out: list[Decision] = []
-        """The cycle's decisions, appended as they are made; :meth:`cycle` returns this
-        list itself and starts a new one. The shell reads it while the cycle runs (on
-        another thread, ``gangsched.shell.early``), so a decision once appended is never
-        removed nor moved, but for two kinds: a placeholder creation taken back
-        (``placeholders``) and an event rewritten in its place (``apps.move``)."""
+        self.out = Outbox()
+        """The cycle's decisions, appended as they are made; :meth:`cycle` takes them and
+        returns them. The shell reads its committed prefix while the cycle runs (on
+        another thread, ``gangsched.shell.early``); see :mod:`~gangsched.core.state.outbox`
+        for what may still change."""
         self.queues_dirty = True
         self.queue_status: dict[str, Decision] = {}
         self.node_reservation: NodeReservation | None = None
         """The nodes held for a starving gang (the elect and reserve actions)."""
-        self.evictions = eviction_logic.Evictions()
+        self.evictions = Evictions()
         """Preemption and reclaim plans under way, and the room held for them."""
         self.volumes: VolumeCatalog = self.cluster.volumes
         """Volumes, claims and the bindings assumed for placed pods (:mod:`.volumes`)."""
@@ -157,7 +172,7 @@ class Scheduler:
         """Binds of one gang being gathered (see :meth:`binding_together`)."""
         self.pressure = pressure.Pressure()
         """Priorities of running and waiting pods: can preemption matter at all?"""
-        self.unsatisfiable = unsatisfiable_logic.Verdicts()
+        self.unsatisfiable = Verdicts()
         """Gangs that cannot fit the nodes as they are (see ``unsatisfiable``)."""
         self._wakes = Instants()
         """Instants ahead at which some condition of a cycle flips."""
@@ -190,13 +205,17 @@ class Scheduler:
             self.observe(observation)
 
     def observe(self, obs: Observation) -> None:
-        """Record one observation. Never raises on well-typed input; never decides."""
+        """Record one observation. Never raises on well-typed input; never decides. An
+        object of no observation type is ignored (mypy reports a type of
+        :data:`~gangsched.core.values.observations.Observation` that no branch handles)."""
         self._observed = True
         self._changes += 1
+        if not isinstance(obs, OBSERVATIONS):
+            return
         if isinstance(obs, PodObserved):
-            self._pod_observed(obs)
+            membership.pod_observed(self, obs)
         elif isinstance(obs, PodGone):
-            self._pod_gone(obs.uid)
+            membership.pod_gone(self, obs.uid)
         elif isinstance(obs, NodeObserved):
             self.cluster.upsert_node(obs.node)
         elif isinstance(obs, NodeGone):
@@ -220,7 +239,7 @@ class Scheduler:
             self.queues.remove(obs.name)
             self._queues_changed()
         elif isinstance(obs, BindFailed):
-            self._bind_failed(obs)
+            membership.bind_failed(self, obs)
         elif isinstance(obs, PlaceholderCreateFailed):
             app_logic.placeholder_create_failed(self, obs)
         elif isinstance(obs, EvictionFailed):
@@ -235,175 +254,15 @@ class Scheduler:
             self.volumes.resource_claims_served = obs.served
             self.cluster.retry()
         elif isinstance(obs, VolumeBindFailed):
-            self._bind_failed(BindFailed(obs.uid, obs.node, obs.code, obs.message),
-                              volumes=True)
+            membership.bind_failed(self, BindFailed(obs.uid, obs.node, obs.code, obs.message),
+                                 volumes=True)
+        else:
+            assert_never(obs)
 
     def _queues_changed(self) -> None:
         self.rebuild_queue_usage()
         for group in self.groups.values():
             group.failed_epoch = -1  # a quota may have grown: try the gangs again
-
-    def _pod_observed(self, obs: PodObserved) -> None:
-        pod = obs.pod
-        ps = self.pods.get(pod.uid)
-        if ps is None:
-            ps = PodState(pod)
-            self.pods[pod.uid] = ps
-            self.pod_by_name[pod.ref] = pod.uid
-            self._join(ps)
-            if pod.placeholder:
-                app_logic.placeholder_observed(self, ps)
-        elif _membership(ps.pod) != _membership(pod):
-            if ps.node is not None and pod.requests != ps.pod.requests:
-                self.uncharge(ps)
-            self._leave(ps)
-            ps.update(pod)
-            self._join(ps)
-            self.recharge((ps.uid,))
-            if pod.placeholder:
-                app_logic.placeholder_observed(self, ps)
-        elif ps.node is not None and pod.requests != ps.pod.requests:
-            held = ps.node  # charged with the old request: charge the new one, same place
-            self.uncharge(ps)
-            ps.update(pod)
-            self.charge(ps, held)
-        else:
-            if ps.node is not None and pod.terminating != ps.pod.terminating:
-                self._terminating_changed(ps, pod)
-            ps.update(pod)
-        if pod.node_name is not None and pod.active:
-            if ps.node != pod.node_name:
-                self.uncharge(ps)
-                self.charge(ps, pod.node_name)
-            if ps.assumed:
-                ps.assumed = False
-                app_logic.real_pod_confirmed(self, ps)
-            group_logic.unassume(self, ps)
-            reservation_logic.unassume(self, ps)
-        elif not pod.active:
-            self.uncharge(ps)
-            ps.assumed = False
-            group_logic.unassume(self, ps)
-            reservation_logic.unassume(self, ps)
-        elif not pod.ours and ps.node != pod.nominated_node:
-            # Room that preemption made for another scheduler's pod is taken (as
-            # kube-scheduler counts nominated pods); it moves with the nomination.
-            self.uncharge(ps)
-            if pod.nominated_node is not None and not pod.terminating:
-                self.charge(ps, pod.nominated_node)
-        self.refresh_pending(ps)
-        self.touch_owner(ps)
-        self.pressure.track(ps)
-        if self.swaps or pod.placeholder:
-            swap_logic.observed(self, ps)
-
-    def _terminating_changed(self, ps: PodState, pod: Pod) -> None:
-        """A charged pod began (or, in a stale observation, stopped) terminating: it
-        keeps its node's capacity until it is gone, but topology spread no longer counts
-        it (see :class:`~gangsched.core.podindex.PlacedPod`)."""
-        placed = self.cluster.pod_index.pods.get(ps.uid)
-        if placed is not None:
-            self.cluster.pod_index.add(dataclasses.replace(placed, terminating=pod.terminating))
-            self.cluster.retry()
-
-    def _pod_gone(self, uid: PodUID) -> None:
-        ps = self.pods.pop(uid, None)
-        if ps is None:
-            return
-        self.pod_by_name.pop(ps.pod.ref, None)
-        ps.preemptor = None  # it refers back to the pod: let reference counting free both
-        self.uncharge(ps)
-        self.volumes.forget_pod(uid)
-        self.pending.pop(uid, None)
-        self.pending_shapes.remove(uid)
-        self.waiting_for_room.pop(uid, None)
-        self.parked.pop(uid, None)
-        self.deleting.pop(uid, None)
-        if self.swaps:
-            swap_logic.observed(self, ps, gone=True)
-        self.touch_owner(ps)
-        self._leave(ps)
-        app_logic.pod_gone(self, ps)
-        group_logic.pod_gone(self, ps)
-        self.pressure.forget(uid)  # last: releasing its node above counted it again
-
-    def _join(self, ps: PodState) -> None:
-        """Count the pod as a member of its gang; a gated pod has not arrived yet."""
-        pod = ps.pod
-        if ps.gated:
-            return
-        if pod.app is not None:
-            self.app_members.setdefault(pod.app, set()).add(pod.uid)
-        if pod.pod_group is not None:
-            self.group_members.setdefault(pod.pod_group, set()).add(pod.uid)
-            group = self.groups.get(pod.pod_group)
-            if group is not None:
-                group.failed_epoch = -1  # a new member: the gang may be complete now
-        self._member_moved(ps)
-
-    def _member_moved(self, ps: PodState) -> None:
-        """A member of an Application or PodGroup joined, left, was observed, charged or
-        released: its gang's members' version moves (what is kept of the members,
-        see ``reservation.members`` and ``preemptors.for_groups``, is made again)."""
-        pod = ps.pod
-        if pod.app is not None:
-            app = self.apps.get(pod.app)
-            if app is not None:
-                app.members_version += 1
-        if pod.pod_group is not None:
-            group = self.groups.get(pod.pod_group)
-            if group is not None:
-                group.members_version += 1
-
-    def _leave(self, ps: PodState) -> None:
-        pod = ps.pod
-        self._member_moved(ps)
-        if pod.app is not None:
-            members = self.app_members.get(pod.app)
-            if members is not None:
-                members.discard(pod.uid)
-            app = self.apps.get(pod.app)
-            if app is not None and pod.uid in app.assumed:
-                reservation_logic.unassume(self, ps)
-                if pod.node_name is None:
-                    self.uncharge(ps)
-        if pod.pod_group is not None:
-            group_members = self.group_members.get(pod.pod_group)
-            if group_members is not None:
-                group_members.discard(pod.uid)
-            group = self.groups.get(pod.pod_group)
-            if group is not None and pod.uid in group.assumed:
-                group_logic.unassume(self, ps)
-                if pod.node_name is None:
-                    self.uncharge(ps)
-
-    def _bind_failed(self, obs: BindFailed, *, volumes: bool = False) -> None:
-        """A bind the core asked for did not happen: release the assumption and requeue.
-
-        409 means the pod is bound already (an earlier attempt did succeed): no backoff,
-        the observation of the bound pod follows. Any other code (404: the pod is gone,
-        its deletion follows) backs off, doubling from ``bind_backoff_initial`` up to
-        ``bind_backoff_max``, and the pod waits with reason ``BindFailed`` (the same
-        message for the same error, so repeated failures make one Event series). A
-        failure for a pod the core did not ask to bind is ignored.
-        """
-        ps = self.pods.get(obs.uid)
-        if ps is None or not ps.assumed:
-            return
-        ps.assumed = False
-        self.uncharge(ps)
-        what = "binding its volumes for node" if volumes else "binding to node"
-        text = f"{what} {obs.node} failed ({obs.code}): {obs.message}".rstrip(": ")
-        if obs.code == 409 and not volumes:
-            self.event(ObjectRef("Pod", ps.pod.namespace, ps.pod.name, ps.uid),
-                       EventType.WARNING, "BindFailed", text)
-        else:
-            ps.failures += 1
-            delay = self.config.bind_backoff_initial * 2 ** (ps.failures - 1)
-            ps.backoff_until = self.now + min(delay, self.config.bind_backoff_max)
-            self.mark_pending(ps, "VolumeBindFailed" if volumes else "BindFailed", text)
-        self.refresh_pending(ps)
-        self.touch_owner(ps)
 
     # --- accounting ----------------------------------------------------------------------
 
@@ -431,7 +290,7 @@ class Scheduler:
         self._stirred = True
         self._changes += 1
         ps.node = node
-        self._member_moved(ps)
+        membership.member_moved(self, ps)
         self.pressure.track(ps)
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
@@ -451,7 +310,7 @@ class Scheduler:
             return
         self._stirred = True
         self._changes += 1
-        self._member_moved(ps)
+        membership.member_moved(self, ps)
         self.cluster.release(ps.node, ps.uid, ps.request, retry=retry)
         if ps.pod.volumes.any:
             self.volumes.pod_left(ps.uid)
@@ -533,7 +392,7 @@ class Scheduler:
             group = self.groups.get(pod.pod_group)
             if group is not None:
                 group.dirty = True
-        self._member_moved(ps)
+        membership.member_moved(self, ps)
         self.queues_dirty = True
 
     # --- decisions -----------------------------------------------------------------------
@@ -549,7 +408,7 @@ class Scheduler:
         pod = ps.pod
         for decision in self.cluster.pre_bound.pop(pod.uid, ()):
             self.out.append(decision)  # type: ignore[arg-type]  # PreBind's own decisions
-        volumes = volume_placing.writes(self, ps) if pod.volumes.claims else ()
+        volumes = volume_placing.writes(self.volumes, ps.uid) if pod.volumes.claims else ()
         decision = BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes)
         if self._together is not None:
             self._together.append(decision)
@@ -662,8 +521,7 @@ class Scheduler:
         self.cycles += 1
         due = self._wakes.pop_until(now)
         if self.skip_quiet and self._settled and not self._observed and not due:
-            out, self.out = self.out, []  # (empty: only a cycle decides)
-            return out
+            return self.out.take()  # (empty: only a cycle decides)
         # Woken only by instants the actions asked about, after a settled cycle: the
         # actions before the first whose instant came would do nothing again (that
         # cycle's state is theirs), so they are passed over.
@@ -685,13 +543,13 @@ class Scheduler:
                 continue
             quiet = False  # what an action changes, those after it may read
             self._act(name, now)
-        deadlock_logic.after_actions(self, now)
+        allocate_action.after_actions(self, now)
         app_logic.progress(self, now)
         group_logic.progress(self, now)
         unsatisfiable_logic.check(self)
         status_logic.emit(self, now)
         self._count_decided()  # before the cycle's decisions go
-        out, self.out = self.out, []
+        out = self.out.take()
         self._scanned = 0
         self._settled = (not self._stirred and self.queues.earmarked == earmarked
                          and all(isinstance(d, _REPORTS) for d in out))
@@ -708,20 +566,11 @@ class Scheduler:
         self._next_for.pop(action, None)
         self._ran.add(action)
         try:
-            registry.run(self, (action,), now)
+            run = self.actions.get(action)
+            if run is not None:
+                run(self, now)
         finally:
             self._action = None
-
-    def sort_key(
-        self, queue: str, priority: int, creation: float, ref: str
-    ) -> tuple[object, ...]:
-        """The order of a unit within ``queue`` (see ``ordinary.sort_key``)."""
-        return ordinary_logic.sort_key(self, queue, priority, creation, ref)
-
-    def schedule_ordinary(self, ps: PodState, now: float, reason: str = "Scheduled",
-                          scoring: Scoring | None = None) -> bool:
-        """Place one pod on its own (no gang condition). True if a bind was asked for."""
-        return ordinary_logic.place(self, ps, now, reason, scoring)
 
 
 _REPORTS = (SetAppStatus, SetPodGroupStatus, SetQueueStatus)
@@ -729,6 +578,3 @@ _REPORTS = (SetAppStatus, SetPodGroupStatus, SetQueueStatus)
 cycle, see ``status.emit``): a cycle that decides no others, and changes nothing, is
 settled."""
 
-
-def _membership(pod: Pod) -> tuple[object, ...]:
-    return (pod.app, pod.pod_group, bool(pod.placement.gates))

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gangsched.core import naming
+from gangsched.core.values import naming
 from gangsched.translate import labels, times
 
 KINDS = {"application": ("Application", "applications"), "podgroup": ("PodGroup", "podgroups")}

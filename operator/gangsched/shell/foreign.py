@@ -36,9 +36,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gangsched.core.decisions import PodPending, SetPodGroupStatus
-from gangsched.core.model import GroupKey
-from gangsched.core.observations import Observation, PodGroupGone, PodGroupObserved
+from gangsched.core.values.decisions import PodPending, SetPodGroupStatus
+from gangsched.core.values.model import GroupKey
+from gangsched.core.values.observations import Observation, PodGroupGone, PodGroupObserved
 from gangsched.shell.client import ApiError, KubeClient
 from gangsched.shell.executors import StatusTarget, StatusWriter
 from gangsched.shell.watch import Reflector

@@ -20,7 +20,7 @@ import os
 import sys
 from typing import IO, Any
 
-from gangsched.core.decisions import SetAppStatus, SetPodGroupStatus
+from gangsched.core.values.decisions import SetAppStatus, SetPodGroupStatus
 from gangsched.translate import times
 
 FIELDS = ("app", "podgroup", "queue", "pod", "node", "reason", "state", "code")

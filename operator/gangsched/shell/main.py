@@ -63,7 +63,7 @@ from gangsched.shell.settings import OperatorSettings
 if TYPE_CHECKING:
     import kopf
 
-    from gangsched.core.framework.profile import ProfileConfig
+    from gangsched.core.values.profile import ProfileConfig
     from gangsched.shell.metrics import MetricsServer
     from gangsched.shell.runtime import Runtime
 
@@ -358,7 +358,7 @@ def run_operator(args: argparse.Namespace) -> int:
                              ("placeholders", "placeholders")):
         value = getattr(args, flag, None)
         if flag == "placeholders" and value is not None:
-            from gangsched.core.model import PlaceholderPolicy
+            from gangsched.core.values.model import PlaceholderPolicy
 
             value = PlaceholderPolicy(value)
         if value is not None:

@@ -41,8 +41,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client import generate_latest as _generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from gangsched.core import resources
-from gangsched.core.decisions import (
+from gangsched.core.values import resources
+from gangsched.core.values.decisions import (
     BindPod,
     Decision,
     DeletePod,
@@ -52,7 +52,7 @@ from gangsched.core.decisions import (
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.model import AppKey, Pod, PodUID
+from gangsched.core.values.model import AppKey, Pod, PodUID
 from gangsched.translate import times
 
 if TYPE_CHECKING:

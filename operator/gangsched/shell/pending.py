@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gangsched.core.decisions import PodPending
-from gangsched.core.model import PodUID
+from gangsched.core.values.decisions import PodPending
+from gangsched.core.values.model import PodUID
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from gangsched.core.model import Pod, PodPhase, PodUID
+from gangsched.core.values.model import Pod, PodPhase, PodUID
 from gangsched.translate import times
 from gangsched.translate.dialects import Membership
 from gangsched.translate.pods import pod_with_membership

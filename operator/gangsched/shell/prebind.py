@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.decisions import AnnotateClaim, BindVolume, VolumeWrite
-from gangsched.core.volumes.model import SELECTED_NODE
+from gangsched.core.values.decisions import AnnotateClaim, BindVolume, VolumeWrite
+from gangsched.core.values.volume_specs import SELECTED_NODE
 from gangsched.shell.client import ApiError
 
 JSON = Mapping[str, Any]

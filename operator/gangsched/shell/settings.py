@@ -6,7 +6,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from gangsched.core.model import SchedulerConfig
+from gangsched.core.values.model import SchedulerConfig
 from gangsched.translate import labels
 
 

@@ -9,11 +9,11 @@ the operator's role not granting it, is taken the same way, with a warning).
 
 :func:`write_volumes` carries out a BindPod's volume writes before its Binding:
 
-* :class:`~gangsched.core.decisions.BindVolume`: the PV is read, must still be at the
+* :class:`~gangsched.core.values.decisions.BindVolume`: the PV is read, must still be at the
   resourceVersion the core chose it at and free (else 409: another claim took it), and
   is updated with ``spec.claimRef`` (an update, so a concurrent change is a 409 too). The
   PV controller then binds the claim to it.
-* :class:`~gangsched.core.decisions.AnnotateClaim`: the claim is merge-patched with the
+* :class:`~gangsched.core.values.decisions.AnnotateClaim`: the claim is merge-patched with the
   ``volume.kubernetes.io/selected-node`` annotation (nothing else); the provisioner
   then creates a volume reachable from that node.
 
@@ -34,15 +34,14 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gangsched.core.decisions import AnnotateClaim, BindVolume, VolumeWrite
-from gangsched.core.observations import (
+from gangsched.core.values.decisions import AnnotateClaim, BindVolume, VolumeWrite
+from gangsched.core.values.observations import (
     Observation,
     ResourceClaimsServed,
     VolumeGone,
     VolumeObserved,
 )
-from gangsched.core.volumes.catalog import VolumeObject
-from gangsched.core.volumes.model import SELECTED_NODE
+from gangsched.core.values.volume_specs import SELECTED_NODE, VolumeObject
 from gangsched.shell.client import ApiError, KubeClient
 from gangsched.shell.prebind import BindingState
 from gangsched.shell.watch import Reflector

@@ -12,7 +12,7 @@ state-aware and PodGroup schedule timeouts) are read from the status the core pu
 jump straight to the next instant at which a timer is due.
 
 After every cycle the core's books are checked: no node may hold more than its
-allocatable (:mod:`gangsched.core.invariants`, incrementally: only the nodes whose usage
+allocatable (:mod:`gangsched.core.state.invariants`, incrementally: only the nodes whose usage
 changed). A node over-committed is counted (``overCommittedNodes``, which must stay 0) and
 shown loudly in the timeline.
 """
@@ -23,10 +23,11 @@ import itertools
 import re
 from typing import Protocol
 
-from gangsched.core import invariants
-from gangsched.core.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
-from gangsched.core.instants import Instants
-from gangsched.core.model import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.state import invariants
+from gangsched.core.state.instants import Instants
+from gangsched.core.values.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GroupKey,
@@ -39,7 +40,6 @@ from gangsched.core.model import (
     SchedulerConfig,
     SortPolicy,
 )
-from gangsched.core.scheduler import Scheduler
 from gangsched.sim.jobs import Outcome
 from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.timeline import Timeline

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gangsched.core.naming import natural_key
+from gangsched.core.values.naming import natural_key
 from gangsched.sim.timeline import Entry
 
 MAX_PIECES = 4

@@ -35,8 +35,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gangsched.core.model import AppKey, GroupKey, Pod, PodPhase, PodUID
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import AppKey, GroupKey, Pod, PodPhase, PodUID
+from gangsched.core.values.resources import Resources
 from gangsched.sim import racks
 from gangsched.sim.backends import Backend
 from gangsched.sim.jobs import JobRun, Outcome, PodRun, PodStatus

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core.decisions import SetAppStatus, SetPodGroupStatus
-from gangsched.core.model import AppKey, GroupKey
+from gangsched.core.values.decisions import SetAppStatus, SetPodGroupStatus
+from gangsched.core.values.model import AppKey, GroupKey
 from gangsched.sim.backends import GangschedBackend
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.workload import Job, JobKind

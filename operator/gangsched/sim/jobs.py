@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from gangsched.core.model import PodUID
+from gangsched.core.values.model import PodUID
 from gangsched.sim.workload import Job, PodTemplate
 
 

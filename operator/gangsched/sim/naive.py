@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from gangsched.core.constraints import matches_affinity, matches_node_selector, untolerated_taints
-from gangsched.core.model import (
+from gangsched.core.values.constraints import (
+    matches_affinity,
+    matches_node_selector,
+    untolerated_taints,
+)
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GroupKey,
@@ -29,7 +33,7 @@ from gangsched.core.model import (
     PodUID,
     QueueSpec,
 )
-from gangsched.core.resources import PODS, Resources
+from gangsched.core.values.resources import PODS, Resources
 from gangsched.sim.jobs import Outcome
 from gangsched.sim.latency import NO_LATENCY
 from gangsched.sim.timeline import Timeline

@@ -15,10 +15,9 @@ import math
 import re
 from collections.abc import Mapping
 
-from gangsched.core import registry
-from gangsched.core.constraints import ConstraintError, Taint
-from gangsched.core.framework.profile import ProfileConfig
-from gangsched.core.model import (
+from gangsched.core.actions import factory
+from gangsched.core.values.constraints import ConstraintError, Taint
+from gangsched.core.values.model import (
     Node,
     PlaceholderPolicy,
     QueueSpec,
@@ -26,6 +25,7 @@ from gangsched.core.model import (
     Scoring,
     SortPolicy,
 )
+from gangsched.core.values.profile import ProfileConfig
 from gangsched.sim import racks
 from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.parse_jobs import NAME, NAME_WHAT, JobReader, enum_parser, requests
@@ -216,7 +216,7 @@ class _Builder:
                         "[enqueue, allocate, backfill]")
             return default
         try:
-            return registry.validate(raw)
+            return factory.validate(raw)
         except ValueError as error:
             self.r.fail((*path, "actions"), str(error))
             return default

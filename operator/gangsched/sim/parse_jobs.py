@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gangsched.core.constraints import ANY_NODE
-from gangsched.core.model import (
+from gangsched.core.values.constraints import ANY_NODE
+from gangsched.core.values.model import (
     NO_TOPOLOGY,
     AppKey,
     AppSpec,
@@ -27,7 +27,7 @@ from gangsched.core.model import (
     TaskGroup,
     TopologyRequest,
 )
-from gangsched.core.resources import Resources
+from gangsched.core.values.resources import Resources
 from gangsched.sim.schema import Reader, field_path
 from gangsched.sim.source import Document, Path
 from gangsched.sim.workload import Behaviour, FailurePolicy, Job, JobKind, PodTemplate

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gangsched.core.model import NO_TOPOLOGY, Node, TopologyRequest
+from gangsched.core.values.model import NO_TOPOLOGY, Node, TopologyRequest
 from gangsched.sim.jobs import JobRun
 from gangsched.sim.workload import Job
 from gangsched.translate.topology import BLOCK, RACK, ZONE

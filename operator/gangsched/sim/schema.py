@@ -16,8 +16,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
-from gangsched.core.constraints import ConstraintError
-from gangsched.core.resources import QuantityError, Resources
+from gangsched.core.values.constraints import ConstraintError
+from gangsched.core.values.resources import QuantityError, Resources
 from gangsched.sim.source import Document, Path, SourceError, WorkloadError
 
 T = TypeVar("T")

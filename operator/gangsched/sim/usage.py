@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gangsched.core.resources import Resources
+from gangsched.core.values.resources import Resources
 
 CATEGORIES = ("busy", "idle", "placeholder")
 GIB = 2**30

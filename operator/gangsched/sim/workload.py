@@ -29,15 +29,15 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gangsched.core.constraints import ANY_NODE, NodeAffinity, Toleration
-from gangsched.core.model import (
+from gangsched.core.values.constraints import ANY_NODE, NodeAffinity, Toleration
+from gangsched.core.values.model import (
     AppSpec,
     Node,
     PodGroupSpec,
     QueueSpec,
     SchedulerConfig,
 )
-from gangsched.core.resources import Resources
+from gangsched.core.values.resources import Resources
 from gangsched.sim.latency import NO_LATENCY, Latency
 
 

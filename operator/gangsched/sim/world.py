@@ -29,9 +29,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, assert_never
 
-from gangsched.core.decisions import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import (
     AnnotateNode,
     BindGang,
     BindPod,
@@ -39,13 +40,14 @@ from gangsched.core.decisions import (
     Decision,
     DeletePod,
     EvictPod,
+    NominatePod,
     PodPending,
     RecordEvent,
     SetAppStatus,
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.model import (
+from gangsched.core.values.model import (
     AppKey,
     AppSpec,
     GroupKey,
@@ -56,7 +58,7 @@ from gangsched.core.model import (
     PodUID,
     QueueSpec,
 )
-from gangsched.core.observations import (
+from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
@@ -70,7 +72,6 @@ from gangsched.core.observations import (
     PodObserved,
     QueueObserved,
 )
-from gangsched.core.scheduler import Scheduler
 from gangsched.sim.latency import NO_LATENCY, Latency, Later
 
 WATCH = "watch"
@@ -309,6 +310,10 @@ class World:
                 self.queue_status[d.name] = d
             elif isinstance(d, RecordEvent):
                 self.events.append(d)
+            elif isinstance(d, NominatePod):
+                pass  # no other scheduler in a simulation reads nominations
+            else:
+                assert_never(d)
 
     def _bind(self, d: BindPod) -> None:
         pod = self.pods.get(d.uid)

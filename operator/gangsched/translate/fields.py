@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from gangsched.core import constraints, resources
+from gangsched.core.values import constraints, resources
 
 T = TypeVar("T")
 
@@ -202,7 +202,7 @@ class Problems:
         """``reader()``, or ``default`` after recording the error it raised.
 
         Catches :class:`TranslationError` and
-        :class:`~gangsched.core.constraints.ConstraintError` (whose message already starts
+        :class:`~gangsched.core.values.constraints.ConstraintError` (whose message already starts
         with a path); anything else is a bug and propagates.
         """
         try:

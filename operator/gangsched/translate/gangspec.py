@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from gangsched.core import constraints, model, resources
+from gangsched.core.values import constraints, model, resources
 from gangsched.translate import fields, k8s_constraints, k8s_placement, topology
 
 MAX_TASK_GROUPS = 32

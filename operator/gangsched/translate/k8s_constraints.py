@@ -1,14 +1,14 @@
 """Raw Kubernetes JSON for scheduling constraints, to and from the core models.
 
 Pod ``spec.tolerations``, ``spec.nodeSelector`` and ``spec.affinity``, and node
-``spec.taints``, become :mod:`gangsched.core.constraints` values here and nowhere else.
+``spec.taints``, become :mod:`gangsched.core.values.constraints` values here and nowhere else.
 
 The readers are tolerant of *missing* data and strict about *wrong* data:
 
 * ``None`` or an absent key means "not set" and gets the Kubernetes default (no
   tolerations, no taints, no selector, no affinity, an empty string, ``Equal``, ...);
 * a value of the wrong JSON type, an unknown enum spelling, or a requirement Kubernetes
-  would not admit raises :class:`~gangsched.core.constraints.ConstraintError` whose message
+  would not admit raises :class:`~gangsched.core.values.constraints.ConstraintError` whose message
   starts with the path of the offending field, e.g.
   ``tolerations[1].operator: unknown operator "Equals" (accepted: Exists, Equal)``.
   The path starts at the ``path`` argument, so callers can pass ``"spec.tolerations"``.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gangsched.core import constraints
+from gangsched.core.values import constraints
 from gangsched.translate.fields import json_type as _json_type
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

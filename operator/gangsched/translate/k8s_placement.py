@@ -1,4 +1,4 @@
-"""Raw pod JSON to :class:`gangsched.core.placement.Placement`.
+"""Raw pod JSON to :class:`gangsched.core.values.placement_terms.Placement`.
 
 Read here and nowhere else: ``metadata.labels``, preferred node affinity, pod affinity
 and anti-affinity (required and preferred), ``topologySpreadConstraints``, container
@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core import constraints, placement, selectors
+from gangsched.core.values import constraints, selectors
+from gangsched.core.values import placement_terms as placement
 from gangsched.translate import fields
 from gangsched.translate.k8s_constraints import node_selector_term_from_k8s
 

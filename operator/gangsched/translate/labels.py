@@ -15,7 +15,7 @@ API_VERSION = f"{GROUP}/v1alpha1"
 
 LABEL_APP = f"{GROUP}/app"
 """Pod label: the name of the Application the pod belongs to, made label-safe with
-:func:`gangsched.core.naming.label_value`."""
+:func:`gangsched.core.values.naming.label_value`."""
 
 ANN_APP_NAME = f"{GROUP}/app-name"
 """Pod annotation: the full Application name, when the label had to be shortened."""

@@ -1,4 +1,4 @@
-"""Node objects (``v1/Node``) to the core's :class:`~gangsched.core.model.Node`.
+"""Node objects (``v1/Node``) to the core's :class:`~gangsched.core.values.model.Node`.
 
 Nodes are written by kubelets and cloud controllers, not by gangsched's users, so a node
 has no ``invalid`` message. A node that cannot be read safely (a malformed quantity in
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import constraints, model, resources
+from gangsched.core.values import constraints, model, resources
 from gangsched.translate import fields, k8s_constraints
 
 

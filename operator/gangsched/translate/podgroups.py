@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from gangsched.core import model, resources
+from gangsched.core.values import model, resources
 from gangsched.translate import fields, times, topology
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 

@@ -1,4 +1,4 @@
-"""Pods: raw API objects to the core's :class:`~gangsched.core.model.Pod`, and the
+"""Pods: raw API objects to the core's :class:`~gangsched.core.values.model.Pod`, and the
 pods-first flow that turns a pod's annotations into an Application manifest.
 
 :func:`pod_from_k8s` never raises on what users wrote. A pod with a bad quantity, a bad
@@ -10,7 +10,7 @@ What the scheduler counts as a pod's request follows Kubernetes (``PodRequests``
 
 * a container's ``limits`` stand in for the ``requests`` it does not give (the API server
   defaults them the same way, so this only matters for hand-written objects);
-* init containers are combined with :func:`~gangsched.core.resources.effective_pod_request`,
+* init containers are combined with :func:`~gangsched.core.values.resources.effective_pod_request`,
   those with ``restartPolicy: Always`` being sidecars;
 * pod-level ``spec.resources`` (cpu, memory, hugepages) replace the containers' sum;
 * ``spec.overhead`` is added.
@@ -26,8 +26,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core import constraints, model, resources
 from gangsched.core.framework.nodeinfo import DEFAULT_MEMORY, DEFAULT_MILLI_CPU, nonzero
+from gangsched.core.values import constraints, model, resources
 from gangsched.translate import (
     dialects,
     fields,

@@ -28,7 +28,7 @@ Arguments read: NodeResourcesFit ``scoringStrategy`` (``LeastAllocated``,
 InterPodAffinity ``hardPodAffinityWeight`` and ``ignorePreferredTermsOfExistingPods``;
 and ``percentageOfNodesToScore``, the profile's or else the configuration's.
 Anything wrong raises :class:`~gangsched.translate.fields.TranslationError` or
-:class:`~gangsched.core.constraints.ConstraintError` whose message starts with the path
+:class:`~gangsched.core.values.constraints.ConstraintError` whose message starts with the path
 of the field, e.g. ``plugins.score.enabled[0]: unknown plugin "Foo" (accepted: ...)``.
 The result is checked against the registry (names, points, weights) before it is
 returned, so an invalid profile is refused at start-up, not in the first cycle.
@@ -39,15 +39,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import constraints
-from gangsched.core.cluster import Cluster
-from gangsched.core.framework.profile import EXTENSION_POINTS, PluginSet, ProfileConfig
+from gangsched.core.placement.cluster import Cluster
 from gangsched.core.plugins import (
     balancedallocation,
     interpodaffinity,
     noderesources,
     podtopologyspread,
 )
+from gangsched.core.values import constraints
+from gangsched.core.values.profile import EXTENSION_POINTS, PluginSet, ProfileConfig
 from gangsched.translate import fields
 from gangsched.translate.k8s_placement import spread_constraint
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from gangsched.core import model, resources
+from gangsched.core.values import model, resources
 from gangsched.translate import fields
 
 DEFAULT_STATE_AWARE_TIMEOUT = 300

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import decisions, naming
+from gangsched.core.values import decisions, naming
 from gangsched.translate import labels, statuses, times
 
 MAX_NAME = 253

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import decisions, resources
+from gangsched.core.values import decisions, resources
 from gangsched.translate import conditions, times
 
 BLOCKING_REASONS = frozenset(

@@ -2,7 +2,7 @@
 
 A topology request names *levels* by node-label keys (``topology.gangsched.io/rack``): a
 domain of a level is the set of nodes with one value of that label. The core's value is
-:class:`~gangsched.core.model.TopologyRequest`; this module reads it from the CRD field
+:class:`~gangsched.core.values.model.TopologyRequest`; this module reads it from the CRD field
 and checks it, so that every dialect (:mod:`gangsched.translate.dialects.kueue`,
 :mod:`~gangsched.translate.dialects.kai`, :mod:`~gangsched.translate.dialects.volcano`)
 ends in the same checks and the same messages.
@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core import model
+from gangsched.core.values import model
 from gangsched.translate import fields
 
 RACK = "topology.gangsched.io/rack"
@@ -193,7 +193,7 @@ def from_k8s(raw: object, path: str, problems: fields.Problems, *,
 
 def to_k8s(request: model.TopologyRequest) -> dict[str, Any]:
     """The CRD's ``topology`` field for ``request`` (only the fields it sets; ``{}`` for
-    :data:`~gangsched.core.model.NO_TOPOLOGY`)."""
+    :data:`~gangsched.core.values.model.NO_TOPOLOGY`)."""
     result: dict[str, Any] = {}
     if request.required is not None:
         result["required"] = request.required

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core import constraints
-from gangsched.core.volumes import model as vmodel
+from gangsched.core.values import constraints
+from gangsched.core.values import volume_specs as vmodel
 from gangsched.translate import fields, k8s_constraints, k8s_placement
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

@@ -4,10 +4,10 @@ profile into its default one; and the framework running what was resolved."""
 from __future__ import annotations
 
 import pytest
-from gangsched.core.constraints import ConstraintError
-from gangsched.core.framework.profile import PluginSet, ProfileConfig
 from gangsched.core.framework.runner import Framework
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
+from gangsched.core.values.constraints import ConstraintError
+from gangsched.core.values.profile import PluginSet, ProfileConfig
 
 DEFAULT_FILTERS = ("NodeReady", "NodeUnschedulable", "NodeName", "TaintToleration",
                    "NodeAffinity", "NodePorts", "NodeResourcesFit", "NodeVolumeLimits",

@@ -4,15 +4,14 @@ the pod's Binding; a refusal fails the placement and undoes the reservations."""
 from __future__ import annotations
 
 import pytest
-from gangsched.core import cluster as cluster_module
-from gangsched.core.decisions import BindPod, EventType, ObjectRef, RecordEvent
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.model import Node, Pod, PodUID
-from gangsched.core.observations import NodeObserved, PodObserved
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
-from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import BindPod, EventType, ObjectRef, RecordEvent
+from gangsched.core.values.model import Node, Pod, PodUID
+from gangsched.core.values.observations import NodeObserved, PodObserved
+from gangsched.core.values.resources import Resources
 
 
 class Recorder:
@@ -42,12 +41,10 @@ class Recorder:
     pytest.param(False, ["reserve n", "pre_bind n"], True, id="reserved-then-prebound"),
     pytest.param(True, ["reserve n", "unreserve n"], False, id="refused-and-undone"),
 ])
-def test_reserve_and_prebind(monkeypatch: pytest.MonkeyPatch, refuse: bool, calls: list[str],
-                             bound: bool) -> None:
+def test_reserve_and_prebind(refuse: bool, calls: list[str], bound: bool) -> None:
     plugin = Recorder(refuse)
-    monkeypatch.setattr(cluster_module, "REGISTRY", {**REGISTRY, "Recorder": lambda _: plugin})
-    monkeypatch.setattr(cluster_module, "DEFAULT_PLUGINS", (*DEFAULT_PLUGINS, ("Recorder", 0)))
-    s = Scheduler()
+    s = Scheduler(plugins={**REGISTRY, "Recorder": lambda _: plugin},
+                  default_plugins=(*DEFAULT_PLUGINS, ("Recorder", 0)))
     s.observe(NodeObserved(Node("n", Resources({"cpu": 4000, "memory": 2**34, "pods": 10}))))
     s.observe(PodObserved(Pod(PodUID("uid-p"), "default", "p", Resources({"cpu": 100}))))
     decisions = s.cycle(1.0)

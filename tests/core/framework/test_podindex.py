@@ -4,10 +4,10 @@ after the pods."""
 
 from __future__ import annotations
 
-from gangsched.core.constraints import SelectorOperator, SelectorRequirement
-from gangsched.core.placement import NO_PLACEMENT
-from gangsched.core.podindex import PlacedPod, PodIndex
-from gangsched.core.selectors import LabelSelector
+from gangsched.core.framework.podindex import PlacedPod, PodIndex
+from gangsched.core.values.constraints import SelectorOperator, SelectorRequirement
+from gangsched.core.values.placement_terms import NO_PLACEMENT
+from gangsched.core.values.selectors import LabelSelector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

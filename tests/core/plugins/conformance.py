@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gangsched.core.cluster import Cluster
-from gangsched.core.constraints import Taint, TaintEffect
+from gangsched.core.framework.podindex import PlacedPod
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.model import Node, Scoring
-from gangsched.core.podindex import PlacedPod
-from gangsched.core.resources import Resources
-from gangsched.core.runtime import PodState
+from gangsched.core.placement.cluster import Cluster
+from gangsched.core.state.records import PodState
+from gangsched.core.values.constraints import Taint, TaintEffect
+from gangsched.core.values.model import Node, Scoring
+from gangsched.core.values.resources import Resources
 from gangsched.translate.pods import pod_from_k8s
 
 HOST = "kubernetes.io/hostname"

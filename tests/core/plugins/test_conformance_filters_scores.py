@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 from conformance import HOST, ZONE, affinity, chosen, cluster, feasible, node, pod, spread, term
-from gangsched.core.cluster import Cluster, feasible_nodes_to_find
-from gangsched.core.decisions import PodPending
-from gangsched.core.model import PodUID, Scoring
+from gangsched.core.placement.cluster import Cluster, feasible_nodes_to_find
 from gangsched.core.plugins.imagelocality import priority
 from gangsched.core.plugins.podtopologyspread import go_round
+from gangsched.core.values.decisions import PodPending
+from gangsched.core.values.model import PodUID, Scoring
 from gangsched.translate.nodes import node_from_k8s
 from gangsched.translate.pods import scoring_requests
 from gangsched.translate.render import pod_scheduled_condition

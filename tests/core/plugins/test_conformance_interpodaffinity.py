@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conformance import HOST, ZONE, affinity, anti, chosen, cluster, feasible, node, pod, term, why
-from gangsched.core.model import Scoring
+from gangsched.core.values.model import Scoring
 
 WEB = {"app": "web"}
 NODES = [node("a", zone="z1"), node("b", zone="z1"), node("c", zone="z2"), node("d", zone="z2")]

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from conformance import chosen, cluster, feasible, info, node, pod, why
-from gangsched.core.cluster import Cluster, Constraints, PodInfo
 from gangsched.core.framework.interface import CycleState
-from gangsched.core.model import Scoring
+from gangsched.core.placement.cluster import Cluster, Constraints, PodInfo
 from gangsched.core.plugins import balancedallocation
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import Scoring
+from gangsched.core.values.resources import Resources
 
 NS = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 EXPR = "requiredDuringSchedulingIgnoredDuringExecution"

@@ -23,14 +23,14 @@ from conformance import (
     spread,
     why,
 )
-from gangsched.core.cluster import Cluster
-from gangsched.core.framework.profile import ProfileConfig
-from gangsched.core.model import Scoring
-from gangsched.core.placement import SpreadConstraint, WhenUnsatisfiable
+from gangsched.core.framework.podindex import PlacedPod
+from gangsched.core.placement.cluster import Cluster
 from gangsched.core.plugins.podtopologyspread import NAME as SPREAD
 from gangsched.core.plugins.podtopologyspread import Defaulting, SpreadArgs
-from gangsched.core.podindex import PlacedPod
-from gangsched.core.resources import Resources
+from gangsched.core.values.model import Scoring
+from gangsched.core.values.placement_terms import SpreadConstraint, WhenUnsatisfiable
+from gangsched.core.values.profile import ProfileConfig
+from gangsched.core.values.resources import Resources
 
 WEB = {"app": "web"}
 NODES = [node("a", zone="z1"), node("b", zone="z1"), node("c", zone="z2")]

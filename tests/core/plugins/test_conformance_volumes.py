@@ -12,16 +12,22 @@ import dataclasses
 from collections.abc import Sequence
 
 import pytest
-from gangsched.core.decisions import AnnotateClaim, BindPod, BindVolume, PodPending, VolumeWrite
-from gangsched.core.model import Node, Pod, PodPhase
-from gangsched.core.observations import (
+from gangsched.core.scheduler import Scheduler
+from gangsched.core.values.decisions import (
+    AnnotateClaim,
+    BindPod,
+    BindVolume,
+    PodPending,
+    VolumeWrite,
+)
+from gangsched.core.values.model import Node, Pod, PodPhase
+from gangsched.core.values.observations import (
     NodeObserved,
     PodObserved,
     ResourceClaimsServed,
     VolumeObserved,
 )
-from gangsched.core.scheduler import Scheduler
-from gangsched.core.volumes.catalog import VolumeObject
+from gangsched.core.values.volume_specs import VolumeObject
 
 from tests.core.builders import make_node, make_pod
 from tests.core.volume_builders import (

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from conformance import HOST, affinity, anti, node, pod, spread, term
-from gangsched.core.decisions import (
+from gangsched.core.values.decisions import (
     SCHEDULING_GATED,
     BindGang,
     BindPod,
@@ -38,10 +38,10 @@ from gangsched.core.decisions import (
     PodPending,
     RecordEvent,
 )
-from gangsched.core.model import SchedulerConfig, Scoring
-from gangsched.core.observations import VolumeObserved
-from gangsched.core.placement import AffinityTerm, Placement
-from gangsched.core.selectors import LabelSelector
+from gangsched.core.values.model import SchedulerConfig, Scoring
+from gangsched.core.values.observations import VolumeObserved
+from gangsched.core.values.placement_terms import AffinityTerm, Placement
+from gangsched.core.values.selectors import LabelSelector
 from gangsched.translate.pods import pod_from_k8s
 from gangsched.translate.render import pod_scheduled_condition
 from gangsched.translate.volumes import (

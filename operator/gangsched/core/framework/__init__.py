@@ -3,7 +3,7 @@
 Placement is "run the profile". A *plugin* is a small object with a ``name`` that
 implements some of the protocols of :mod:`~gangsched.core.framework.interface`
 (PreEnqueue, PreFilter, Filter, Score with NormalizeScore, Reserve/Unreserve,
-PreBind). A *profile* (:mod:`~gangsched.core.framework.profile`) says which plugins run
+PreBind). A *profile* (:mod:`~gangsched.core.values.profile`) says which plugins run
 at which point, with what score weights and arguments, in the shape of
 ``KubeSchedulerConfiguration``. The :class:`~gangsched.core.framework.runner.Framework`
 runs them.

@@ -36,7 +36,7 @@ from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
 
 if TYPE_CHECKING:
-    from gangsched.core.podindex import PodIndex
+    from gangsched.core.framework.podindex import PodIndex
     from gangsched.core.volumes.catalog import VolumeCatalog
 
 MAX_NODE_SCORE = 100

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gangsched.core.model import Node
-from gangsched.core.placement import HostPort
-from gangsched.core.resources import CPU, MEMORY, Resources
+from gangsched.core.values.model import Node
+from gangsched.core.values.placement_terms import HostPort
+from gangsched.core.values.resources import CPU, MEMORY, Resources
 
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024

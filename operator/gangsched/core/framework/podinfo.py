@@ -5,7 +5,7 @@ what else runs there (nodeSelector, required node affinity, tolerations). Static
 results are cached per ``Constraints`` value, so pods with equal constraints share them.
 
 :class:`PodInfo` adds the request, the pod's identity and its
-:class:`~gangsched.core.placement.Placement` (labels, pod affinity, spread, ports,
+:class:`~gangsched.core.values.placement_terms.Placement` (labels, pod affinity, spread, ports,
 gates), which the neighbour-dependent plugins read, and its volumes, which the volume
 plugins read.
 """
@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gangsched.core.constraints import ANY_NODE, NodeAffinity, Toleration
-from gangsched.core.placement import NO_PLACEMENT, Placement
-from gangsched.core.resources import Resources
-from gangsched.core.volumes.model import NO_VOLUMES, PodVolumes
+from gangsched.core.values.constraints import ANY_NODE, NodeAffinity, Toleration
+from gangsched.core.values.placement_terms import NO_PLACEMENT, Placement
+from gangsched.core.values.resources import Resources
+from gangsched.core.values.volume_specs import NO_VOLUMES, PodVolumes
 
 if TYPE_CHECKING:
-    from gangsched.core.model import Pod, TaskGroup
+    from gangsched.core.values.model import Pod, TaskGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +85,8 @@ class PodInfo:
     volumes: PodVolumes = NO_VOLUMES
     """Its claims, inline CSI volumes and resource claims (the volume plugins' input)."""
     nonzero: tuple[int, int] | None = None
-    """(cpu, memory) as scoring counts the pod (see :attr:`gangsched.core.model.Pod.nonzero`);
-    None: from ``request``."""
+    """(cpu, memory) as scoring counts the pod (see
+    :attr:`gangsched.core.values.model.Pod.nonzero`); None: from ``request``."""
 
     @classmethod
     def of(

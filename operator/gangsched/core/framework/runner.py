@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gangsched.core.framework import interface as fw
-from gangsched.core.framework import profile as profiles
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values import profile as profiles
 
 Factory = Callable[[object | None], fw.Plugin]
 """Makes a plugin from its validated arguments (None: the defaults)."""
@@ -44,7 +44,7 @@ class Framework:
     ) -> None:
         """Instantiate every registered plugin, then resolve ``config`` against
         ``defaults``. Invalid configuration raises ``ConstraintError`` (see
-        :func:`gangsched.core.framework.profile.resolve`)."""
+        :func:`gangsched.core.values.profile.resolve`)."""
         made = {name: factory(config.args_of(name)) for name, factory in registry.items()}
         known = {name: frozenset(point for point, kind in _POINTS if isinstance(plugin, kind))
                  for name, plugin in made.items()}

@@ -18,7 +18,7 @@ from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.plugins.noderesources import DEFAULT_RESOURCES
-from gangsched.core.resources import CPU, MEMORY
+from gangsched.core.values.resources import CPU, MEMORY
 
 _ALWAYS = frozenset({CPU, MEMORY, "ephemeral-storage"})
 """Resources scored whether the pod asks for them or not (the others only if it does)."""

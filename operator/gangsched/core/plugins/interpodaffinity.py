@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podindex import PlacedPod, TermKind
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.placement import AffinityTerm
-from gangsched.core.podindex import PlacedPod, TermKind
+from gangsched.core.values.placement_terms import AffinityTerm
 
 NAME = "InterPodAffinity"
 AFFINITY_REASON = "node(s) didn't match pod affinity rules"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gangsched.core.constraints import matches_affinity, matches_node_selector, matches_term
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.constraints import matches_affinity, matches_node_selector, matches_term
 
 NAME = "NodeAffinity"
 REASON = "node(s) didn't match Pod's node affinity/selector"

@@ -1,7 +1,7 @@
 """NodePorts (PreFilter, Filter): a host port (port, protocol, IP) is used once per node.
 
 Two ports conflict when port and protocol are equal and the IPs are equal or either is
-``0.0.0.0`` (see :meth:`gangsched.core.placement.HostPort.conflicts`). Every pod placed
+``0.0.0.0`` (see :meth:`gangsched.core.values.placement_terms.HostPort.conflicts`). Every pod placed
 on the node counts, whoever placed it. PreFilter skips a pod without host ports.
 """
 

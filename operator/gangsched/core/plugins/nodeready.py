@@ -12,10 +12,10 @@ node pass, as kube-scheduler would.
 
 from __future__ import annotations
 
-from gangsched.core.constraints import Taint, TaintEffect, tolerates
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.constraints import Taint, TaintEffect, tolerates
 
 NAME = "NodeReady"
 REASON = "node(s) were not ready"

@@ -21,11 +21,11 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gangsched.core.constraints import ConstraintError
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState, nonzero
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.resources import CPU, MEMORY, PODS
+from gangsched.core.values.constraints import ConstraintError
+from gangsched.core.values.resources import CPU, MEMORY, PODS
 
 NAME = "NodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"

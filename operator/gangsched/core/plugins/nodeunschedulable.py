@@ -3,10 +3,10 @@ only pods that tolerate ``node.kubernetes.io/unschedulable:NoSchedule``."""
 
 from __future__ import annotations
 
-from gangsched.core.constraints import Taint, TaintEffect, tolerates
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.constraints import Taint, TaintEffect, tolerates
 
 NAME = "NodeUnschedulable"
 REASON = "node(s) were unschedulable"

@@ -22,7 +22,7 @@ to score has every key: all would score alike.
 Cluster default constraints apply to a pod with none of its own (``defaultingType``
 ``System``: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the
 profile's ``defaultConstraints``) whose controller is a ReplicaSet, ReplicationController
-or StatefulSet (:attr:`~gangsched.core.placement.Placement.default_spread`), as in
+or StatefulSet (:attr:`~gangsched.core.values.placement_terms.Placement.default_spread`), as in
 kube-scheduler, which selects with the selectors of that controller and of the Services
 selecting the pod: a Job's pods, bare pods and gang members get none. gangsched does not
 watch those objects and selects with the pod's own labels (without the per-pod keys a
@@ -37,17 +37,21 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gangsched.core.constraints import (
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.constraints import (
     ConstraintError,
     matches_affinity,
     matches_node_selector,
     untolerated_taints,
 )
-from gangsched.core.framework import interface as fw
-from gangsched.core.framework.nodeinfo import NodeState
-from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.placement import InclusionPolicy, SpreadConstraint, WhenUnsatisfiable
-from gangsched.core.selectors import LabelSelector
+from gangsched.core.values.placement_terms import (
+    InclusionPolicy,
+    SpreadConstraint,
+    WhenUnsatisfiable,
+)
+from gangsched.core.values.selectors import LabelSelector
 
 NAME = "PodTopologySpread"
 REASON = "node(s) didn't match pod topology spread constraints"

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gangsched.core.constraints import TaintEffect, tolerates, untolerated_taints
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.constraints import TaintEffect, tolerates, untolerated_taints
 
 NAME = "TaintToleration"
 

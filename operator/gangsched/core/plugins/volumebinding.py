@@ -10,11 +10,11 @@ skips a pod without claims.
 
 Reserve (assume the chosen bindings in the
 :class:`~gangsched.core.volumes.catalog.VolumeCatalog`), Unreserve (give them back) and
-PreBind (the writes, :class:`~gangsched.core.decisions.BindVolume` and
-:class:`~gangsched.core.decisions.AnnotateClaim`, before the pod's Binding) are carried
-out by the scheduler through :mod:`gangsched.core.volumes.placing` once it takes the node;
-a pod's BindPod carries the writes, and the shell waits for the claims to be bound before
-the Binding (:mod:`gangsched.shell.prebind`).
+PreBind (the writes, :class:`~gangsched.core.values.decisions.BindVolume` and
+:class:`~gangsched.core.values.decisions.AnnotateClaim`, before the pod's Binding) are
+carried out by the scheduler through :mod:`gangsched.core.placement.volume_assumptions`
+once it takes the node; a pod's BindPod carries the writes, and the shell waits for the
+claims to be bound before the Binding (:mod:`gangsched.shell.prebind`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ class VolumeBinding:
 
     # Reserve, Unreserve and PreBind stand at their extension points (a profile may list
     # or disable them as in kube-scheduler), but the work is done by the scheduler once it
-    # takes the node (:mod:`gangsched.core.volumes.placing`): the assumption is made for
+    # takes the node (:mod:`gangsched.core.placement.volume_assumptions`): the assumption is
+    # made for
     # the pod actually charged, and the writes ride on its BindPod, so that a gang's writes
     # all go before any of its Bindings (``BindGang``). Doing it here as well would assume
     # twice and write twice.

@@ -10,8 +10,8 @@ from __future__ import annotations
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.volume_specs import PersistentVolume, claim_key
 from gangsched.core.volumes import zone
-from gangsched.core.volumes.model import PersistentVolume, claim_key
 
 NAME = "VolumeZone"
 _REJECT = fw.Rejections()

@@ -11,7 +11,7 @@ One concept per module:
   claims), Filter (bound PVs' node affinity, a static PV to match or a class to
   provision for each unbound WaitForFirstConsumer claim, within its allowed topologies
   and published storage capacity), Reserve (assume) and the writes of PreBind
-  (:class:`~gangsched.core.decisions.VolumeWrite`; the shell waits for the claims to be
+  (:class:`~gangsched.core.values.decisions.VolumeWrite`; the shell waits for the claims to be
   bound before the pod's Binding).
 * :mod:`.restrictions`: VolumeRestrictions (ReadWriteOncePod claims used once).
 * :mod:`.limits`: NodeVolumeLimits (CSINode allocatable counts per driver, migrated

@@ -28,8 +28,8 @@ with room for the request (``node(s) did not have enough free storage``)). Two c
 of one pod never get the same PV.
 
 Reserve assumes that plan in the catalog; PreBind is the writes (:func:`writes`):
-:class:`~gangsched.core.decisions.BindVolume` for static PVs and
-:class:`~gangsched.core.decisions.AnnotateClaim` for provisioning, carried by the pod's
+:class:`~gangsched.core.values.decisions.BindVolume` for static PVs and
+:class:`~gangsched.core.values.decisions.AnnotateClaim` for provisioning, carried by the pod's
 BindPod and done before its Binding; the shell then waits for the claims to be bound
 before it binds the pod (``BindPodVolumes``), and reports a failure back.
 
@@ -41,11 +41,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gangsched.core.constraints import matches_affinity
-from gangsched.core.decisions import AnnotateClaim, BindVolume, VolumeWrite
-from gangsched.core.model import Node
-from gangsched.core.volumes.catalog import HOSTNAME, Assumption, VolumeCatalog
-from gangsched.core.volumes.model import (
+from gangsched.core.values.constraints import matches_affinity
+from gangsched.core.values.decisions import AnnotateClaim, BindVolume, VolumeWrite
+from gangsched.core.values.model import Node
+from gangsched.core.values.volume_specs import (
     BindingMode,
     PersistentVolume,
     PersistentVolumeClaim,
@@ -53,6 +52,7 @@ from gangsched.core.volumes.model import (
     StorageClass,
     claim_key,
 )
+from gangsched.core.volumes.catalog import HOSTNAME, Assumption, VolumeCatalog
 
 NODE_CONFLICT = "node(s) had volume node affinity conflict"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gangsched.core.constraints import NodeAffinity, SelectorOperator
-from gangsched.core.volumes.model import (
+from gangsched.core.values.constraints import NodeAffinity, SelectorOperator
+from gangsched.core.values.volume_specs import (
     ClaimKey,
     ClaimRef,
     CSIDriver,
@@ -34,13 +34,12 @@ from gangsched.core.volumes.model import (
     ResourceClaim,
     StorageCapacity,
     StorageClass,
+    VolumeObject,
     claim_key,
 )
 
 HOSTNAME = "kubernetes.io/hostname"
 
-VolumeObject = (PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode
-                | ResourceClaim | CSIDriver | StorageCapacity)
 
 
 @dataclass(frozen=True, slots=True)

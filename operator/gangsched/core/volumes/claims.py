@@ -10,10 +10,10 @@ waits with a message saying so: nothing could ever allocate its claims here.
 
 from __future__ import annotations
 
-from gangsched.core.constraints import matches_affinity
-from gangsched.core.model import Node
+from gangsched.core.values.constraints import matches_affinity
+from gangsched.core.values.model import Node
+from gangsched.core.values.volume_specs import PodVolumes, ResourceClaim, claim_key
 from gangsched.core.volumes.catalog import VolumeCatalog
-from gangsched.core.volumes.model import PodVolumes, ResourceClaim, claim_key
 
 NOT_ON_NODE = "node(s) cannot reach the devices allocated to the pod's resource claims"
 

@@ -14,13 +14,18 @@ In-tree volumes count against the CSI driver they migrated to, as kube-scheduler
 ``awsElasticBlockStore``, ``gcePersistentDisk``, ``azureDisk`` or ``cinder`` is
 translated at the edge (the PV's ``csi_driver``, the pod's ``csi_inline``), and an
 unbound claim of an in-tree provisioner (``kubernetes.io/aws-ebs``...) counts for the
-driver :data:`~gangsched.core.volumes.model.MIGRATED_PROVISIONERS` names.
+driver :data:`~gangsched.core.values.volume_specs.MIGRATED_PROVISIONERS` names.
 """
 
 from __future__ import annotations
 
+from gangsched.core.values.volume_specs import (
+    MIGRATED_PROVISIONERS,
+    ClaimKey,
+    PodVolumes,
+    claim_key,
+)
 from gangsched.core.volumes.catalog import VolumeCatalog
-from gangsched.core.volumes.model import MIGRATED_PROVISIONERS, ClaimKey, PodVolumes, claim_key
 
 EXCEEDED = "node(s) exceed max volume count"
 

@@ -8,8 +8,8 @@ ReadWriteOncePod access mode``. Claims that are missing are VolumeBinding's conc
 
 from __future__ import annotations
 
+from gangsched.core.values.volume_specs import AccessMode, PodVolumes, claim_key
 from gangsched.core.volumes.catalog import VolumeCatalog
-from gangsched.core.volumes.model import AccessMode, PodVolumes, claim_key
 
 RWOP_CONFLICT = ("node has pod using PersistentVolumeClaim with the same name and "
                  "ReadWriteOncePod access mode")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gangsched.core.model import Node
-from gangsched.core.volumes.model import PersistentVolume
+from gangsched.core.values.model import Node
+from gangsched.core.values.volume_specs import PersistentVolume
 
 NO_ZONE = "node(s) had no available volume zone"
 TOPOLOGY_LABELS = (

@@ -48,7 +48,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import model, naming
+from gangsched.core.values import model, naming
 from gangsched.translate import fields, labels
 
 NATIVE = "native"

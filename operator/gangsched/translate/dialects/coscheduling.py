@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import decisions, model
+from gangsched.core.values import decisions, model
 from gangsched.translate import fields, podgroups, times
 from gangsched.translate.dialects import (
     COSCHEDULING,

@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gangsched.core import decisions, model
+from gangsched.core.values import decisions, model
 from gangsched.translate.dialects import (
     COSCHEDULING,
     VOLCANO,

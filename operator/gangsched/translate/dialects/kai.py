@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gangsched.core import model
+from gangsched.core.values import model
 from gangsched.translate import fields, topology
 from gangsched.translate.dialects import annotation_path, count
 

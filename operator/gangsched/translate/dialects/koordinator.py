@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gangsched.core import model
+from gangsched.core.values import model
 from gangsched.translate import fields
 from gangsched.translate.dialects import (
     KOORDINATOR,

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import model
+from gangsched.core.values import model
 from gangsched.translate import fields, topology
 from gangsched.translate.dialects import (
     KUEUE,

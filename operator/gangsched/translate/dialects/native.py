@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gangsched.core import model, naming
+from gangsched.core.values import model, naming
 from gangsched.translate import fields, labels
 from gangsched.translate.dialects import NATIVE, Claim, PodMeta, annotation_path, label_path
 

@@ -26,7 +26,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import model
+from gangsched.core.values import model
 from gangsched.translate import fields, topology
 from gangsched.translate.dialects import (
     APPLICATION,

@@ -50,7 +50,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import model
+from gangsched.core.values import model
 from gangsched.translate import fields, podgroups, topology
 from gangsched.translate.dialects import VOLCANO, Claim, PodMeta, first, foreign_key
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses

@@ -29,7 +29,7 @@ What is read:
   it never gets gangsched's ``TimedOut`` (:data:`NO_TIMEOUT`).
   ``spec.schedulingConstraints.topology[0].key`` (at most one entry, a label key) is a
   required topology: every member in one domain of that node label
-  (:class:`~gangsched.core.model.TopologyRequest`). ``spec.priority``, else
+  (:class:`~gangsched.core.values.model.TopologyRequest`). ``spec.priority``, else
   ``spec.priorityClassName`` resolved in the PriorityClasses, is the gang's priority.
   Not read: ``podGroupTemplateRef``/``workloadRef`` (the PodGroup carries a copy of its
   template's policy and constraints, so the Workload is never needed), ``resourceClaims``,
@@ -60,7 +60,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gangsched.core import decisions, model
+from gangsched.core.values import decisions, model
 from gangsched.translate import conditions, fields, times
 from gangsched.translate.dialects import WORKLOAD, Claim, PodMeta, foreign_key
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core import model
+from gangsched.core.values import model
 from gangsched.translate import fields, gangspec, labels
 from gangsched.translate.dialects import (
     APPLICATION,

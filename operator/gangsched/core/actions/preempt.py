@@ -1,0 +1,99 @@
+"""The ``preempt`` action: within a queue, higher-priority work takes from lower.
+
+As Volcano's preempt action (``scheduler-actions.zh.txt``), in two cases:
+
+* **between gangs**: a preemptor (:mod:`~gangsched.core.preemption.preemptors`: a gang, or a pod,
+  that allocate could not place for capacity or quota) may take the room of work of
+  *lower priority in the same leaf queue*: the reservations of gangs that have not
+  started, whole running gangs, single pods (:mod:`~gangsched.core.preemption.victims`). Victims in
+  the same queue give back its quota too, so a gang held for quota can preempt as well;
+* **within a gang**: a pending pod of a gang that has started (an Application's real
+  pod, a later PodGroup member) may take the place of a lower-priority running member of
+  the same gang, as long as each task group keeps ``minMember`` members (the newcomer
+  counting for its own group). This is tried first: no one else loses anything.
+
+Preemptors are taken highest priority first, then oldest. The victims are the smallest
+set found by simulation (see :func:`gangsched.core.preemption.victims.select`); only once the
+preemptor is known to fit are they asked to go (:mod:`~gangsched.core.preemption.evictions`), and
+the room they free is held for the preemptor. A preemptor with a plan under way, in
+backoff after a refused eviction, or whose last search found nothing and nothing has
+changed since, is skipped. Priority comes from pods (``priorityClassName``).
+
+Cost: when no waiting work outranks running work (:mod:`~gangsched.core.state.pressure`),
+there is no candidate victim for anyone and the action stops at once, whatever the size
+of the backlog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from gangsched.core.preemption import evictions, victims
+from gangsched.core.preemption.preemptors import Kind, Preemptor, app_key, find
+from gangsched.core.preemption.victims import Pool, Tier, Unit
+
+if TYPE_CHECKING:
+    from gangsched.core.state.session import Session
+
+
+def preempt(s: Session, now: float) -> None:
+    evictions.keep_reasons(s, evictions.PREEMPT)
+    if not may_matter(s):
+        return
+    found = find(s, now)
+    if not found:
+        return
+    pool: Pool | None = None
+    state = evictions.signature(s, now)
+    for pre in found:
+        if not evictions.may_try(s, evictions.PREEMPT, pre, now, state):
+            continue
+        pool = pool or victims.pool(s, now)
+        chosen = within_gang(s, pre, pool, now)
+        if chosen is None:
+            chosen = between_gangs(s, pre, pool, now)
+        if chosen:
+            evictions.carry_out(s, pre, chosen, evictions.PREEMPT, now,
+                                f"in queue {pre.queue}")
+            state = evictions.signature(s, now)
+        elif chosen is None:
+            evictions.fruitless(s, evictions.PREEMPT, pre, now, state)
+
+
+def may_matter(s: Session) -> bool:
+    """Might some waiting work outrank some running work (the only work it may take)?
+    False means every search would find no candidate victim at all."""
+    return s.pressure.outranked(_spec_priorities(s))
+
+
+def _spec_priorities(s: Session) -> Iterator[int]:
+    for rt in s.apps.values():
+        yield rt.spec.priority
+    for grt in s.groups.values():
+        yield grt.spec.priority
+
+
+def between_gangs(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
+    """Lower-priority work of the preemptor's queue (not its own gang) that makes room."""
+    candidates = [u for u in pool.units if u.queue == pre.queue and u.priority < pre.priority]
+    return victims.select(s, pre, candidates, now, allowed=victims.within_budget(pool))
+
+
+def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
+    """Lower-priority members of the pending pod's own started gang, above minMember once
+    the pod has joined its group. None when ``pre`` is not such a pod or nothing helps."""
+    ps = pre.pod
+    if ps is None or not pre.gangs:
+        return None
+    gang = next(iter(pre.gangs))
+    on_app = gang.startswith(Kind.APP.value)
+    group = (ps.pod.task_group or "") if on_app else str(ps.pod.pod_group)
+    if ps.pod.app is not None and gang != app_key(ps.pod.app):
+        return None
+    candidates = [u for u in pool.units if u.tier is Tier.POD and u.gang == gang
+                  and u.priority < pre.priority]
+    if not candidates:
+        return None
+    allowed = victims.within_budget(pool, {(gang, group): 1})
+    return victims.select(s, pre, candidates, now, allowed=allowed, own_gang=True) or None

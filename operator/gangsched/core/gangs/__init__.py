@@ -1,0 +1,1 @@
+"""Gangs: applications, PodGroups, reservations, placeholders, the swap, ordinary pods."""

@@ -1,0 +1,1 @@
+"""Preemption: preemptors, victims, evictions, deserved shares, deadlocks."""

@@ -1,0 +1,1 @@
+"""What the scheduler keeps between and within cycles: the session, records, ledgers, queues."""

@@ -1,0 +1,1 @@
+"""Frozen data: the model, resources, constraints, observations and decisions."""
