@@ -168,6 +168,8 @@ def local_volume(node: str) -> PersistentVolume:
 
 
 DEFAULT_SPREAD = "plain"
+PERCENTAGE_OF_NODES_TO_SCORE = 0
+"""kube-scheduler's ``percentageOfNodesToScore`` for the runs (0: its adaptive default)."""
 """Which pods of the mix count as a ReplicaSet's, so that the cluster's default spread
 constraints score them (kube-scheduler gives them to no Job's or gang's pod): ``plain``
 (the pods outside gangs) or ``all`` (``--default-spread``)."""
@@ -313,7 +315,8 @@ def run_workload(workload: Workload, pods: int, *, max_cycles: int = 10_000,
     gc.collect()
     started = time.process_time()
     wall = time.perf_counter()
-    scheduler = Scheduler(SchedulerConfig())
+    scheduler = Scheduler(SchedulerConfig(
+        percentage_of_nodes_to_score=PERCENTAGE_OF_NODES_TO_SCORE))
     world = World(scheduler, keep_decisions=False)
     world.add_queue(QueueSpec("batch", sort_policy=SortPolicy.FIFO))
     for node in workload.nodes:
@@ -581,7 +584,7 @@ def _backlog_sweep(nodes: int, cycles: int, repeat: int = 1) -> list[BacklogResu
 
 
 def main(argv: list[str] | None = None) -> int:
-    global DEFAULT_SPREAD
+    global DEFAULT_SPREAD, PERCENTAGE_OF_NODES_TO_SCORE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000, help="reference nodes (5000)")
     parser.add_argument("--pods", type=int, default=20_000, help="reference pods (20000)")
@@ -607,8 +610,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topology", action="store_true",
                         help="only the topology mix: 20 blocks x 10 racks, 30%% of the gangs "
                              "asking for a rack or a block (bench/topology_mix.py)")
+    parser.add_argument("--percentage-of-nodes-to-score", type=int, default=0, metavar="N",
+                        help="kube-scheduler's percentageOfNodesToScore (default 0: its "
+                             "adaptive share, 10%% of 5,000 nodes)")
     args = parser.parse_args(argv)
     DEFAULT_SPREAD = args.default_spread
+    PERCENTAGE_OF_NODES_TO_SCORE = args.percentage_of_nodes_to_score
     if args.topology:
         import topology_mix
 
