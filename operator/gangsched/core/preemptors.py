@@ -21,6 +21,12 @@ comes from ``priorityClassName``: the shell gives placeholders their Application
 and an Application's own ``priority`` is 0). A single pod counts with its own priority.
 
 Invalid, timed-out, killed or rejected work, and work in bind backoff, never preempts.
+Nor does work that kube-scheduler's ``PodEligibleToPreemptOthers`` finds ineligible
+(:func:`eligible`): a pod with ``spec.preemptionPolicy: Never`` (a gang with such a
+member), and a pod nominated to a node (``status.nominatedNodeName``) on which a pod of
+lower priority is still terminating: the room it preempted for is on its way, so it
+waits for it rather than preempting again. :func:`find` leaves such work out;
+:func:`build` does not (a plan under way keeps its preemptor while its victims go).
 """
 
 from __future__ import annotations
@@ -183,7 +189,7 @@ def find(s: Session, now: float, *,
                     refused(rt.spec.queue, g.min_resource) for g in rt.spec.task_groups):
                 continue
             pre = for_app(s, rt, now)
-            if pre is not None and pre.items:
+            if pre is not None and pre.items and eligible(s, pre):
                 found.append(pre)
     seen: set[GroupKey] = set()
     for gkey in sorted(s.groups):
@@ -196,7 +202,8 @@ def find(s: Session, now: float, *,
         seen.update(g.spec.key for g in gang)
         pre = for_groups(s, gang, now, refused=refused)
         if (pre is not None and pre.items
-                and not (refused is not None and refused(pre.queue, pre.total))):
+                and not (refused is not None and refused(pre.queue, pre.total))
+                and eligible(s, pre)):
             found.append(pre)
     waiting = s.waiting_for_room
     for uid in list(waiting):
@@ -208,10 +215,42 @@ def find(s: Session, now: float, *,
             if refused is not None and refused(s.queue_of(ps) or DEFAULT_QUEUE, ps.request):
                 continue
             single = for_pod(s, ps, now)
-            if single is not None:
+            if single is not None and eligible(s, single):
                 found.append(single)
     found.sort(key=lambda p: (-p.priority, p.creation, p.key))
     return found
+
+
+def eligible(s: Session, pre: Preemptor) -> bool:
+    """May ``pre`` preempt at all (kube-scheduler's ``PodEligibleToPreemptOthers``)? Not
+    when one of its pods says ``preemptionPolicy: Never``, nor, for a single pod, while a
+    pod of lower priority is terminating on the node it is nominated to. A member or
+    node that is gone counts for nothing."""
+    if pre.kind is Kind.POD:
+        ps = pre.pod
+        return ps is not None and ps.pod.preempts and not _victims_leaving(s, ps)
+    if pre.kind is Kind.APP:
+        uids: Iterable[PodUID] = s.app_members.get(AppKey(pre.name), ())
+    else:
+        uids = [u for key in pre.owners for u in s.group_members.get(GroupKey(key), ())]
+    return all(s.pods[u].pod.preempts for u in uids if u in s.pods) and all(
+        ps.pod.preempts for ps in pre.pods)
+
+
+def _victims_leaving(s: Session, ps: PodState) -> bool:
+    """Is a pod of lower priority than ``ps`` terminating on the node ``ps`` is
+    nominated to?"""
+    node = ps.pod.nominated_node
+    state = s.cluster.nodes.get(node) if node is not None else None
+    if state is None:
+        return False
+    priority = ps.pod.priority
+    for uid in state.pods:
+        other = s.pods.get(PodUID(uid))
+        if (other is not None and other.pod.terminating and other.pod.priority < priority
+                and other.uid != ps.uid):
+            return True
+    return False
 
 
 def build(s: Session, key: str, now: float) -> Preemptor | None:
