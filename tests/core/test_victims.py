@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, res
 from gangsched.core import victims
@@ -96,8 +98,8 @@ def test_a_gang_not_allowed_leaves_its_chosen_members_chosen() -> None:
     "pod",
     [
         pytest.param(make_pod("p", preemptible=False), id="not-preemptible"),
-        pytest.param(make_pod("p", ours=False, node="n0", phase=PodPhase.RUNNING),
-                     id="another-schedulers"),
+        pytest.param(dataclasses.replace(make_pod("p", ours=False), nominated_node="n0"),
+                     id="another-schedulers-nominated-not-bound"),
         pytest.param(make_pod("p", node="n0", phase=PodPhase.SUCCEEDED), id="finished"),
     ],
 )
@@ -106,6 +108,18 @@ def test_some_pods_are_never_victims(pod: object) -> None:
     w.add_pod(pod)  # type: ignore[arg-type]
     w.settle(0)
     assert units(w) == {}
+
+
+def test_another_schedulers_bound_pod_is_a_victim_in_no_queue() -> None:
+    """kube-scheduler's SelectVictimsOnNode counts every pod on the node; such a pod is
+    in no queue of gangsched's (preempt of any queue may take it, reclaim never)."""
+    w = world(4)
+    w.add_pod(make_pod("p", ours=False, node="n0", phase=PodPhase.RUNNING))
+    w.settle(0)
+    assert units(w) == {"uid-default-p": (Tier.POD, ["p"])}
+    (unit,) = victims.pool(w.scheduler, 0).units
+    assert unit.foreign
+    assert victims.pool(w.scheduler, 0, queues={"default"}).units == []
 
 
 def test_a_pod_whose_bind_is_in_flight_is_no_victim() -> None:

@@ -9,7 +9,11 @@ records a plan and asks for them to go:
   again: not admitted, no earmark, no placeholder timer. It is admitted and reserves
   again later, like any held gang;
 * every other pod: ``EvictPod`` (the shell POSTs an Eviction, so PodDisruptionBudgets
-  are respected); a running gang's unused placeholders are deleted.
+  are respected); a running gang's unused placeholders are deleted;
+* a pod whose eviction a PodDisruptionBudget refused lately, chosen again because
+  nothing else made room (:meth:`~gangsched.core.victims.Unit.violates`): ``DeletePod``
+  with reason ``PreemptedPastDisruptionBudget`` and the pod's own grace period, as
+  kube-scheduler deletes its victims (it never asks the Eviction API).
 
 Victims are marked (``PodState.evicting``) and never chosen twice. Events: ``Preempted``
 or ``Reclaimed`` on each victim pod and its Application or PodGroup, ``Preempting`` on
@@ -51,6 +55,7 @@ import gangsched.core.placeholders as ph
 import gangsched.core.podgroups as group_logic
 from gangsched.core.decisions import (
     BlockingReason,
+    DeletePod,
     DeleteReason,
     EventType,
     EvictPod,
@@ -184,10 +189,12 @@ def fruitless(s: Session, action: str, pre: Preemptor, now: float,
 
 
 def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: float,
-              why: str) -> Plan:
+              why: str, room: dict[str, Resources] | None = None) -> Plan:
     """Ask every victim to go, record the plan, and tell everyone concerned.
 
     ``why`` ends the victims' message (``in queue q``, or the queue shares for reclaim).
+    ``room``: where the preemptor's members go once the victims are gone, per node (by
+    default, where the capacity simulation places them: :func:`room_of`).
     """
     reason = "Preempted" if action == PREEMPT else "Reclaimed"
     delete_reason = DeleteReason.PREEMPTED if action == PREEMPT else DeleteReason.RECLAIMED
@@ -202,7 +209,7 @@ def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: f
     details = {"action": action, "victims": shown, "evicting": str(count),
                "nodes": ", ".join(nodes)}
     plan = Plan(pre.key, action, pre.target, pre.queue, now, message, details, pre.owners,
-                room=room_of(s, pre, units))
+                room=room if room is not None else room_of(s, pre, units))
     for node, amount in plan.room.items():
         state = s.cluster.nodes.get(node)
         if state is not None:
@@ -241,8 +248,14 @@ def _take(s: Session, plan: Plan, unit: Unit, reason: str, delete_reason: Delete
             if owner is not None:
                 ph.release(s, owner, ps, delete_reason, text)
             continue
-        s.out.append(EvictPod(pod.uid, pod.namespace, pod.name, reason, text))
-        s.event(pod_ref(ps), EventType.NORMAL, reason, text)
+        if s.reached(ps.budget_refused_until):
+            s.out.append(EvictPod(pod.uid, pod.namespace, pod.name, reason, text))
+            s.event(pod_ref(ps), EventType.NORMAL, reason, text)
+        else:
+            past = f"{text}; deleted past its PodDisruptionBudget: nothing else made room"
+            s.out.append(DeletePod(pod.uid, pod.namespace, pod.name,
+                                   DeleteReason.PREEMPTED_PAST_BUDGET, past))
+            s.event(pod_ref(ps), EventType.WARNING, reason, past)
     if unit.owner is not None:
         what = (f"the whole gang ({len(unit.pods)} pods) was" if unit.tier is Tier.GANG
                 else f"pod {unit.pods[0].pod.ref} was")
@@ -506,9 +519,12 @@ def _back_off(s: Session, key: str, now: float) -> float:
 def eviction_failed(s: Session, obs: EvictionFailed) -> None:
     """An eviction was refused (429: a PodDisruptionBudget) or failed: drop its plan.
 
-    The refusing pod is not a victim again for the backoff; the plan's other victims
-    that are not terminating may be chosen again; the preemptor backs off. A failure for
-    a pod in no plan is ignored.
+    A pod a budget refused (429) counts as violating it for the longest backoff (ten
+    times ``eviction_backoff``): it is taken again only when nothing else makes room,
+    and then deleted (see :func:`carry_out`). A pod whose eviction failed otherwise is
+    not a victim again for the backoff. The plan's other victims that are not
+    terminating may be chosen again; the preemptor backs off. A failure for a pod in no
+    plan is ignored.
     """
     ev = s.evictions
     plan = next((p for p in ev.plans.values() if obs.uid in p.victims), None)
@@ -517,10 +533,13 @@ def eviction_failed(s: Session, obs: EvictionFailed) -> None:
     delay = _back_off(s, plan.key, s.now)
     ps = s.pods.get(obs.uid)
     if ps is not None:
-        ps.evict_refused_until = s.now + delay
+        if obs.code == 429:
+            ps.budget_refused_until = s.now + 10 * s.config.eviction_backoff
+        else:
+            ps.evict_refused_until = s.now + delay
         ps.evicting = None
         ends = ev.refusals_end
-        ends.append(ps.evict_refused_until)
+        ends.append(s.now + delay)
         if len(ends) > 256:
             del ends[:len(ends) - 256]  # a search older than these was tried again since
     _end(s, plan, release_victims=True)

@@ -50,8 +50,12 @@ if TYPE_CHECKING:
     from gangsched.core.model import PodGroupSpec
     from gangsched.core.session import Session
 
-BLOCKED = FOR_ROOM
-"""Blocking reasons that other work's room could cure."""
+BLOCKED = frozenset({"Capacity", "QueueQuota"})
+"""Blocking reasons of a gang that other work's room could cure."""
+
+POD_BLOCKED = FOR_ROOM
+"""Pending reasons of a single pod that other work could cure: those of a gang, and
+``Constraints`` for a pod whose fit depends on other pods (:func:`neighbour_bound`)."""
 
 STARTED = frozenset({AppState.STARTING, AppState.RUNNING, AppState.WAITING, AppState.RESUMING})
 """Application states in which a gang has started: its pods are placed one by one."""
@@ -208,9 +212,11 @@ def find(s: Session, now: float, *,
     waiting = s.waiting_for_room
     for uid in list(waiting):
         ps = s.pods.get(uid)
-        if ps is None or ps.pending_reason is None or ps.pending_reason[0] not in BLOCKED:
+        if ps is None or ps.pending_reason is None or ps.pending_reason[0] not in POD_BLOCKED:
             del waiting[uid]  # it moved on
             continue
+        if ps.pending_reason[0] not in BLOCKED and not neighbour_bound(s, ps):
+            continue  # its static constraints exclude every node: no victim helps
         if uid in s.pending:
             if refused is not None and refused(s.queue_of(ps) or DEFAULT_QUEUE, ps.request):
                 continue
@@ -219,6 +225,16 @@ def find(s: Session, now: float, *,
                 found.append(single)
     found.sort(key=lambda p: (-p.priority, p.creation, p.key))
     return found
+
+
+def neighbour_bound(s: Session, ps: PodState) -> bool:
+    """Does where ``ps`` fits depend on more than capacity and its static constraints:
+    other pods (its pod affinity, anti-affinity, spread or host ports, or a placed pod's
+    required anti-affinity) or volumes?"""
+    info = ps.info
+    cluster = s.cluster
+    return (cluster.neighbour_bound(info) or cluster.pod_index.required_anti > 0
+            or info.volumes.any)
 
 
 def eligible(s: Session, pre: Preemptor) -> bool:

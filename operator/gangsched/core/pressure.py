@@ -63,7 +63,7 @@ class Pressure:
     def track(self, ps: PodState) -> None:
         """Count ``ps`` as it is now (call after any change of its node or its pod)."""
         pod = ps.pod
-        running = pod.priority if pod.ours and ps.node is not None else None
+        running = pod.priority if ps.node is not None else None  # any scheduler's
         gang = pod.app is not None or pod.pod_group is not None
         waiting = pod.priority if pod.ours and (ps.node is None or gang) else None
         self._set(ps.uid, (running, waiting))

@@ -32,6 +32,7 @@ class PodState:
         "assumed",
         "backoff_until",
         "blocked_epoch",
+        "budget_refused_until",
         "charged_queue",
         "constraints",
         "delete_asked",
@@ -84,7 +85,11 @@ class PodState:
         self.evicting: str | None = None
         """For a preemption victim: the key of the plan that evicts it (see ``evictions``)."""
         self.evict_refused_until = 0.0
-        """Its eviction was refused (a PodDisruptionBudget): no victim again until then."""
+        """Its eviction failed (not a PodDisruptionBudget's 429): no victim again until
+        then."""
+        self.budget_refused_until = 0.0
+        """A PodDisruptionBudget refused its eviction (429): until then, taking it breaks
+        a budget, which preemption does only as a last resort (see ``victims``)."""
         self.order: tuple[str, bool, tuple[object, ...]] | None = None
         """For a pod on its own: its queue, whether that queue sorts by priority, and its
         sort key there (see ``ordinary.units``), until the pod changes."""

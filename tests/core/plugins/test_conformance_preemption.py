@@ -141,7 +141,6 @@ def test_nominated_pod_waits_for_its_terminating_victims() -> None:
 # --- SelectVictimsOnNode ----------------------------------------------------------------
 
 
-@TO_DO
 def test_victims_are_chosen_with_every_filter_run_again() -> None:
     """SelectVictimsOnNode: a preemptor with required anti-affinity to a high-priority
     ``db`` pod on n1 gains nothing from evicting on n1 (the ``db`` pod stays); it
@@ -159,7 +158,6 @@ def test_victims_are_chosen_with_every_filter_run_again() -> None:
     assert w.node_of("low-n1") == "n1" and w.node_of("db") == "n1"
 
 
-@TO_DO
 def test_a_host_port_wait_preempts_the_pod_holding_the_port() -> None:
     """SelectVictimsOnNode (NodePorts run with the victims gone): a pod that waits for a
     host port, not for capacity, evicts the lower-priority pod holding it."""
@@ -174,7 +172,6 @@ def test_a_host_port_wait_preempts_the_pod_holding_the_port() -> None:
     assert w.node_of("web") == "n0"
 
 
-@TO_DO
 def test_an_anti_affinity_wait_preempts_the_matching_pod() -> None:
     """SelectVictimsOnNode (InterPodAffinity runs with the victims gone): a pod whose
     required anti-affinity excludes every node evicts the lower-priority pod it repels."""
@@ -188,7 +185,6 @@ def test_an_anti_affinity_wait_preempts_the_matching_pod() -> None:
     assert w.node_of("web") == "n0"
 
 
-@TO_DO
 def test_other_schedulers_pods_are_victims() -> None:
     """SelectVictimsOnNode: every pod on the node of lower priority is a candidate,
     whichever scheduler placed it."""
@@ -237,7 +233,6 @@ def test_a_node_without_budget_violations_is_preferred() -> None:
     assert "guarded" not in deleted(w)
 
 
-@TO_DO
 def test_a_budget_is_violated_only_as_a_last_resort() -> None:
     """filterPodsWithPDBViolation and SelectVictimsOnNode: when only a pod a budget
     protects makes room, upstream deletes it anyway (preemption does not go through the
@@ -256,7 +251,6 @@ def test_a_budget_is_violated_only_as_a_last_resort() -> None:
 # --- queues: a deliberate difference -----------------------------------------------------
 
 
-@TO_DO
 def test_priority_preemption_stays_within_a_queue_and_explain_says_so() -> None:
     """Upstream has no queues. gangsched's priority preemption takes only from the
     preemptor's own queue (another queue's room comes back by reclaim, which follows the
@@ -271,8 +265,14 @@ def test_priority_preemption_stays_within_a_queue_and_explain_says_so() -> None:
     run(w)
     assert evicted(w) == set()
     assert w.node_of("high-a") is None
-    headline = explain.HEADLINES["Capacity"]
-    assert "queue" in headline and "preempt" in headline
+    waiting = {"kind": "Application", "metadata": {"namespace": "default", "name": "a"},
+               "status": {"state": "Accepted", "taskGroups": [{
+                   "name": "main", "minMember": 1, "blockingReason": {
+                       "reason": "Capacity", "message": "0/1 nodes are available"}}]}}
+    lines = [line.strip() for line in explain.format_explanation(waiting).splitlines()]
+    assert ("preemption: only lower-priority work of its own queue, or of other schedulers, "
+            "is preempted for it; other queues give room back by reclaim, as far as the "
+            "queue shares allow") in lines
 
 
 # --- nominated pods: addGENominatedPods --------------------------------------------------

@@ -1,0 +1,64 @@
+"""What a set of preemption victims gives back, kept as victims join and leave it.
+
+The victim searches (:mod:`~gangsched.core.victims`, :mod:`~gangsched.core.onnode`) ask
+the same questions many times of sets that differ by one unit: :class:`Freed` answers
+each at the cost of the change, not the size of the set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from gangsched.core.resources import Resources
+
+if TYPE_CHECKING:
+    from gangsched.core.victims import Unit
+
+
+class Freed:
+    """What a set of victims gives back, kept as victims join and leave it: the room
+    per node, the queue quota, what leaves each queue (the victims' requests) and how
+    many victims draw on each group's surplus (so that each question costs what the
+    change does, not the size of the set)."""
+
+    __slots__ = ("_relief_of", "budgets", "extra", "leaving", "relief")
+
+    def __init__(self, relief_of: Callable[[Unit], Resources] | None = None) -> None:
+        self._relief_of = relief_of
+        self.extra: dict[str, Resources] = {}
+        self.relief = Resources.ZERO
+        self.leaving: dict[str, Resources] = {}
+        self.budgets: dict[tuple[str, str], int] = {}
+
+    def add(self, unit: Unit) -> None:
+        extra = self.extra
+        for node, amount in unit.freed.items():
+            extra[node] = extra.get(node, Resources.ZERO) + amount
+        if self._relief_of is not None:
+            self.relief = self.relief + self._relief_of(unit)
+        self.leaving[unit.queue] = self.leaving.get(unit.queue, Resources.ZERO) + unit.asked
+        if unit.budget is not None:
+            self.budgets[unit.budget] = self.budgets.get(unit.budget, 0) + 1
+
+    def remove(self, unit: Unit) -> None:
+        extra = self.extra
+        for node, amount in unit.freed.items():
+            left = extra[node] - amount
+            if left:
+                extra[node] = left
+            else:
+                del extra[node]
+        if self._relief_of is not None:
+            self.relief = self.relief - self._relief_of(unit)
+        left = self.leaving[unit.queue] - unit.asked
+        if left:
+            self.leaving[unit.queue] = left
+        else:
+            del self.leaving[unit.queue]
+        if unit.budget is not None:
+            count = self.budgets[unit.budget] - 1
+            if count:
+                self.budgets[unit.budget] = count
+            else:
+                del self.budgets[unit.budget]

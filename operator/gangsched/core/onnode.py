@@ -1,0 +1,205 @@
+"""Victims on one node, chosen as kube-scheduler's ``SelectVictimsOnNode`` chooses them.
+
+:func:`gangsched.core.victims.select` simulates capacity and the static filters only: it
+is exact for a pod whose fit depends on nothing else, and fast enough to search whole
+gangs over many nodes. A single pod whose fit depends on other pods (its own pod
+affinity or anti-affinity, spread constraints or host ports, or a placed pod's required
+anti-affinity) or on volumes is searched here instead, node by node, with every filter
+of the profile run again with the victims gone, as upstream's ``DryRunPreemption`` does:
+
+1. on each node that passes the static filters (and is not reserved for another gang),
+   every candidate unit placed on that node alone goes (within the gangs' minMember
+   budgets, lowest priority first);
+2. if the pod still does not fit there (every filter, capacity and its queue's quota),
+   the node is no candidate;
+3. else the units are given back one by one, those whose eviction a PodDisruptionBudget
+   refused first, then the others, each group highest priority first (then the oldest
+   first); a unit the pod cannot do without stays a victim
+   (``filterPodsWithPDBViolation``, then the reprieve loop);
+4. among the candidate nodes, the one chosen is upstream's ``pickOneNodeForPreemption``:
+   the fewest victims whose eviction a budget refused, then the lowest highest victim
+   priority, then the lowest sum of priorities, then the fewest victims, then the one
+   whose highest-priority victims started latest, then the first node by name.
+
+"Gone" is simulated on the cluster itself, and undone before returning: the victims'
+pods leave the placed-pod index and their node's host ports, and their requests are
+added to the node's free room for the check. Nothing else changes (the index's epoch
+moves, so pods that wait for their neighbours are tried again, as after any change).
+The volume plugins read the claims in use from the volume catalog, which a simulated
+victim does not leave: a pod that waits for a ``ReadWriteOncePod`` claim a victim holds
+finds no candidate here.
+
+The cost is O(candidate nodes x units on each x filters): it runs only for such pods,
+only when the ``preempt`` action has a candidate victim of lower priority for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.freed import Freed
+from gangsched.core.preemptors import Preemptor, neighbour_bound
+from gangsched.core.resources import Resources
+from gangsched.core.victims import Allowed, Unit, closed_nodes
+
+if TYPE_CHECKING:
+    from gangsched.core.placement import HostPort
+    from gangsched.core.podindex import PlacedPod
+    from gangsched.core.session import Session
+
+
+def wanted(s: Session, pre: Preemptor) -> bool:
+    """Must ``pre`` be searched node by node? A single pod whose fit depends on more
+    than capacity and its static constraints. Work of several members: no."""
+    ps = pre.pod
+    return ps is not None and len(pre.items) == 1 and neighbour_bound(s, ps)
+
+
+Choice = tuple[str, list[Unit]]
+"""A node and the victims that let the pod fit there."""
+
+
+def select(s: Session, pre: Preemptor, candidates: Iterable[Unit], *,
+           allowed: Allowed | None = None, quota_relief: bool = True,
+           violates: Callable[[Unit], bool] | None = None) -> Choice | None:
+    """The node and victims for the single-pod preemptor ``pre``, or None when no node
+    has a set of ``candidates`` that lets it fit. ``allowed``: the gangs' budgets (as
+    :func:`~gangsched.core.victims.select`); ``quota_relief``: victims of the pod's own
+    queue give its quota back; ``violates``: does taking the unit break a
+    PodDisruptionBudget (last resort, counted first when nodes are compared)? A
+    preemptor of several members, or none, gets None."""
+    ps = pre.pod
+    if ps is None or len(pre.items) != 1:
+        return None
+    info = ps.info
+    by_node: dict[str, list[Unit]] = {}
+    for unit in candidates:
+        if len(unit.freed) == 1 and unit.available(s):
+            (node,) = unit.freed
+            by_node.setdefault(node, []).append(unit)
+    if not by_node:
+        return None
+    barred = closed_nodes(s, pre.owners)
+    breaks = violates or (lambda unit: False)
+    found: list[tuple[tuple[object, ...], int, Choice]] = []
+    for position, state in enumerate(s.cluster.candidates(info.constraints)):
+        name = state.node.name
+        units = by_node.get(name)
+        if not units or name in barred:
+            continue
+        chosen = _on_node(s, pre, info, name, units, allowed, quota_relief, breaks)
+        if chosen is not None:
+            found.append((_rank(chosen, breaks), position, (name, chosen)))
+    if not found:
+        return None
+    return min(found, key=lambda entry: (entry[0], entry[1]))[2]
+
+
+def _on_node(s: Session, pre: Preemptor, info: PodInfo, node: str, units: list[Unit],
+             allowed: Allowed | None, quota_relief: bool,
+             breaks: Callable[[Unit], bool]) -> list[Unit] | None:
+    """``SelectVictimsOnNode`` on ``node`` (see the module docstring)."""
+    relief: Callable[[Unit], Resources] | None = None
+    if quota_relief:
+        def relief(unit: Unit) -> Resources:
+            return sum((p.request for p in unit.pods if p.charged_queue == pre.queue),
+                       Resources.ZERO)
+    freed = Freed(relief)
+    gone: list[Unit] = []
+    for unit in sorted(units, key=lambda u: (u.priority, -u.creation, u.ref)):
+        if allowed is None or allowed(unit, freed):
+            freed.add(unit)
+            gone.append(unit)
+    if not gone:
+        return None
+    hidden = _Hidden(s)
+    try:
+        for unit in gone:
+            hidden.hide(unit)
+        if not _fits(s, pre, info, node, freed):
+            return None
+        victims: list[Unit] = []
+        order = sorted(gone, key=lambda u: (not breaks(u), -u.priority, u.creation, u.ref))
+        for unit in order:
+            hidden.show(unit)
+            freed.remove(unit)
+            if not _fits(s, pre, info, node, freed):
+                hidden.hide(unit)
+                freed.add(unit)
+                victims.append(unit)
+        return victims or None  # it fits there without victims: allocate places it
+    finally:
+        hidden.restore()
+
+
+def _fits(s: Session, pre: Preemptor, info: PodInfo, node: str, freed: Freed) -> bool:
+    """Every filter passes for the pod on ``node`` with ``freed`` given back, and its
+    queue's quota allows it."""
+    if not s.queues.fits(pre.queue, pre.total, own_earmark=pre.earmark + freed.relief).ok:
+        return False
+    extra = freed.extra.get(node, Resources.ZERO)
+    return s.cluster.fits(node, info.request, info.constraints, extra=extra, pod=info)
+
+
+class _Hidden:
+    """Pods taken out of the placed-pod index and their node's host ports for a check,
+    and put back."""
+
+    __slots__ = ("_placed", "_ports", "_s")
+
+    def __init__(self, s: Session) -> None:
+        self._s = s
+        self._placed: dict[str, PlacedPod] = {}
+        self._ports: dict[str, tuple[str, tuple[HostPort, ...]]] = {}
+
+    def hide(self, unit: Unit) -> None:
+        cluster = self._s.cluster
+        for ps in unit.pods:
+            uid = str(ps.uid)
+            placed = cluster.pod_index.pods.get(uid)
+            if placed is None:
+                continue
+            self._placed[uid] = placed
+            cluster.pod_index.remove(uid)
+            state = cluster.nodes.get(placed.node)
+            ports = state.ports.pop(uid, None) if state is not None else None
+            if ports is not None:
+                self._ports[uid] = (placed.node, ports)
+
+    def show(self, unit: Unit) -> None:
+        cluster = self._s.cluster
+        for ps in unit.pods:
+            uid = str(ps.uid)
+            placed = self._placed.pop(uid, None)
+            if placed is None:
+                continue
+            cluster.pod_index.add(placed)
+            kept = self._ports.pop(uid, None)
+            if kept is not None:
+                state = cluster.nodes.get(kept[0])
+                if state is not None:
+                    state.ports[uid] = kept[1]
+
+    def restore(self) -> None:
+        cluster = self._s.cluster
+        for placed in self._placed.values():
+            cluster.pod_index.add(placed)
+        for uid, (node, ports) in self._ports.items():
+            state = cluster.nodes.get(node)
+            if state is not None:
+                state.ports[uid] = ports
+        self._placed.clear()
+        self._ports.clear()
+
+
+def _rank(victims: list[Unit], breaks: Callable[[Unit], bool]) -> tuple[object, ...]:
+    """``pickOneNodeForPreemption``'s order, lowest first: budget violations, highest
+    victim priority, sum of priorities, number of victim pods, and the earliest start
+    of the highest-priority victims, latest first."""
+    top = max((u.priority for u in victims), default=0)
+    starts = [ps.pod.creation for u in victims if u.priority == top for ps in u.pods]
+    return (sum(1 for u in victims if breaks(u)), top,
+            sum(u.priority * len(u.pods) for u in victims),
+            sum(len(u.pods) for u in victims), -min(starts, default=0.0))
