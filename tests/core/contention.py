@@ -214,7 +214,7 @@ def check_plan(s: Scheduler, pre: Preemptor, units: list[Unit], action: str,
         for ps in unit.pods:
             pod = ps.pod
             assert pod.preemptible and pod.active and not pod.terminating
-            assert pod.ours or (pod.node_name == ps.node and unit.foreign)
+            assert pod.ours or (unit.foreign and (pod.node_name == ps.node or unit.nominated))
             assert ps.node is not None and ps.evicting is None and not ps.assumed
         if action == evictions.PREEMPT:
             assert unit.queue == pre.queue or unit.foreign, (unit.key, unit.queue, pre.queue)

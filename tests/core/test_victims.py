@@ -98,8 +98,6 @@ def test_a_gang_not_allowed_leaves_its_chosen_members_chosen() -> None:
     "pod",
     [
         pytest.param(make_pod("p", preemptible=False), id="not-preemptible"),
-        pytest.param(dataclasses.replace(make_pod("p", ours=False), nominated_node="n0"),
-                     id="another-schedulers-nominated-not-bound"),
         pytest.param(make_pod("p", node="n0", phase=PodPhase.SUCCEEDED), id="finished"),
     ],
 )
@@ -119,6 +117,20 @@ def test_another_schedulers_bound_pod_is_a_victim_in_no_queue() -> None:
     assert units(w) == {"uid-default-p": (Tier.POD, ["p"])}
     (unit,) = victims.pool(w.scheduler, 0).units
     assert unit.foreign
+    assert victims.pool(w.scheduler, 0, queues={"default"}).units == []
+
+
+def test_another_schedulers_nominated_pod_is_room_taken_without_an_eviction() -> None:
+    """A pending pod of another scheduler holds the room of its nominated node; against
+    pods of higher priority it holds none (upstream's addGENominatedPods): a unit that
+    evicts nothing and costs nothing, never one of reclaim's."""
+    w = world(4)
+    w.add_pod(dataclasses.replace(make_pod("p", ours=False), nominated_node="n0"))
+    w.settle(0)
+    (unit,) = victims.pool(w.scheduler, 0).units
+    assert (unit.tier, unit.foreign, unit.nominated) == (Tier.POD, True, True)
+    assert unit.freed == {"n0": res(1, "1Gi", pods=1)}
+    assert victims._cost([unit]) == victims._cost([])
     assert victims.pool(w.scheduler, 0, queues={"default"}).units == []
 
 

@@ -199,17 +199,25 @@ def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: f
     reason = "Preempted" if action == PREEMPT else "Reclaimed"
     delete_reason = DeleteReason.PREEMPTED if action == PREEMPT else DeleteReason.RECLAIMED
     text = f"evicted to make room for {pre.describe()} {why}"
-    count = sum(len(u.pods) for u in units)
+    evicted = [u for u in units if not u.nominated]
+    count = sum(len(u.pods) for u in evicted)
     nodes = sorted({node for u in units for node in u.freed})
-    shown = names(units)
+    shown = names(evicted)
     going = "1 pod is" if count == 1 else f"{count} pods are"
+    taken = [u for u in units if u.nominated]
     message = (f"{action}: {going} being evicted to make room ({shown}) on "
                f"{', '.join(nodes)}; the room freed is held for this {pre.kind.value} "
-               "until it is placed")
+               "until it is placed") if evicted else (
+        f"{action}: the room nominated for lower-priority pods of another scheduler "
+        f"({names(taken)}) on {', '.join(nodes)} is held for this {pre.kind.value} "
+        "until it is placed")
     details = {"action": action, "victims": shown, "evicting": str(count),
                "nodes": ", ".join(nodes)}
     plan = Plan(pre.key, action, pre.target, pre.queue, now, message, details, pre.owners,
                 room=room if room is not None else room_of(s, pre, units))
+    for unit in units:
+        if unit.nominated:
+            _displace(s, unit)
     for node, amount in plan.room.items():
         state = s.cluster.nodes.get(node)
         if state is not None:
@@ -227,8 +235,18 @@ def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: f
     return plan
 
 
+def _displace(s: Session, unit: Unit) -> None:
+    """Another scheduler's nominated pod of lower priority: its room is the preemptor's
+    now. Nothing is asked of it; it holds no room on that node while nominated there."""
+    for ps in unit.pods:
+        ps.displaced = ps.node
+        s.uncharge(ps)
+
+
 def _take(s: Session, plan: Plan, unit: Unit, reason: str, delete_reason: DeleteReason,
           text: str) -> None:
+    if unit.nominated:
+        return  # displaced when the plan was made
     for ps in unit.pods:
         if ps.pod.placeholder or ps.pod.node_name is not None:
             ps.evicting = plan.key  # a member held in memory is given back, not evicted

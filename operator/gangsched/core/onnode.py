@@ -108,11 +108,14 @@ def _on_node(s: Session, pre: Preemptor, info: PodInfo, node: str, units: list[U
                        Resources.ZERO)
     freed = Freed(relief)
     gone: list[Unit] = []
+    passed = [u for u in units if u.nominated]  # they hold no room against this pod
+    for unit in passed:
+        freed.add(unit)
     for unit in sorted(units, key=lambda u: (u.priority, -u.creation, u.ref)):
-        if allowed is None or allowed(unit, freed):
+        if not unit.nominated and (allowed is None or allowed(unit, freed)):
             freed.add(unit)
             gone.append(unit)
-    if not gone:
+    if not gone and not passed:
         return None
     hidden = _Hidden(s)
     try:
@@ -129,7 +132,9 @@ def _on_node(s: Session, pre: Preemptor, info: PodInfo, node: str, units: list[U
                 hidden.hide(unit)
                 freed.add(unit)
                 victims.append(unit)
-        return victims or None  # it fits there without victims: allocate places it
+        if not victims and not passed:
+            return None  # it fits there as things are: allocate places it
+        return passed + victims
     finally:
         hidden.restore()
 
@@ -198,6 +203,7 @@ def _rank(victims: list[Unit], breaks: Callable[[Unit], bool]) -> tuple[object, 
     """``pickOneNodeForPreemption``'s order, lowest first: budget violations, highest
     victim priority, sum of priorities, number of victim pods, and the earliest start
     of the highest-priority victims, latest first."""
+    victims = [u for u in victims if not u.nominated]  # taking those costs nothing
     top = max((u.priority for u in victims), default=0)
     starts = [ps.pod.creation for u in victims if u.priority == top for ps in u.pods]
     return (sum(1 for u in victims if breaks(u)), top,

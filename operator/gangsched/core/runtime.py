@@ -36,6 +36,7 @@ class PodState:
         "charged_queue",
         "constraints",
         "delete_asked",
+        "displaced",
         "evict_refused_until",
         "evicting",
         "failures",
@@ -87,6 +88,9 @@ class PodState:
         self.evict_refused_until = 0.0
         """Its eviction failed (not a PodDisruptionBudget's 429): no victim again until
         then."""
+        self.displaced: str | None = None
+        """For another scheduler's pending pod: the nominated node whose room a pod of
+        higher priority took (it holds no room there while nominated to it)."""
         self.budget_refused_until = 0.0
         """A PodDisruptionBudget refused its eviction (429): until then, taking it breaks
         a budget, which preemption does only as a last resort (see ``victims``)."""

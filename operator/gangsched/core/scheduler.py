@@ -281,9 +281,13 @@ class Scheduler:
             reservation_logic.unassume(self, ps)
         elif not pod.ours and ps.node != pod.nominated_node:
             # Room that preemption made for another scheduler's pod is taken (as
-            # kube-scheduler counts nominated pods); it moves with the nomination.
+            # kube-scheduler counts nominated pods); it moves with the nomination, unless
+            # a pod of higher priority took it (``evictions``: ``PodState.displaced``).
             self.uncharge(ps)
-            if pod.nominated_node is not None and not pod.terminating:
+            if pod.nominated_node != ps.displaced:
+                ps.displaced = None
+            if (pod.nominated_node is not None and not pod.terminating
+                    and ps.displaced is None):
                 self.charge(ps, pod.nominated_node)
         self.refresh_pending(ps)
         self.touch_owner(ps)

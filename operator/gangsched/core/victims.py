@@ -94,6 +94,10 @@ class Unit:
     """For a ``Pod`` unit above minMember: (gang key, group) whose surplus it draws on."""
     foreign: bool = False
     """Another scheduler's pod: in no queue of gangsched's."""
+    nominated: bool = False
+    """Another scheduler's pending pod, holding the room of its nominated node: taking
+    it evicts nothing, the room is no longer counted as its (``addGENominatedPods``
+    counts a nominated pod only against pods of no higher priority)."""
     freed: dict[str, Resources] = field(default_factory=dict)
     """Capacity it frees, per node."""
     _asked: Resources | None = field(default=None, repr=False, compare=False)
@@ -125,6 +129,8 @@ class Unit:
 
     def available(self, s: Session) -> bool:
         """Still a candidate: no pod of it is being evicted, protected or gone."""
+        if self.nominated:
+            return all(_nominated(ps) for ps in self.pods)
         return all(_victim_ok(s, ps) for ps in self.pods)
 
     def violates(self, s: Session) -> bool:
@@ -141,10 +147,19 @@ def _victim_ok(s: Session, ps: PodState) -> bool:
             and s.reached(ps.evict_refused_until) and not ps.assumed)
 
 
+def _nominated(ps: PodState) -> bool:
+    """Another scheduler's pending pod holding the room of its nominated node."""
+    pod = ps.pod
+    return (not pod.ours and pod.node_name is None and ps.node is not None
+            and ps.node == pod.nominated_node and pod.active and not pod.terminating)
+
+
 def _unit(tier: Tier, key: str, owner: ObjectRef | None, gang: str | None, queue: str,
           priority: int, creation: float, pods: list[PodState],
-          budget: tuple[str, str] | None = None, *, foreign: bool = False) -> Unit:
-    unit = Unit(tier, key, owner, gang, queue, priority, creation, pods, budget, foreign)
+          budget: tuple[str, str] | None = None, *, foreign: bool = False,
+          nominated: bool = False) -> Unit:
+    unit = Unit(tier, key, owner, gang, queue, priority, creation, pods, budget, foreign,
+                nominated)
     for ps in pods:
         node = ps.node
         if node is not None:
@@ -255,7 +270,11 @@ def pool(s: Session, now: float, queues: Collection[str] | None = None) -> Pool:
         if uid in claimed:
             continue
         ps = s.pods[uid]
-        if ps.node is not None and _victim_ok(s, ps):
+        if queues is None and _nominated(ps):
+            units.append(_unit(Tier.POD, pod_key(uid), None, None, "default",
+                               ps.pod.priority, ps.pod.creation, [ps], foreign=True,
+                               nominated=True))
+        elif ps.node is not None and _victim_ok(s, ps):
             foreign = not ps.pod.ours
             queue = s.queue_of(ps) or "default"
             if queues is None or (queue in queues and not foreign):
@@ -561,6 +580,7 @@ then by name."""
 def _cost(units: list[Unit]) -> tuple[float, ...]:
     """What a set of victims costs: its highest priority, its running pods, its
     placeholders, and how old its oldest pod is (the newer, the less work is lost)."""
+    units = [u for u in units if not u.nominated]  # taking those costs nothing
     pods = [ps for u in units for ps in u.pods]
     return (max((u.priority for u in units), default=0),
             sum(1 for ps in pods if not ps.pod.placeholder),

@@ -35,8 +35,6 @@ from tests.core.simworld import SimWorld
 
 DEFAULT_SCHEDULER = "default-scheduler"
 
-TO_DO = pytest.mark.xfail(strict=True, reason="not yet as upstream")
-
 
 class World(SimWorld):
     """A world whose Eviction API refuses the pods in ``protected`` (a 429, as a
@@ -279,8 +277,7 @@ def test_priority_preemption_stays_within_a_queue_and_explain_says_so() -> None:
 
 
 @pytest.mark.parametrize(("priority", "binds"), [
-    pytest.param(100, True, id="addGENominatedPods-higher-priority-takes-the-room",
-                 marks=TO_DO),
+    pytest.param(100, True, id="addGENominatedPods-higher-priority-takes-the-room"),
     pytest.param(0, False, id="addGENominatedPods-equal-priority-leaves-it"),
 ])
 def test_another_schedulers_nominated_pod(priority: int, binds: bool) -> None:
