@@ -323,3 +323,33 @@ def test_a_pod_on_its_own_makes_its_preemptor_again_when_it_changes() -> None:
     w.settle(2)
     resized = for_pod(s, ps, 2)
     assert resized is not None and resized.total == res(2, "1Gi", pods=1)
+
+
+def test_the_search_on_each_node_leaves_the_cluster_as_it_found_it() -> None:
+    """onnode.select takes the candidates out of the placed-pod index and their node's
+    host ports for its checks, and puts every one back, victims included."""
+    from gangsched.core import onnode
+    from gangsched.core.placement import HostPort, Placement
+    from gangsched.core.preemptors import for_pod
+
+    w = world(4, 4)
+    port = Placement(labels=(("app", "web"),), ports=(HostPort(8080),))
+    for i in range(2):
+        w.add_pod(make_pod(f"low-{i}", cpu=1, placement=port))
+    w.settle(0)
+    w.add_pod(make_pod("high", cpu=1, priority=10, placement=port))
+    w.settle(1)
+    s = w.scheduler
+    cluster = s.cluster
+    before = (dict(cluster.pod_index.pods), {n: dict(st.ports) for n, st in cluster.nodes.items()},
+              {n: st.free for n, st in cluster.nodes.items()})
+    pre = for_pod(s, s.pods[s.pod_by_name["default/high"]], 1)
+    assert pre is not None and onnode.wanted(s, pre)
+    choice = onnode.select(s, pre, victims.pool(s, 1).units)
+    assert choice is not None
+    node, chosen = choice
+    assert [ps.pod.name for u in chosen for ps in u.pods] == [
+        next(p.name for p in w.pods.values() if p.node_name == node and p.name != "high")]
+    after = (dict(cluster.pod_index.pods), {n: dict(st.ports) for n, st in cluster.nodes.items()},
+             {n: st.free for n, st in cluster.nodes.items()})
+    assert after == before

@@ -16,7 +16,8 @@ of the profile run again with the victims gone, as upstream's ``DryRunPreemption
    refused first, then the others, each group highest priority first (then the oldest
    first); a unit the pod cannot do without stays a victim
    (``filterPodsWithPDBViolation``, then the reprieve loop);
-4. among the candidate nodes, the one chosen is upstream's ``pickOneNodeForPreemption``:
+4. the search stops after enough candidate nodes (:data:`MIN_CANDIDATES`); among them,
+   the one chosen is upstream's ``pickOneNodeForPreemption``:
    the fewest victims whose eviction a budget refused, then the lowest highest victim
    priority, then the lowest sum of priorities, then the fewest victims, then the one
    whose highest-priority victims started latest, then the first node by name.
@@ -57,6 +58,12 @@ def wanted(s: Session, pre: Preemptor) -> bool:
     return ps is not None and len(pre.items) == 1 and neighbour_bound(s, ps)
 
 
+MIN_CANDIDATES = 100
+MIN_CANDIDATES_PERCENT = 10
+"""The search stops once it has this many candidate nodes (at least, and this share of
+the nodes), as upstream's DryRunPreemption does (``minCandidateNodesAbsolute``,
+``minCandidateNodesPercentage``), starting from the first node by name."""
+
 Choice = tuple[str, list[Unit]]
 """A node and the victims that let the pod fit there."""
 
@@ -84,14 +91,20 @@ def select(s: Session, pre: Preemptor, candidates: Iterable[Unit], *,
     barred = closed_nodes(s, pre.owners)
     breaks = violates or (lambda unit: False)
     found: list[tuple[tuple[object, ...], int, Choice]] = []
+    enough = max(MIN_CANDIDATES, len(s.cluster.nodes) * MIN_CANDIDATES_PERCENT // 100)
     for position, state in enumerate(s.cluster.candidates(info.constraints)):
         name = state.node.name
         units = by_node.get(name)
         if not units or name in barred:
             continue
+        room = sum((u.freed[name] for u in units), state.free)
+        if not info.request.fits_in(room):
+            continue  # not even with every candidate gone
         chosen = _on_node(s, pre, info, name, units, allowed, quota_relief, breaks)
         if chosen is not None:
             found.append((_rank(chosen, breaks), position, (name, chosen)))
+            if len(found) >= enough:
+                break
     if not found:
         return None
     return min(found, key=lambda entry: (entry[0], entry[1]))[2]
@@ -119,7 +132,7 @@ def _on_node(s: Session, pre: Preemptor, info: PodInfo, node: str, units: list[U
         return None
     hidden = _Hidden(s)
     try:
-        for unit in gone:
+        for unit in passed + gone:
             hidden.hide(unit)
         if not _fits(s, pre, info, node, freed):
             return None
