@@ -30,6 +30,11 @@ The volume plugins read the claims in use from the volume catalog, which a simul
 victim does not leave: a pod that waits for a ``ReadWriteOncePod`` claim a victim holds
 finds no candidate here.
 
+Work of several members (a gang) keeps the capacity simulation, whose victims are
+then checked by :func:`holds`: every member must pass every filter where the simulation
+placed it, with the victims gone and the members before it placed; otherwise nothing
+is evicted for it.
+
 The cost is O(candidate nodes x units on each x filters): it runs only for such pods,
 only when the ``preempt`` action has a candidate victim of lower priority for them.
 """
@@ -41,13 +46,13 @@ from typing import TYPE_CHECKING
 
 from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.freed import Freed
+from gangsched.core.podindex import PlacedPod
 from gangsched.core.preemptors import Preemptor, neighbour_bound
 from gangsched.core.resources import Resources
-from gangsched.core.victims import Allowed, Unit, closed_nodes
+from gangsched.core.victims import Allowed, Unit, closed_nodes, fit, scoring_for
 
 if TYPE_CHECKING:
     from gangsched.core.placement import HostPort
-    from gangsched.core.podindex import PlacedPod
     from gangsched.core.session import Session
 
 
@@ -150,6 +155,50 @@ def _on_node(s: Session, pre: Preemptor, info: PodInfo, node: str, units: list[U
         return passed + victims
     finally:
         hidden.restore()
+
+
+def holds(s: Session, pre: Preemptor, units: list[Unit]) -> bool:
+    """Once ``units`` are gone, does every member of ``pre`` pass every filter where the
+    capacity simulation places it (:func:`~gangsched.core.victims.fit`)? Asked of the
+    victims that simulation chose for work of several members: when a member's fit
+    depends on other pods (its own gang's included) or volumes, capacity alone may be
+    wrong, and nothing is evicted for work that would not fit. The members are charged
+    on their nodes one after the other for the check, and everything is put back. True
+    at once when no member's fit depends on more than capacity and its node."""
+    infos = [item.info or PodInfo(item.request, item.constraints) for item in pre.items]
+    cluster = s.cluster
+    if not (cluster.pod_index.required_anti > 0
+            or any(cluster.neighbour_bound(i) or i.volumes.any for i in infos)):
+        return True
+    freed = Freed()
+    for unit in units:
+        freed.add(unit)
+    placed = fit(s, pre.items, freed.extra, scoring_for(s, pre), pre.owners)
+    if placed is None:
+        return False
+    hidden = _Hidden(s)
+    charged: list[tuple[str, str]] = []
+    try:
+        for unit in units:
+            hidden.hide(unit)
+        for index in sorted(placed):
+            node, info = placed[index], infos[index]
+            extra = freed.extra.get(node, Resources.ZERO)
+            if not cluster.fits(node, info.request, info.constraints, extra=extra, pod=info):
+                return False
+            uid = f"{CHECK}{index}"
+            cluster.charge(node, uid, info.request,
+                           PlacedPod(uid, info.namespace, info.labels, info.placement, node))
+            charged.append((node, uid))
+        return True
+    finally:
+        for node, uid in charged:
+            cluster.release(node, uid, Resources.ZERO, retry=False)
+        hidden.restore()
+
+
+CHECK = "preemption-check:"
+"""Prefix of the pseudo-pod uids a member is charged under during :func:`holds`."""
 
 
 def _fits(s: Session, pre: Preemptor, info: PodInfo, node: str, freed: Freed) -> bool:

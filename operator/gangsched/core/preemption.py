@@ -111,7 +111,10 @@ def between_gangs(s: Session, pre: Preemptor, pool: Pool,
             return None, None
         node, chosen = choice
         return chosen, {node: pre.total}
-    return victims.select(s, pre, candidates, now, allowed=allowed), None
+    found = victims.select(s, pre, candidates, now, allowed=allowed)
+    if found and not onnode.holds(s, pre, found):
+        return None, None  # capacity alone would evict for work that still does not fit
+    return found, None
 
 
 def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
@@ -130,4 +133,5 @@ def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit
     if not candidates:
         return None
     allowed = victims.within_budget(pool, {(gang, group): 1})
-    return victims.select(s, pre, candidates, now, allowed=allowed, own_gang=True) or None
+    chosen = victims.select(s, pre, candidates, now, allowed=allowed, own_gang=True)
+    return chosen if chosen and onnode.holds(s, pre, chosen) else None

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from gangsched.core.cluster import ONE_POD, Constraints
+from gangsched.core.cluster import ONE_POD, Constraints, PodInfo
 from gangsched.core.decisions import ObjectRef
 from gangsched.core.model import DEFAULT_QUEUE, AppKey, GroupKey, PlaceholderPolicy, PodUID
 from gangsched.core.pendings import FOR_ROOM
@@ -69,10 +69,13 @@ class Kind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One member to place: its request (pod slot included) and constraints."""
+    """One member to place: its request (pod slot included) and constraints; ``info``
+    (labels, pod affinity, spread, ports, volumes), for the check of every filter. Items
+    are equal by request and constraints: the capacity simulation counts shapes."""
 
     request: Resources
     constraints: Constraints
+    info: PodInfo | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -308,7 +311,11 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
               if s.config.placeholders is PlaceholderPolicy.MISSING else {})
     for group in sorted(spec.task_groups, key=lambda g: g.name):
         missing = group.min_member - allocated.get(group.name, 0) - running.get(group.name, 0)
-        item = Item(group.min_resource + ONE_POD, Constraints.of_group(group))
+        request = group.min_resource + ONE_POD
+        constraints = Constraints.of_group(group)
+        item = Item(request, constraints, PodInfo.of(
+            request, constraints, group.placement, namespace=spec.namespace,
+            owner=spec.key))
         items.extend([item] * max(0, missing))
         # Pending members stand for the rest, as their placeholders would.
         asked = sum(1 for ps in pending if ps.pod.task_group == group.name)
@@ -416,7 +423,7 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
         pending_all: list[PodState] = []
         for pending, need in wanted:
             pending.sort(key=placement_order)
-            items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
+            items.extend(Item(ps.request, ps.constraints, ps.info) for ps in pending[:need])
             pending_all.extend(pending)
         found.made = Preemptor(
             key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
@@ -502,7 +509,8 @@ def for_pod(s: Session, ps: PodState, now: float) -> Preemptor | None:
     made = Preemptor(
         key=pod_key(ps.uid), kind=Kind.POD, target=pod_ref(ps), queue=queue,
         priority=pod.priority, creation=pod.creation,
-        items=[Item(ps.request, ps.constraints)], gangs=frozenset(gangs), pod=ps, pods=[ps],
+        items=[Item(ps.request, ps.constraints, ps.info)], gangs=frozenset(gangs), pod=ps,
+        pods=[ps],
         owners=frozenset(o for o in (pod.app, pod.pod_group) if o is not None),
     )
     if pod.app is None and pod.pod_group is None:

@@ -28,9 +28,10 @@ from gangsched.core.decisions import DeletePod, EvictPod
 from gangsched.core.model import PodUID, SchedulerConfig
 from gangsched.core.observations import EvictionFailed
 from gangsched.shell import explain
+from gangsched.translate.labels import LABEL_POD_GROUP
 from gangsched.translate.pods import pod_from_k8s
 
-from tests.core.builders import make_queue
+from tests.core.builders import make_podgroup, make_queue
 from tests.core.simworld import SimWorld
 
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -154,6 +155,26 @@ def test_victims_are_chosen_with_every_filter_run_again() -> None:
     assert evicted(w) == {"low-n2"}
     assert w.node_of("web") == "n2"
     assert w.node_of("low-n1") == "n1" and w.node_of("db") == "n1"
+
+
+def test_a_gang_that_would_not_fit_with_its_victims_gone_evicts_nothing() -> None:
+    """SelectVictimsOnNode's rule (the filters run again with the victims gone), for a
+    gang: two members (one per node by size) that each repel the high-priority ``db``
+    pod. Capacity alone says that evicting both low pods makes room; but a member placed on n1 fails its
+    anti-affinity, so the gang would not run and nothing is evicted (upstream, the
+    first member would take n2 and the second find no node: a gang is all or nothing)."""
+    w = world("n1", "n2", cpu="2")
+    w.add_group(make_podgroup("pair", 2, priority=100))
+    add(w, running(ours(pod("db", cpu="500m", labels={"app": "db"}), priority=1000), "n1"))
+    add(w, running(ours(pod("low-n1", cpu="1500m")), "n1"))
+    add(w, running(ours(pod("low-n2", cpu="1500m")), "n2"))
+    w.settle(0)
+    for i in range(2):
+        add(w, ours(pod(f"pair-{i}", cpu="1500m", labels={LABEL_POD_GROUP: "pair"},
+                        affinity=anti(term(HOST, {"app": "db"}))), priority=100))
+    run(w)
+    assert evicted(w) == set()
+    assert w.node_of("pair-0") is None and w.node_of("pair-1") is None
 
 
 def test_a_host_port_wait_preempts_the_pod_holding_the_port() -> None:
