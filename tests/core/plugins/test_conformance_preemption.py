@@ -160,9 +160,10 @@ def test_victims_are_chosen_with_every_filter_run_again() -> None:
 def test_a_gang_that_would_not_fit_with_its_victims_gone_evicts_nothing() -> None:
     """SelectVictimsOnNode's rule (the filters run again with the victims gone), for a
     gang: two members (one per node by size) that each repel the high-priority ``db``
-    pod. Capacity alone says that evicting both low pods makes room; but a member placed on n1 fails its
-    anti-affinity, so the gang would not run and nothing is evicted (upstream, the
-    first member would take n2 and the second find no node: a gang is all or nothing)."""
+    pod. Capacity alone says that evicting both low pods makes room; but a member
+    placed on n1 fails its anti-affinity, so the gang would not run and nothing is
+    evicted (upstream, the first member would take n2 and the second find no node: a
+    gang is all or nothing)."""
     w = world("n1", "n2", cpu="2")
     w.add_group(make_podgroup("pair", 2, priority=100))
     add(w, running(ours(pod("db", cpu="500m", labels={"app": "db"}), priority=1000), "n1"))
