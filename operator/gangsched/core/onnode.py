@@ -8,8 +8,9 @@ anti-affinity) or on volumes is searched here instead, node by node, with every 
 of the profile run again with the victims gone, as upstream's ``DryRunPreemption`` does:
 
 1. on each node that passes the static filters (and is not reserved for another gang),
-   every candidate unit placed on that node alone goes (within the gangs' minMember
-   budgets, lowest priority first);
+   every candidate on that node goes: single pods (a running gang's members above its
+   minMember budget, lowest priority first) and reservations held on that node alone,
+   as upstream takes pods one by one (a whole running gang is no candidate here);
 2. if the pod still does not fit there (every filter, capacity and its queue's quota),
    the node is no candidate;
 3. else the units are given back one by one, those whose eviction a PodDisruptionBudget
@@ -49,7 +50,7 @@ from gangsched.core.freed import Freed
 from gangsched.core.podindex import PlacedPod
 from gangsched.core.preemptors import Preemptor, neighbour_bound
 from gangsched.core.resources import Resources
-from gangsched.core.victims import Allowed, Unit, closed_nodes, fit, scoring_for
+from gangsched.core.victims import Allowed, Tier, Unit, closed_nodes, fit, scoring_for
 
 if TYPE_CHECKING:
     from gangsched.core.placement import HostPort
@@ -88,7 +89,8 @@ def select(s: Session, pre: Preemptor, candidates: Iterable[Unit], *,
     info = ps.info
     by_node: dict[str, list[Unit]] = {}
     for unit in candidates:
-        if len(unit.freed) == 1 and unit.available(s):
+        # A whole gang would overlap the Pod units of its members: pods one by one.
+        if unit.tier is not Tier.GANG and len(unit.freed) == 1 and unit.available(s):
             (node,) = unit.freed
             by_node.setdefault(node, []).append(unit)
     if not by_node:
