@@ -32,9 +32,9 @@ victim does not leave: a pod that waits for a ``ReadWriteOncePod`` claim a victi
 finds no candidate here.
 
 Work of several members (a gang) keeps the capacity simulation, whose victims are
-then checked by :func:`holds`: every member must pass every filter where the simulation
-placed it, with the victims gone and the members before it placed; otherwise nothing
-is evicted for it.
+then checked by :func:`placed_with`: every member must find a node that passes every
+filter, with the victims gone and the members before it placed; otherwise nothing is
+evicted for it.
 
 The cost is O(candidate nodes x units on each x filters), each check with its own
 PreFilter (upstream updates one PreFilter state as pods are removed and added). A
@@ -201,48 +201,93 @@ def _on_node(s: Session, pre: Preemptor, info: PodInfo, node: str, units: list[U
         hidden.restore()
 
 
-def holds(s: Session, pre: Preemptor, units: list[Unit]) -> bool:
-    """Once ``units`` are gone, does every member of ``pre`` pass every filter where the
-    capacity simulation places it (:func:`~gangsched.core.victims.fit`)? Asked of the
-    victims that simulation chose for work of several members: when a member's fit
-    depends on other pods (its own gang's included) or volumes, capacity alone may be
-    wrong, and nothing is evicted for work that would not fit. The members are charged
-    on their nodes one after the other for the check, and everything is put back. True
-    at once when no member's fit depends on more than capacity and its node."""
+def placed_with(s: Session, pre: Preemptor, units: list[Unit]) -> dict[str, Resources] | None:
+    """Where the members of ``pre`` go once ``units`` are gone, their requests per node;
+    None when some member then fits no node. Asked of the victims the capacity
+    simulation (:func:`~gangsched.core.victims.select`) chose for work of several
+    members: when a member's fit depends on other pods (its own gang's included) or
+    volumes, capacity alone may be wrong, and nothing is evicted for work that would not
+    fit. Each member, in order, takes the first node that passes every filter (the one
+    the simulation chose first, then the nodes the victims free, then every node that
+    passes its static filters), with the victims out of the placed-pod index and the
+    members before it charged; everything is put back. When no member's fit depends on
+    more than capacity and its node, the simulation's placement is the answer."""
     infos = [item.info or PodInfo(item.request, item.constraints) for item in pre.items]
     cluster = s.cluster
-    if not (cluster.pod_index.required_anti > 0
-            or any(cluster.neighbour_bound(i) or i.volumes.any for i in infos)):
-        return True
     freed = Freed()
     for unit in units:
         freed.add(unit)
     placed = fit(s, pre.items, freed.extra, scoring_for(s, pre), pre.owners)
     if placed is None:
-        return False
+        return None
+    if not (cluster.pod_index.required_anti > 0
+            or any(cluster.neighbour_bound(i) or i.volumes.any for i in infos)):
+        return _room(_by_node(placed, infos))
+    barred = closed_nodes(s, pre.owners)
     hidden = _Hidden(s)
     charged: list[tuple[str, str]] = []
+    where: dict[int, str] = {}
     try:
         for unit in units:
             hidden.hide(unit)
         for index in sorted(placed):
-            node, info = placed[index], infos[index]
-            extra = freed.extra.get(node, Resources.ZERO)
-            if not cluster.fits(node, info.request, info.constraints, extra=extra, pod=info):
-                return False
+            info = infos[index]
+            prefer = [placed[index], *sorted(freed.extra)]
+            node = _first_fit(s, info, freed, prefer, barred)
+            if node is None:
+                return None
             uid = f"{CHECK}{index}"
             cluster.charge(node, uid, info.request,
                            PlacedPod(uid, info.namespace, info.labels, info.placement, node))
             charged.append((node, uid))
-        return True
+            where[index] = node
+        return _room(_by_node(where, infos))
     finally:
         for node, uid in charged:
             cluster.release(node, uid, Resources.ZERO, retry=False)
         hidden.restore()
 
 
+def _first_fit(s: Session, info: PodInfo, freed: Freed, prefer: list[str],
+               barred: frozenset[str]) -> str | None:
+    """The first of ``prefer``, then of the pod's static candidates, that passes every
+    filter with ``freed`` given back (one PreFilter for all)."""
+    cluster = s.cluster
+    fwk = cluster.framework(Scoring.BINPACK)
+    if not fwk.pre_enqueue(info).ok:
+        return None
+    cycle, status = fwk.pre_filter(info, cluster)
+    if not status.ok:
+        return None
+    filters = [f for f in cycle.filters if f.name != FIT_PLUGIN]
+    candidates = cluster.candidates(info.constraints)
+    static = {state.node.name for state in candidates}
+    first = [cluster.nodes[n] for n in dict.fromkeys(prefer) if n in static]
+    for state in [*first, *candidates]:
+        name = state.node.name
+        if name in barred:
+            continue
+        room = state.free + freed.extra.get(name, Resources.ZERO)
+        if info.request.fits_in(room) and all(f.filter(cycle, info, state).ok
+                                              for f in filters):
+            return name
+    return None
+
+
+def _by_node(where: dict[int, str], infos: list[PodInfo]) -> dict[str, list[PodInfo]]:
+    found: dict[str, list[PodInfo]] = {}
+    for index, node in where.items():
+        found.setdefault(node, []).append(infos[index])
+    return found
+
+
+def _room(by_node: dict[str, list[PodInfo]]) -> dict[str, Resources]:
+    return {node: sum((i.request for i in infos), Resources.ZERO)
+            for node, infos in by_node.items()}
+
+
 CHECK = "preemption-check:"
-"""Prefix of the pseudo-pod uids a member is charged under during :func:`holds`."""
+"""Prefix of the pseudo-pod uids a member is charged under during :func:`placed_with`."""
 
 
 def _fits(s: Session, pre: Preemptor, info: PodInfo, node: str, freed: Freed) -> bool:

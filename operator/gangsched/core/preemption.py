@@ -112,9 +112,12 @@ def between_gangs(s: Session, pre: Preemptor, pool: Pool,
         node, chosen = choice
         return chosen, {node: pre.total}
     found = victims.select(s, pre, candidates, now, allowed=allowed)
-    if found and not onnode.holds(s, pre, found):
+    if not found:
+        return found, None
+    room = onnode.placed_with(s, pre, found)
+    if room is None:
         return None, None  # capacity alone would evict for work that still does not fit
-    return found, None
+    return found, room
 
 
 def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
@@ -134,4 +137,4 @@ def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit
         return None
     allowed = victims.within_budget(pool, {(gang, group): 1})
     chosen = victims.select(s, pre, candidates, now, allowed=allowed, own_gang=True)
-    return chosen if chosen and onnode.holds(s, pre, chosen) else None
+    return chosen if chosen and onnode.placed_with(s, pre, chosen) is not None else None
