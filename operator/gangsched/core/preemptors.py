@@ -1,7 +1,9 @@
 """Preemptors: the work allocate could not place, and exactly what it still needs.
 
 A *preemptor* is a unit that waits for capacity or queue quota (its blocking reason is
-``Capacity`` or ``QueueQuota``) and might be placed if other work made room:
+``Capacity`` or ``QueueQuota``; for a single pod whose fit depends on other pods, also
+``Constraints``: a host port or anti-affinity) and might be placed if other work made
+room:
 
 * an Accepted gang Application that is not reserved yet (held for quota, or with
   placeholders or pending members that found no node). Its *items* are the members of
@@ -181,7 +183,9 @@ def pod_ref(ps: PodState) -> ObjectRef:
 
 def find(s: Session, now: float, *,
          refused: Callable[[str, Resources], bool] | None = None) -> list[Preemptor]:
-    """Every unit blocked for capacity or quota, highest priority first, then oldest.
+    """Every unit blocked for capacity or quota (a single pod whose fit depends on other
+    pods also for its constraints) that may preempt (:func:`eligible`), highest priority
+    first, then oldest.
 
     ``refused(queue, need)``: the caller passes over every preemptor of ``queue`` that
     asks at least ``need`` (in each resource ``need`` asks for). Those are left out,
