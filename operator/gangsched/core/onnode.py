@@ -33,8 +33,9 @@ finds no candidate here.
 
 Work of several members (a gang) keeps the capacity simulation, whose victims are
 then checked by :func:`placed_with`: every member must find a node that passes every
-filter, with the victims gone and the members before it placed; otherwise nothing is
-evicted for it.
+filter, with the victims gone and the members before it placed. When they do not,
+:func:`widened` adds more candidates one at a time until they do (then drops the ones
+that can be spared); otherwise nothing is evicted for it.
 
 The cost is O(candidate nodes x units on each x filters), each check with its own
 PreFilter (upstream updates one PreFilter state as pods are removed and added). A
@@ -56,7 +57,15 @@ from gangsched.core.model import Scoring
 from gangsched.core.podindex import PlacedPod
 from gangsched.core.preemptors import Preemptor, neighbour_bound
 from gangsched.core.resources import Resources
-from gangsched.core.victims import Allowed, Tier, Unit, closed_nodes, fit, scoring_for
+from gangsched.core.victims import (
+    Allowed,
+    Tier,
+    Unit,
+    closed_nodes,
+    fit,
+    relevant_nodes,
+    scoring_for,
+)
 
 if TYPE_CHECKING:
     from gangsched.core.placement import HostPort
@@ -246,6 +255,55 @@ def placed_with(s: Session, pre: Preemptor, units: list[Unit]) -> dict[str, Reso
         for node, uid in charged:
             cluster.release(node, uid, Resources.ZERO, retry=False)
         hidden.restore()
+
+
+WIDEN = 16
+"""How many more units :func:`widened` adds, at most, to a capacity-chosen set."""
+
+
+def widened(s: Session, pre: Preemptor, chosen: list[Unit], candidates: Iterable[Unit],
+            allowed: Allowed | None = None) -> tuple[list[Unit], dict[str, Resources]] | None:
+    """When the victims capacity chose leave a member of ``pre`` fitting nowhere (a gang
+    whose members repel each other, say): more candidates, in victim order (those on
+    the nodes the work may use, within the budgets, not overlapping the chosen), are
+    added one at a time (at most :data:`WIDEN`) until every member finds a node by
+    :func:`placed_with`; then every victim that can be spared is dropped again, the most
+    disruptive first. The victims and where the members go, or None."""
+    nodes = relevant_nodes(s, pre)
+    ranked = sorted((u for u in candidates if u.available(s) and not (
+        u.gang is not None and u.gang in pre.gangs) and any(n in nodes for n in u.freed)),
+        key=lambda u: u.orders()[0])
+    chosen = list(chosen)
+    taken = {ps.uid for u in chosen for ps in u.pods}
+    freed = Freed()
+    for unit in chosen:
+        freed.add(unit)
+    added = 0
+    for unit in ranked:
+        uids = {ps.uid for ps in unit.pods}
+        if uids & taken or (allowed is not None and not allowed(unit, freed)):
+            continue
+        chosen.append(unit)
+        freed.add(unit)
+        taken |= uids
+        room = placed_with(s, pre, chosen)
+        if room is not None:
+            for spare in sorted(chosen, key=_cost_of_losing, reverse=True):
+                rest = [u for u in chosen if u is not spare]
+                found = placed_with(s, pre, rest) if rest else None
+                if found is not None:
+                    chosen, room = rest, found
+            return chosen, room
+        added += 1
+        if added >= WIDEN:
+            break
+    return None
+
+
+def _cost_of_losing(unit: Unit) -> tuple[int, int, str]:
+    """Running gangs cost most, then single pods, then reservations; then size."""
+    rank = {Tier.GANG: 2, Tier.POD: 1, Tier.RESERVATION: 0}[unit.tier]
+    return (rank, len(unit.pods), unit.ref)
 
 
 def _first_fit(s: Session, info: PodInfo, freed: Freed, prefer: list[str],

@@ -115,9 +115,12 @@ def between_gangs(s: Session, pre: Preemptor, pool: Pool,
     if not found:
         return found, None
     room = onnode.placed_with(s, pre, found)
-    if room is None:
+    if room is not None:
+        return found, room
+    wider = onnode.widened(s, pre, found, candidates, allowed)
+    if wider is None:
         return None, None  # capacity alone would evict for work that still does not fit
-    return found, room
+    return wider
 
 
 def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:

@@ -178,6 +178,24 @@ def test_a_gang_that_would_not_fit_with_its_victims_gone_evicts_nothing() -> Non
     assert w.node_of("pair-0") is None and w.node_of("pair-1") is None
 
 
+def test_a_gang_whose_members_repel_each_other_takes_one_node_each() -> None:
+    """SelectVictimsOnNode's rule for a gang whose two members repel each other on the
+    hostname: capacity alone would free one node for both; with every filter run again
+    the second member needs a node of its own, so the low pod of each node goes, and
+    the members bind one per node (as upstream would, one pod after the other)."""
+    w = world("n1", "n2")
+    w.add_group(make_podgroup("pair", 2, priority=100))
+    add(w, running(ours(pod("low-n1", cpu="4")), "n1"))
+    add(w, running(ours(pod("low-n2", cpu="4")), "n2"))
+    w.settle(0)
+    for i in range(2):
+        add(w, ours(pod(f"pair-{i}", cpu="1", labels={LABEL_POD_GROUP: "pair", "app": "pair"},
+                        affinity=anti(term(HOST, {"app": "pair"}))), priority=100))
+    run(w)
+    assert evicted(w) == {"low-n1", "low-n2"}
+    assert {w.node_of("pair-0"), w.node_of("pair-1")} == {"n1", "n2"}
+
+
 def test_a_host_port_wait_preempts_the_pod_holding_the_port() -> None:
     """SelectVictimsOnNode (NodePorts run with the victims gone): a pod that waits for a
     host port, not for capacity, evicts the lower-priority pod holding it."""
