@@ -23,11 +23,16 @@ Scope, against kube-scheduler's DefaultPreemption:
 * *what it waits for*: capacity or quota, and, for a single pod whose fit depends on
   other pods (host ports, pod anti-affinity, spread), its constraints: such a pod is
   searched node by node with every filter run again with the victims gone
-  (:mod:`~gangsched.core.onnode`, upstream's ``SelectVictimsOnNode``);
+  (:mod:`~gangsched.core.onnode`, upstream's ``SelectVictimsOnNode``). A gang's
+  victims, chosen by capacity, are checked with every filter too, and widened when a
+  member would fit nowhere; a gang waiting for its constraints does not preempt;
+* *another scheduler's nominated pod* of lower priority holds no room against the
+  preemptor: its room is taken without an eviction (upstream's ``addGENominatedPods``);
 * *PodDisruptionBudgets*: evictions go through the Eviction API; a pod whose eviction
   a budget refused is taken again only when nothing else makes room, and then deleted
   (:mod:`~gangsched.core.evictions`), as upstream prefers non-violating victims and
-  violates a budget only as a last resort;
+  violates a budget only as a last resort. gangsched reads no PodDisruptionBudget
+  objects: it learns of a budget from the Eviction API's 429, pod by pod;
 * *who preempts*: not work whose pods say ``preemptionPolicy: Never``, nor a pod whose
   lower-priority victims are still terminating on its nominated node
   (:func:`~gangsched.core.preemptors.eligible`).

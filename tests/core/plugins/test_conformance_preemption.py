@@ -7,7 +7,8 @@ upstream function it follows:
   preempt at all;
 * ``SelectVictimsOnNode`` (same file): every filter runs again with the victims gone,
   lower-priority pods of every scheduler are candidates, and the victims are reprieved
-  highest priority first;
+  highest priority first (for a gang, the same rule: every member must pass every
+  filter with its victims gone);
 * ``pickOneNodeForPreemption`` (``preemption/preemption.go``) with
   ``filterPodsWithPDBViolation``: the node whose victims violate the fewest
   PodDisruptionBudgets wins, and a budget is broken only when nothing else makes room;
