@@ -183,10 +183,11 @@ class Contention:
         original = evictions.carry_out
 
         def carry_out(s: Scheduler, pre: Preemptor, units: list[Unit], action: str,
-                      now: float, why: str) -> evictions.Plan:
+                      now: float, why: str,
+                      room: dict[str, Resources] | None = None) -> evictions.Plan:
             check_plan(s, pre, units, action, now)
             self.plans += 1
-            return original(s, pre, units, action, now, why)
+            return original(s, pre, units, action, now, why, room)
 
         evictions.carry_out = carry_out  # type: ignore[assignment]
         try:
@@ -212,10 +213,11 @@ def check_plan(s: Scheduler, pre: Preemptor, units: list[Unit], action: str,
     for unit in units:
         for ps in unit.pods:
             pod = ps.pod
-            assert pod.ours and pod.preemptible and pod.active and not pod.terminating
+            assert pod.preemptible and pod.active and not pod.terminating
+            assert pod.ours or (unit.foreign and (pod.node_name == ps.node or unit.nominated))
             assert ps.node is not None and ps.evicting is None and not ps.assumed
         if action == evictions.PREEMPT:
-            assert unit.queue == pre.queue, (unit.key, unit.queue, pre.queue)
+            assert unit.queue == pre.queue or unit.foreign, (unit.key, unit.queue, pre.queue)
             assert unit.priority < pre.priority, (unit.key, unit.priority, pre.priority)
         else:
             assert unit.queue != pre.queue

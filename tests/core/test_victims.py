@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, res
 from gangsched.core.placement.cluster import Constraints
@@ -96,8 +98,6 @@ def test_a_gang_not_allowed_leaves_its_chosen_members_chosen() -> None:
     "pod",
     [
         pytest.param(make_pod("p", preemptible=False), id="not-preemptible"),
-        pytest.param(make_pod("p", ours=False, node="n0", phase=PodPhase.RUNNING),
-                     id="another-schedulers"),
         pytest.param(make_pod("p", node="n0", phase=PodPhase.SUCCEEDED), id="finished"),
     ],
 )
@@ -106,6 +106,32 @@ def test_some_pods_are_never_victims(pod: object) -> None:
     w.add_pod(pod)  # type: ignore[arg-type]
     w.settle(0)
     assert units(w) == {}
+
+
+def test_another_schedulers_bound_pod_is_a_victim_in_no_queue() -> None:
+    """kube-scheduler's SelectVictimsOnNode counts every pod on the node; such a pod is
+    in no queue of gangsched's (preempt of any queue may take it, reclaim never)."""
+    w = world(4)
+    w.add_pod(make_pod("p", ours=False, node="n0", phase=PodPhase.RUNNING))
+    w.settle(0)
+    assert units(w) == {"uid-default-p": (Tier.POD, ["p"])}
+    (unit,) = victims.pool(w.scheduler, 0).units
+    assert unit.foreign
+    assert victims.pool(w.scheduler, 0, queues={"default"}).units == []
+
+
+def test_another_schedulers_nominated_pod_is_room_taken_without_an_eviction() -> None:
+    """A pending pod of another scheduler holds the room of its nominated node; against
+    pods of higher priority it holds none (upstream's addGENominatedPods): a unit that
+    evicts nothing and costs nothing, never one of reclaim's."""
+    w = world(4)
+    w.add_pod(dataclasses.replace(make_pod("p", ours=False), nominated_node="n0"))
+    w.settle(0)
+    (unit,) = victims.pool(w.scheduler, 0).units
+    assert (unit.tier, unit.foreign, unit.nominated) == (Tier.POD, True, True)
+    assert unit.freed == {"n0": res(1, "1Gi", pods=1)}
+    assert victims._cost([unit]) == victims._cost([])
+    assert victims.pool(w.scheduler, 0, queues={"default"}).units == []
 
 
 def test_a_pod_whose_bind_is_in_flight_is_no_victim() -> None:
@@ -297,3 +323,33 @@ def test_a_pod_on_its_own_makes_its_preemptor_again_when_it_changes() -> None:
     w.settle(2)
     resized = for_pod(s, ps, 2)
     assert resized is not None and resized.total == res(2, "1Gi", pods=1)
+
+
+def test_the_search_on_each_node_leaves_the_cluster_as_it_found_it() -> None:
+    """onnode.select takes the candidates out of the placed-pod index and their node's
+    host ports for its checks, and puts every one back, victims included."""
+    from gangsched.core.preemption import onnode
+    from gangsched.core.preemption.preemptors import for_pod
+    from gangsched.core.values.placement_terms import HostPort, Placement
+
+    w = world(4, 4)
+    port = Placement(labels=(("app", "web"),), ports=(HostPort(8080),))
+    for i in range(2):
+        w.add_pod(make_pod(f"low-{i}", cpu=1, placement=port))
+    w.settle(0)
+    w.add_pod(make_pod("high", cpu=1, priority=10, placement=port))
+    w.settle(1)
+    s = w.scheduler
+    cluster = s.cluster
+    before = (dict(cluster.pod_index.pods), {n: dict(st.ports) for n, st in cluster.nodes.items()},
+              {n: st.free for n, st in cluster.nodes.items()})
+    pre = for_pod(s, s.pods[s.pod_by_name["default/high"]], 1)
+    assert pre is not None and onnode.wanted(s, pre)
+    choice = onnode.select(s, pre, victims.pool(s, 1).units)
+    assert choice is not None
+    node, chosen = choice
+    assert [ps.pod.name for u in chosen for ps in u.pods] == [
+        next(p.name for p in w.pods.values() if p.node_name == node and p.name != "high")]
+    after = (dict(cluster.pod_index.pods), {n: dict(st.ports) for n, st in cluster.nodes.items()},
+             {n: st.free for n, st in cluster.nodes.items()})
+    assert after == before

@@ -21,7 +21,7 @@ from gangsched.core.values.decisions import (
 )
 from gangsched.core.values.model import AppKey, GroupKey
 from gangsched.core.values.resources import Resources
-from gangsched.shell.explain import format_explanation, history
+from gangsched.shell.explain import PREEMPTION_SCOPE, format_explanation, history
 from gangsched.translate import statuses, times
 
 NOW = 1_800_000_000.0
@@ -72,6 +72,7 @@ CASES = [
         "3 Insufficient cpu. The closest node is short of cpu=500m.",
         f"nodes: 3 Insufficient cpu, 1 {TAINT}",
         "closest node is short of: cpu=500m",
+        f"preemption: {PREEMPTION_SCOPE}",
     ], id="Capacity"),
     pytest.param(constraints(), [
         "blocked by Constraints (its constraints exclude every node that has room):",
@@ -101,7 +102,8 @@ CASES = [
     pytest.param(BlockingReason("Preempting", "preempting 2 pods of default/low",
                                 {"victims": "2", "victimGang": "default/low"}),
                  ["blocked by Preempting (victims are being preempted to make room for it):",
-                  "victims: 2", "victimGang: default/low"], id="Preempting"),
+                  "victims: 2", "victimGang: default/low", f"preemption: {PREEMPTION_SCOPE}"],
+                 id="Preempting"),
     pytest.param(BlockingReason("WaitingForGang", "GangGroup member PodGroup default/b does "
                                 "not exist yet", {"missing": "default/b"}),
                  ["blocked by WaitingForGang (a member of its gang is missing):",

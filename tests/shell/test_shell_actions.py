@@ -214,6 +214,38 @@ async def test_a_disruption_budget_refusal_stops_the_preemption(
         await op.kill()
 
 
+async def test_a_budget_is_broken_by_deletion_only_when_nothing_else_makes_room(
+    fake_api_factory: Any, tmp_path: pathlib.Path
+) -> None:
+    """kube-scheduler deletes a PDB-violating victim as a last resort. After the 429, the
+    next attempt finds nothing else: the pod is DELETEd with its own grace period (no
+    ``gracePeriodSeconds``, a UID precondition), and the waiting pod binds."""
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        api.create(prioritised("web-0", "low", cpu="4", labels={"app": "web"}))
+        await wait_for(lambda: bound(api, "web-0"), what="web-0 bound")
+        uid = uid_of(api, "web-0")
+        api.create(make_pdb("web", match_labels={"app": "web"}, min_available=1))
+        with recorded(op) as calls:
+            api.create(prioritised("urgent", "high", cpu="2"))
+            await wait_for(lambda: events(api, reason="PreemptionFailed"),
+                           what="PreemptionFailed")
+            await op.settle()
+            assert bound(api, "web-0")
+            await op.advance(31)
+            op.wake()
+            await wait_for(lambda: bound(api, "urgent"), what="urgent bound")
+        deletes = [c for c in calls if c[0] == "DELETE"]
+        assert [c[1] for c in deletes] == ["/api/v1/namespaces/default/pods/web-0"]
+        assert deletes[0][2] == {"apiVersion": "v1", "kind": "DeleteOptions",
+                                 "preconditions": {"uid": uid}}
+        assert len(evictions(calls)) == 1  # the refused one
+        notes = [e["note"] for e in events(api, reason="Preempted", regarding="web-0")]
+        assert any("deleted past its PodDisruptionBudget" in note for note in notes), notes
+    finally:
+        await op.kill()
+
+
 async def test_reclaim_takes_back_a_queues_share_from_another(
     fake_api_factory: Any, tmp_path: pathlib.Path
 ) -> None:

@@ -376,6 +376,12 @@ BAD = {"name": "c", "resources": {"requests": {"cpu": "12Qi"}}}
             id="preemptible",
         ),
         pytest.param(
+            {"spec.preemptionPolicy": "Sometimes"},
+            'spec.preemptionPolicy: unknown value "Sometimes" (accepted: PreemptLowerPriority, '
+            "Never)",
+            id="preemption-policy",
+        ),
+        pytest.param(
             {"spec.priority": 1.5, "spec.overhead": {"cpu": "x1"}},
             'spec.overhead.cpu: invalid quantity "x1": expected a number, with an optional '
             "sign, at the start; spec.priority: expected an integer, got number 1.5",
@@ -556,3 +562,17 @@ def test_default_spread_for_pods_of_replicasets_and_statefulsets(owners: object,
     ReplicaSet, ReplicationController or StatefulSet controlling the pod."""
     meta: dict[str, object] = {} if owners is None else {"ownerReferences": owners}
     assert k8s_placement.spread_by_default(meta) is expected
+
+
+@pytest.mark.parametrize(("policy", "preempts"), [
+    pytest.param(None, True, id="unset"),
+    pytest.param("PreemptLowerPriority", True, id="PreemptLowerPriority"),
+    pytest.param("Never", False, id="Never"),
+])
+def test_preemption_policy(policy: str | None, preempts: bool) -> None:
+    obj = make_pod()
+    if policy is not None:
+        obj["spec"]["preemptionPolicy"] = policy
+    pod = pod_from_k8s(obj)
+    assert pod.invalid is None
+    assert pod.preempts is preempts

@@ -306,8 +306,10 @@ class Dispatch:
     async def _delete(self, d: DeletePod) -> None:
         fields = {"pod": f"{d.namespace}/{d.name}", "reason": d.reason.value}
         try:
-            await self.client.delete_pod(d.namespace, d.name, d.uid,
-                                         grace_seconds=self.settings.placeholder_grace)
+            own = d.reason is DeleteReason.PREEMPTED_PAST_BUDGET  # a workload's pod
+            await self.client.delete_pod(
+                d.namespace, d.name, d.uid,
+                grace_seconds=None if own else self.settings.placeholder_grace)
         except ApiError as err:
             if err.code not in (404, 409):
                 log.warning("deleting pod %s/%s (%s) failed: %s", d.namespace, d.name,

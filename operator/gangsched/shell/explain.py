@@ -79,6 +79,14 @@ HEADLINES = {
     "Unsatisfiable": "it can never fit the nodes as they are; it waits for nodes to be added",
 }
 
+PREEMPTION_SCOPE = (
+    "only lower-priority work of its own queue, or of other schedulers, is preempted for "
+    "it; other queues give room back by reclaim, as far as the queue shares allow")
+"""Where gangsched is narrower than kube-scheduler's preemption, on purpose: priority
+preemption does not cross queues (shown with the reasons preemption may cure)."""
+
+ROOM_REASONS = ("Capacity", "QueueQuota", "Preempting")
+
 
 def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any]] = (),
                        pods: Iterable[Mapping[str, Any]] = ()) -> str:
@@ -202,6 +210,8 @@ def _blocking(indent: str, blocking: object) -> list[str]:
         out.append(f"{indent}  nodes: " + ", ".join(parts))
     for key in [*(k for k in DETAILS if k in details), *sorted(set(details) - set(DETAILS))]:
         out.append(f"{indent}  {DETAILS.get(key, key)}: {details[key]}")
+    if reason in ROOM_REASONS:
+        out.append(f"{indent}  preemption: {PREEMPTION_SCOPE}")
     return out
 
 

@@ -40,7 +40,8 @@ NEEDED: frozenset[Permission] = frozenset([
         "list": "start-up: every pod uses room on its node and in its queue",
         "watch": "follow pod arrivals, bindings and exits",
         "create": "placeholder pods that reserve room for a gang",
-        "delete": "placeholders only, with a UID precondition and a short grace period",
+        "delete": "placeholders, with a UID precondition and a short grace period; a "
+                  "preemption victim a PodDisruptionBudget protects, as a last resort",
     }),
     *_grant("", ("pods/binding",), {"create": "bind a pod to its node, as kube-scheduler"}),
     *_grant("", ("pods/eviction",), {

@@ -196,6 +196,22 @@ def _member_index(annotations: Mapping[str, str]) -> int:
     return int(text)
 
 
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
+def _preempts(spec: Mapping[str, Any]) -> bool:
+    """``spec.preemptionPolicy``: False for ``Never``, True when missing or
+    ``PreemptLowerPriority``; any other value raises (the pod is invalid, as the API
+    server would have refused it)."""
+    policy = spec.get("preemptionPolicy")
+    if policy is None or policy == "PreemptLowerPriority":
+        return True
+    if policy == "Never":
+        return False
+    raise TranslationError(f'spec.preemptionPolicy: unknown value "{policy}" (accepted: '
+                           f'{", ".join(PREEMPTION_POLICIES)})')
+
+
 def _preemptible(annotations: Mapping[str, str]) -> bool | None:
     text = annotations.get(labels.ANN_PREEMPTIBLE)
     if text is None:
@@ -322,6 +338,7 @@ def pod_with_membership(
     default: bool | None = True
     explicit = problems.read(lambda: _preemptible(annotations), default)
     preemptible = membership.preemptible is not False if explicit is None else explicit
+    preempts = problems.read(lambda: _preempts(spec), True)
     pod = model.Pod(
         uid=model.PodUID(uid),
         namespace=namespace,
@@ -344,6 +361,7 @@ def pod_with_membership(
         member_index=member_index,
         queue=membership.queue,
         preemptible=preemptible,
+        preempts=preempts,
         invalid=problems.message(),
         volumes=volumes,
         nominated_node=nominated if isinstance(nominated, str) and nominated else None,

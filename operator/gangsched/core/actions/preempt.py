@@ -1,4 +1,4 @@
-"""The ``preempt`` action: within a queue, higher-priority work takes from lower.
+"""The ``preempt`` action: higher-priority work takes from lower, within a queue.
 
 As Volcano's preempt action (``scheduler-actions.zh.txt``), in two cases:
 
@@ -11,6 +11,31 @@ As Volcano's preempt action (``scheduler-actions.zh.txt``), in two cases:
   pod, a later PodGroup member) may take the place of a lower-priority running member of
   the same gang, as long as each task group keeps ``minMember`` members (the newcomer
   counting for its own group). This is tried first: no one else loses anything.
+
+Scope, against kube-scheduler's DefaultPreemption:
+
+* *queues*: gangsched's own fairness concept, which upstream has not. Priority
+  preemption takes only from the preemptor's queue, on purpose; room held by other
+  queues comes back by ``reclaim``, which follows the queue shares (a queue's work never
+  evicts another's on priority alone, or the shares would not hold). ``explain`` says so;
+* *other schedulers' pods* are in no queue: any preemptor may take one of lower
+  priority, as upstream considers every pod on the node;
+* *what it waits for*: capacity or quota, and, for a single pod whose fit depends on
+  other pods (host ports, pod anti-affinity, spread), its constraints: such a pod is
+  searched node by node with every filter run again with the victims gone
+  (:mod:`~gangsched.core.preemption.onnode`, upstream's ``SelectVictimsOnNode``). A gang's
+  victims, chosen by capacity, are checked with every filter too, and widened when a
+  member would fit nowhere; a gang waiting for its constraints does not preempt;
+* *another scheduler's nominated pod* of lower priority holds no room against the
+  preemptor: its room is taken without an eviction (upstream's ``addGENominatedPods``);
+* *PodDisruptionBudgets*: evictions go through the Eviction API; a pod whose eviction
+  a budget refused is taken again only when nothing else makes room, and then deleted
+  (:mod:`~gangsched.core.preemption.evictions`), as upstream prefers non-violating victims and
+  violates a budget only as a last resort. gangsched reads no PodDisruptionBudget
+  objects: it learns of a budget from the Eviction API's 429, pod by pod;
+* *who preempts*: not work whose pods say ``preemptionPolicy: Never``, nor a pod whose
+  lower-priority victims are still terminating on its nominated node
+  (:func:`~gangsched.core.preemption.preemptors.eligible`).
 
 Preemptors are taken highest priority first, then oldest. The victims are the smallest
 set found by simulation (see :func:`gangsched.core.preemption.victims.select`); only once the
@@ -29,9 +54,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from gangsched.core.preemption import evictions, victims
+from gangsched.core.preemption import evictions, onnode, victims
 from gangsched.core.preemption.preemptors import Kind, Preemptor, app_key, find
 from gangsched.core.preemption.victims import Pool, Tier, Unit
+from gangsched.core.values.resources import Resources
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
@@ -51,11 +77,12 @@ def preempt(s: Session, now: float) -> None:
             continue
         pool = pool or victims.pool(s, now)
         chosen = within_gang(s, pre, pool, now)
+        room: dict[str, Resources] | None = None
         if chosen is None:
-            chosen = between_gangs(s, pre, pool, now)
+            chosen, room = between_gangs(s, pre, pool, now)
         if chosen:
             evictions.carry_out(s, pre, chosen, evictions.PREEMPT, now,
-                                f"in queue {pre.queue}")
+                                f"in queue {pre.queue}", room)
             state = evictions.signature(s, now)
         elif chosen is None:
             evictions.fruitless(s, evictions.PREEMPT, pre, now, state)
@@ -74,10 +101,31 @@ def _spec_priorities(s: Session) -> Iterator[int]:
         yield grt.spec.priority
 
 
-def between_gangs(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
-    """Lower-priority work of the preemptor's queue (not its own gang) that makes room."""
-    candidates = [u for u in pool.units if u.queue == pre.queue and u.priority < pre.priority]
-    return victims.select(s, pre, candidates, now, allowed=victims.within_budget(pool))
+def between_gangs(s: Session, pre: Preemptor, pool: Pool,
+                  now: float) -> tuple[list[Unit] | None, dict[str, Resources] | None]:
+    """Lower-priority work of the preemptor's queue (not its own gang), or of another
+    scheduler, that makes room; and where the preemptor goes then, when the search
+    knows it (node by node), else None (the capacity simulation's place)."""
+    candidates = [u for u in pool.units if (u.queue == pre.queue or u.foreign)
+                  and u.priority < pre.priority]
+    allowed = victims.within_budget(pool)
+    if onnode.wanted(s, pre):
+        choice = onnode.select(s, pre, candidates, allowed=allowed,
+                               violates=lambda unit: unit.violates(s))
+        if choice is None:
+            return None, None
+        node, chosen = choice
+        return chosen, {node: pre.total}
+    found = victims.select(s, pre, candidates, now, allowed=allowed)
+    if not found:
+        return found, None
+    room = onnode.placed_with(s, pre, found)
+    if room is not None:
+        return found, room
+    wider = onnode.widened(s, pre, found, candidates, allowed)
+    if wider is None:
+        return None, None  # capacity alone would evict for work that still does not fit
+    return wider
 
 
 def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit] | None:
@@ -96,4 +144,5 @@ def within_gang(s: Session, pre: Preemptor, pool: Pool, now: float) -> list[Unit
     if not candidates:
         return None
     allowed = victims.within_budget(pool, {(gang, group): 1})
-    return victims.select(s, pre, candidates, now, allowed=allowed, own_gang=True) or None
+    chosen = victims.select(s, pre, candidates, now, allowed=allowed, own_gang=True)
+    return chosen if chosen and onnode.placed_with(s, pre, chosen) is not None else None

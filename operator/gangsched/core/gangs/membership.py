@@ -70,9 +70,13 @@ def pod_observed(s: Session, obs: PodObserved) -> None:
         reservation_logic.unassume(s, ps)
     elif not pod.ours and ps.node != pod.nominated_node:
         # Room that preemption made for another scheduler's pod is taken (as
-        # kube-scheduler counts nominated pods); it moves with the nomination.
+        # kube-scheduler counts nominated pods); it moves with the nomination, unless
+        # a pod of higher priority took it (``evictions``: ``PodState.displaced``).
         s.uncharge(ps)
-        if pod.nominated_node is not None and not pod.terminating:
+        if pod.nominated_node != ps.displaced:
+            ps.displaced = None
+        if (pod.nominated_node is not None and not pod.terminating
+                and ps.displaced is None):
             s.charge(ps, pod.nominated_node)
     s.refresh_pending(ps)
     s.touch_owner(ps)

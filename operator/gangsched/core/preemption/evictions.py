@@ -9,7 +9,11 @@ records a plan and asks for them to go:
   again: not admitted, no earmark, no placeholder timer. It is admitted and reserves
   again later, like any held gang;
 * every other pod: ``EvictPod`` (the shell POSTs an Eviction, so PodDisruptionBudgets
-  are respected); a running gang's unused placeholders are deleted.
+  are respected); a running gang's unused placeholders are deleted;
+* a pod whose eviction a PodDisruptionBudget refused lately, chosen again because
+  nothing else made room (:meth:`~gangsched.core.preemption.victims.Unit.violates`): ``DeletePod``
+  with reason ``PreemptedPastDisruptionBudget`` and the pod's own grace period, as
+  kube-scheduler deletes its victims (it never asks the Eviction API).
 
 Victims are marked (``PodState.evicting``) and never chosen twice. Events: ``Preempted``
 or ``Reclaimed`` on each victim pod and its Application or PodGroup, ``Preempting`` on
@@ -56,6 +60,7 @@ from gangsched.core.state.eviction_plans import Plan
 from gangsched.core.state.records import AppRuntime, PodState, placement_order
 from gangsched.core.values.decisions import (
     BlockingReason,
+    DeletePod,
     DeleteReason,
     EventType,
     EvictPod,
@@ -125,25 +130,35 @@ def fruitless(s: Session, action: str, pre: Preemptor, now: float,
 
 
 def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: float,
-              why: str) -> Plan:
+              why: str, room: dict[str, Resources] | None = None) -> Plan:
     """Ask every victim to go, record the plan, and tell everyone concerned.
 
     ``why`` ends the victims' message (``in queue q``, or the queue shares for reclaim).
+    ``room``: where the preemptor's members go once the victims are gone, per node (by
+    default, where the capacity simulation places them: :func:`room_of`).
     """
     reason = "Preempted" if action == PREEMPT else "Reclaimed"
     delete_reason = DeleteReason.PREEMPTED if action == PREEMPT else DeleteReason.RECLAIMED
     text = f"evicted to make room for {pre.describe()} {why}"
-    count = sum(len(u.pods) for u in units)
+    evicted = [u for u in units if not u.nominated]
+    count = sum(len(u.pods) for u in evicted)
     nodes = sorted({node for u in units for node in u.freed})
-    shown = names(units)
+    shown = names(evicted)
     going = "1 pod is" if count == 1 else f"{count} pods are"
+    taken = [u for u in units if u.nominated]
     message = (f"{action}: {going} being evicted to make room ({shown}) on "
                f"{', '.join(nodes)}; the room freed is held for this {pre.kind.value} "
-               "until it is placed")
+               "until it is placed") if evicted else (
+        f"{action}: the room nominated for lower-priority pods of another scheduler "
+        f"({names(taken)}) on {', '.join(nodes)} is held for this {pre.kind.value} "
+        "until it is placed")
     details = {"action": action, "victims": shown, "evicting": str(count),
                "nodes": ", ".join(nodes)}
     plan = Plan(pre.key, action, pre.target, pre.queue, now, message, details, pre.owners,
-                room=room_of(s, pre, units))
+                room=room if room is not None else room_of(s, pre, units))
+    for unit in units:
+        if unit.nominated:
+            _displace(s, unit)
     for node, amount in plan.room.items():
         state = s.cluster.nodes.get(node)
         if state is not None:
@@ -161,8 +176,18 @@ def carry_out(s: Session, pre: Preemptor, units: list[Unit], action: str, now: f
     return plan
 
 
+def _displace(s: Session, unit: Unit) -> None:
+    """Another scheduler's nominated pod of lower priority: its room is the preemptor's
+    now. Nothing is asked of it; it holds no room on that node while nominated there."""
+    for ps in unit.pods:
+        ps.displaced = ps.node
+        s.uncharge(ps)
+
+
 def _take(s: Session, plan: Plan, unit: Unit, reason: str, delete_reason: DeleteReason,
           text: str) -> None:
+    if unit.nominated:
+        return  # displaced when the plan was made
     for ps in unit.pods:
         if ps.pod.placeholder or ps.pod.node_name is not None:
             ps.evicting = plan.key  # a member held in memory is given back, not evicted
@@ -182,8 +207,14 @@ def _take(s: Session, plan: Plan, unit: Unit, reason: str, delete_reason: Delete
             if owner is not None:
                 ph.release(s, owner, ps, delete_reason, text)
             continue
-        s.out.append(EvictPod(pod.uid, pod.namespace, pod.name, reason, text))
-        s.event(pod_ref(ps), EventType.NORMAL, reason, text)
+        if s.reached(ps.budget_refused_until):
+            s.out.append(EvictPod(pod.uid, pod.namespace, pod.name, reason, text))
+            s.event(pod_ref(ps), EventType.NORMAL, reason, text)
+        else:
+            past = f"{text}; deleted past its PodDisruptionBudget: nothing else made room"
+            s.out.append(DeletePod(pod.uid, pod.namespace, pod.name,
+                                   DeleteReason.PREEMPTED_PAST_BUDGET, past))
+            s.event(pod_ref(ps), EventType.WARNING, reason, past)
     if unit.owner is not None:
         what = (f"the whole gang ({len(unit.pods)} pods) was" if unit.tier is Tier.GANG
                 else f"pod {unit.pods[0].pod.ref} was")
@@ -447,9 +478,12 @@ def _back_off(s: Session, key: str, now: float) -> float:
 def eviction_failed(s: Session, obs: EvictionFailed) -> None:
     """An eviction was refused (429: a PodDisruptionBudget) or failed: drop its plan.
 
-    The refusing pod is not a victim again for the backoff; the plan's other victims
-    that are not terminating may be chosen again; the preemptor backs off. A failure for
-    a pod in no plan is ignored.
+    A pod a budget refused (429) counts as violating it for the longest backoff (ten
+    times ``eviction_backoff``): it is taken again only when nothing else makes room,
+    and then deleted (see :func:`carry_out`). A pod whose eviction failed otherwise is
+    not a victim again for the backoff. The plan's other victims that are not
+    terminating may be chosen again; the preemptor backs off. A failure for a pod in no
+    plan is ignored.
     """
     ev = s.evictions
     plan = next((p for p in ev.plans.values() if obs.uid in p.victims), None)
@@ -458,10 +492,13 @@ def eviction_failed(s: Session, obs: EvictionFailed) -> None:
     delay = _back_off(s, plan.key, s.now)
     ps = s.pods.get(obs.uid)
     if ps is not None:
-        ps.evict_refused_until = s.now + delay
+        if obs.code == 429:
+            ps.budget_refused_until = s.now + 10 * s.config.eviction_backoff
+        else:
+            ps.evict_refused_until = s.now + delay
         ps.evicting = None
         ends = ev.refusals_end
-        ends.append(ps.evict_refused_until)
+        ends.append(s.now + delay)
         if len(ends) > 256:
             del ends[:len(ends) - 256]  # a search older than these was tried again since
     _end(s, plan, release_victims=True)

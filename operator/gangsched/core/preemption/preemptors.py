@@ -1,7 +1,9 @@
 """Preemptors: the work allocate could not place, and exactly what it still needs.
 
 A *preemptor* is a unit that waits for capacity or queue quota (its blocking reason is
-``Capacity`` or ``QueueQuota``) and might be placed if other work made room:
+``Capacity`` or ``QueueQuota``; for a single pod whose fit depends on other pods, also
+``Constraints``: a host port or anti-affinity) and might be placed if other work made
+room:
 
 * an Accepted gang Application that is not reserved yet (held for quota, or with
   placeholders or pending members that found no node). Its *items* are the members of
@@ -21,6 +23,12 @@ comes from ``priorityClassName``: the shell gives placeholders their Application
 and an Application's own ``priority`` is 0). A single pod counts with its own priority.
 
 Invalid, timed-out, killed or rejected work, and work in bind backoff, never preempts.
+Nor does work that kube-scheduler's ``PodEligibleToPreemptOthers`` finds ineligible
+(:func:`eligible`): a pod with ``spec.preemptionPolicy: Never`` (a gang with such a
+member), and a pod nominated to a node (``status.nominatedNodeName``) on which a pod of
+lower priority is still terminating: the room it preempted for is on its way, so it
+waits for it rather than preempting again. :func:`find` leaves such work out;
+:func:`build` does not (a plan under way keeps its preemptor while its victims go).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from typing import TYPE_CHECKING, cast
 
 from gangsched.core.gangs.podgroups import gang_of
 from gangsched.core.gangs.reservation import members, taken, waiting_members
-from gangsched.core.placement.cluster import ONE_POD, Constraints
+from gangsched.core.placement.cluster import ONE_POD, Constraints, PodInfo
 from gangsched.core.state.pendings import FOR_ROOM
 from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState, placement_order
 from gangsched.core.values.decisions import ObjectRef
@@ -44,8 +52,12 @@ if TYPE_CHECKING:
     from gangsched.core.state.session import Session
     from gangsched.core.values.model import PodGroupSpec
 
-BLOCKED = FOR_ROOM
-"""Blocking reasons that other work's room could cure."""
+BLOCKED = frozenset({"Capacity", "QueueQuota"})
+"""Blocking reasons of a gang that other work's room could cure."""
+
+POD_BLOCKED = FOR_ROOM
+"""Pending reasons of a single pod that other work could cure: those of a gang, and
+``Constraints`` for a pod whose fit depends on other pods (:func:`neighbour_bound`)."""
 
 STARTED = frozenset({AppState.STARTING, AppState.RUNNING, AppState.WAITING, AppState.RESUMING})
 """Application states in which a gang has started: its pods are placed one by one."""
@@ -59,10 +71,13 @@ class Kind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One member to place: its request (pod slot included) and constraints."""
+    """One member to place: its request (pod slot included) and constraints; ``info``
+    (labels, pod affinity, spread, ports, volumes), for the check of every filter. Items
+    are equal by request and constraints: the capacity simulation counts shapes."""
 
     request: Resources
     constraints: Constraints
+    info: PodInfo | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -168,7 +183,9 @@ def pod_ref(ps: PodState) -> ObjectRef:
 
 def find(s: Session, now: float, *,
          refused: Callable[[str, Resources], bool] | None = None) -> list[Preemptor]:
-    """Every unit blocked for capacity or quota, highest priority first, then oldest.
+    """Every unit blocked for capacity or quota (a single pod whose fit depends on other
+    pods also for its constraints) that may preempt (:func:`eligible`), highest priority
+    first, then oldest.
 
     ``refused(queue, need)``: the caller passes over every preemptor of ``queue`` that
     asks at least ``need`` (in each resource ``need`` asks for). Those are left out,
@@ -183,7 +200,7 @@ def find(s: Session, now: float, *,
                     refused(rt.spec.queue, g.min_resource) for g in rt.spec.task_groups):
                 continue
             pre = for_app(s, rt, now)
-            if pre is not None and pre.items:
+            if pre is not None and pre.items and eligible(s, pre):
                 found.append(pre)
     seen: set[GroupKey] = set()
     for gkey in sorted(s.groups):
@@ -196,22 +213,67 @@ def find(s: Session, now: float, *,
         seen.update(g.spec.key for g in gang)
         pre = for_groups(s, gang, now, refused=refused)
         if (pre is not None and pre.items
-                and not (refused is not None and refused(pre.queue, pre.total))):
+                and not (refused is not None and refused(pre.queue, pre.total))
+                and eligible(s, pre)):
             found.append(pre)
     waiting = s.waiting_for_room
     for uid in list(waiting):
         ps = s.pods.get(uid)
-        if ps is None or ps.pending_reason is None or ps.pending_reason[0] not in BLOCKED:
+        if ps is None or ps.pending_reason is None or ps.pending_reason[0] not in POD_BLOCKED:
             del waiting[uid]  # it moved on
             continue
+        if ps.pending_reason[0] not in BLOCKED and not neighbour_bound(s, ps):
+            continue  # its static constraints exclude every node: no victim helps
         if uid in s.pending:
             if refused is not None and refused(s.queue_of(ps) or DEFAULT_QUEUE, ps.request):
                 continue
             single = for_pod(s, ps, now)
-            if single is not None:
+            if single is not None and eligible(s, single):
                 found.append(single)
     found.sort(key=lambda p: (-p.priority, p.creation, p.key))
     return found
+
+
+def neighbour_bound(s: Session, ps: PodState) -> bool:
+    """Does where ``ps`` fits depend on more than capacity and its static constraints:
+    other pods (its pod affinity, anti-affinity, spread or host ports, or a placed pod's
+    required anti-affinity) or volumes?"""
+    info = ps.info
+    cluster = s.cluster
+    return (cluster.neighbour_bound(info) or cluster.pod_index.required_anti > 0
+            or info.volumes.any)
+
+
+def eligible(s: Session, pre: Preemptor) -> bool:
+    """May ``pre`` preempt at all (kube-scheduler's ``PodEligibleToPreemptOthers``)? Not
+    when one of its pods says ``preemptionPolicy: Never``, nor, for a single pod, while a
+    pod of lower priority is terminating on the node it is nominated to. A member or
+    node that is gone counts for nothing."""
+    if pre.kind is Kind.POD:
+        ps = pre.pod
+        return ps is not None and ps.pod.preempts and not _victims_leaving(s, ps)
+    if pre.kind is Kind.APP:
+        uids: Iterable[PodUID] = s.app_members.get(AppKey(pre.name), ())
+    else:
+        uids = [u for key in pre.owners for u in s.group_members.get(GroupKey(key), ())]
+    return all(s.pods[u].pod.preempts for u in uids if u in s.pods) and all(
+        ps.pod.preempts for ps in pre.pods)
+
+
+def _victims_leaving(s: Session, ps: PodState) -> bool:
+    """Is a pod of lower priority than ``ps`` terminating on the node ``ps`` is
+    nominated to?"""
+    node = ps.pod.nominated_node
+    state = s.cluster.nodes.get(node) if node is not None else None
+    if state is None:
+        return False
+    priority = ps.pod.priority
+    for uid in state.pods:
+        other = s.pods.get(PodUID(uid))
+        if (other is not None and other.pod.terminating and other.pod.priority < priority
+                and other.uid != ps.uid):
+            return True
+    return False
 
 
 def build(s: Session, key: str, now: float) -> Preemptor | None:
@@ -253,7 +315,11 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
               if s.config.placeholders is PlaceholderPolicy.MISSING else {})
     for group in sorted(spec.task_groups, key=lambda g: g.name):
         missing = group.min_member - allocated.get(group.name, 0) - running.get(group.name, 0)
-        item = Item(group.min_resource + ONE_POD, Constraints.of_group(group))
+        request = group.min_resource + ONE_POD
+        constraints = Constraints.of_group(group)
+        item = Item(request, constraints, PodInfo.of(
+            request, constraints, group.placement, namespace=spec.namespace,
+            owner=spec.key))
         items.extend([item] * max(0, missing))
         # Pending members stand for the rest, as their placeholders would.
         asked = sum(1 for ps in pending if ps.pod.task_group == group.name)
@@ -361,7 +427,7 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
         pending_all: list[PodState] = []
         for pending, need in wanted:
             pending.sort(key=placement_order)
-            items.extend(Item(ps.request, ps.constraints) for ps in pending[:need])
+            items.extend(Item(ps.request, ps.constraints, ps.info) for ps in pending[:need])
             pending_all.extend(pending)
         found.made = Preemptor(
             key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
@@ -447,7 +513,8 @@ def for_pod(s: Session, ps: PodState, now: float) -> Preemptor | None:
     made = Preemptor(
         key=pod_key(ps.uid), kind=Kind.POD, target=pod_ref(ps), queue=queue,
         priority=pod.priority, creation=pod.creation,
-        items=[Item(ps.request, ps.constraints)], gangs=frozenset(gangs), pod=ps, pods=[ps],
+        items=[Item(ps.request, ps.constraints, ps.info)], gangs=frozenset(gangs), pod=ps,
+        pods=[ps],
         owners=frozenset(o for o in (pod.app, pod.pod_group) if o is not None),
     )
     if pod.app is None and pod.pod_group is None:

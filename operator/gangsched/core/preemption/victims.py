@@ -12,10 +12,16 @@ Work is taken whole-gang-aware, in *units*, in three tiers:
    PodGroup): at most the members above ``minMember`` may go, so a gang is never sliced
    below ``minMember``.
 
-A pod is never a victim when it is another scheduler's, not ``preemptible`` (the
+A pod is never a victim when it is not ``preemptible`` (the
 ``gangsched.io/preemptible: "false"`` annotation), terminating, already being evicted,
-recently protected by a PodDisruptionBudget, or not yet confirmed bound (its bind is in
-flight). A gang with one such pod is no ``Gang`` unit.
+or not yet confirmed bound (its bind is in flight). A gang with one such pod is no
+``Gang`` unit. Another scheduler's bound pod is a ``Pod`` unit too (kube-scheduler's
+``SelectVictimsOnNode`` considers every pod on the node of lower priority); it is in
+no queue of gangsched's (:attr:`Unit.foreign`): ``preempt`` may take it for work of any
+queue, ``reclaim`` never does. A pod whose eviction a PodDisruptionBudget refused
+lately *violates* a budget (:meth:`Unit.violates`): :func:`select` searches without
+such units first and takes them only when nothing else makes room, as upstream takes a
+PDB-violating victim only as a last resort.
 
 :func:`select` finds the victims for a preemptor by simulation, on a copy of the free
 capacity: units are added in order (tier, then priority, lowest first, then newest
@@ -39,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gangsched.core.gangs.podgroups import gang_of
+from gangsched.core.preemption.freed import Freed as Freed  # kept here: callers name it so
 from gangsched.core.preemption.preemptors import (
     STARTED,
     Preemptor,
@@ -83,6 +90,12 @@ class Unit:
     pods: list[PodState]
     budget: tuple[str, str] | None = None
     """For a ``Pod`` unit above minMember: (gang key, group) whose surplus it draws on."""
+    foreign: bool = False
+    """Another scheduler's pod: in no queue of gangsched's."""
+    nominated: bool = False
+    """Another scheduler's pending pod, holding the room of its nominated node: taking
+    it evicts nothing, the room is no longer counted as its (``addGENominatedPods``
+    counts a nominated pod only against pods of no higher priority)."""
     freed: dict[str, Resources] = field(default_factory=dict)
     """Capacity it frees, per node."""
     _asked: Resources | None = field(default=None, repr=False, compare=False)
@@ -114,20 +127,37 @@ class Unit:
 
     def available(self, s: Session) -> bool:
         """Still a candidate: no pod of it is being evicted, protected or gone."""
+        if self.nominated:
+            return all(_nominated(ps) for ps in self.pods)
         return all(_victim_ok(s, ps) for ps in self.pods)
+
+    def violates(self, s: Session) -> bool:
+        """Would taking it break a PodDisruptionBudget? Known from the Eviction API: a
+        pod of it had its eviction refused (429) lately (``eviction_backoff``)."""
+        return any(not s.reached(ps.budget_refused_until) for ps in self.pods)
 
 
 def _victim_ok(s: Session, ps: PodState) -> bool:
     pod = ps.pod
-    return (pod.ours and pod.preemptible and pod.active and not pod.terminating
-            and ps.node is not None and ps.evicting is None and ps.release_reason is None
+    return (pod.preemptible and pod.active and not pod.terminating
+            and ps.node is not None and (pod.ours or pod.node_name == ps.node)
+            and ps.evicting is None and ps.release_reason is None
             and s.reached(ps.evict_refused_until) and not ps.assumed)
+
+
+def _nominated(ps: PodState) -> bool:
+    """Another scheduler's pending pod holding the room of its nominated node."""
+    pod = ps.pod
+    return (not pod.ours and pod.node_name is None and ps.node is not None
+            and ps.node == pod.nominated_node and pod.active and not pod.terminating)
 
 
 def _unit(tier: Tier, key: str, owner: ObjectRef | None, gang: str | None, queue: str,
           priority: int, creation: float, pods: list[PodState],
-          budget: tuple[str, str] | None = None) -> Unit:
-    unit = Unit(tier, key, owner, gang, queue, priority, creation, pods, budget)
+          budget: tuple[str, str] | None = None, *, foreign: bool = False,
+          nominated: bool = False) -> Unit:
+    unit = Unit(tier, key, owner, gang, queue, priority, creation, pods, budget, foreign,
+                nominated)
     for ps in pods:
         node = ps.node
         if node is not None:
@@ -238,11 +268,17 @@ def pool(s: Session, now: float, queues: Collection[str] | None = None) -> Pool:
         if uid in claimed:
             continue
         ps = s.pods[uid]
-        if ps.node is not None and _victim_ok(s, ps):
+        if queues is None and _nominated(ps):
+            units.append(_unit(Tier.POD, pod_key(uid), None, None, "default",
+                               ps.pod.priority, ps.pod.creation, [ps], foreign=True,
+                               nominated=True))
+        elif ps.node is not None and _victim_ok(s, ps):
+            foreign = not ps.pod.ours
             queue = s.queue_of(ps) or "default"
-            if queues is None or queue in queues:
+            if queues is None or (queue in queues and not foreign):
                 units.append(_unit(Tier.POD, pod_key(uid), None, None, queue,
-                                   ps.pod.priority, ps.pod.creation, [ps]))
+                                   ps.pod.priority, ps.pod.creation, [ps],
+                                   foreign=foreign))
     units.sort(key=_ranked_by(0))
     return Pool(units, surplus)
 
@@ -303,15 +339,24 @@ def select(
     if fits(Freed(relief_of)):
         return []
     nodes = relevant_nodes(s, pre)
-    usable = []
+    usable: list[Unit] = []
+    violating: list[Unit] = []
     for unit in candidates:
         own = unit.gang is not None and unit.gang in pre.gangs
         helps = any(node in nodes for node in unit.freed) or (
             quota_relief and unit.queue == pre.queue)
         if unit.available(s) and own == own_gang and helps:
-            usable.append(unit)
-    if not usable:
-        return None
+            (violating if unit.violates(s) else usable).append(unit)
+    found = _search(s, pre, usable, nodes, fits, relief_of, total, allowed) if usable else None
+    if found is None and violating:  # a budget is broken only as a last resort
+        found = _search(s, pre, usable + violating, nodes, fits, relief_of, total, allowed)
+    return found
+
+
+def _search(s: Session, pre: Preemptor, usable: list[Unit], nodes: set[str],
+            fits: Callable[[Freed], bool], relief_of: Callable[[Unit], Resources],
+            total: Resources, allowed: Allowed | None) -> list[Unit] | None:
+    """:func:`select`'s greedy searches over ``usable``, the cheapest result."""
     room = Resources.ZERO  # free room on the relevant nodes: a cheap test before fits()
     for state in s.cluster.sorted_nodes():
         if state.node.name in nodes:
@@ -335,54 +380,6 @@ def select(
         if best is None or _cost(chosen) < _cost(best):
             best = chosen
     return best
-
-
-class Freed:
-    """What a set of victims gives back, kept as victims join and leave it: the room
-    per node, the queue quota, what leaves each queue (the victims' requests) and how
-    many victims draw on each group's surplus (so that each question costs what the
-    change does, not the size of the set)."""
-
-    __slots__ = ("_relief_of", "budgets", "extra", "leaving", "relief")
-
-    def __init__(self, relief_of: Callable[[Unit], Resources] | None = None) -> None:
-        self._relief_of = relief_of
-        self.extra: dict[str, Resources] = {}
-        self.relief = Resources.ZERO
-        self.leaving: dict[str, Resources] = {}
-        self.budgets: dict[tuple[str, str], int] = {}
-
-    def add(self, unit: Unit) -> None:
-        extra = self.extra
-        for node, amount in unit.freed.items():
-            extra[node] = extra.get(node, Resources.ZERO) + amount
-        if self._relief_of is not None:
-            self.relief = self.relief + self._relief_of(unit)
-        self.leaving[unit.queue] = self.leaving.get(unit.queue, Resources.ZERO) + unit.asked
-        if unit.budget is not None:
-            self.budgets[unit.budget] = self.budgets.get(unit.budget, 0) + 1
-
-    def remove(self, unit: Unit) -> None:
-        extra = self.extra
-        for node, amount in unit.freed.items():
-            left = extra[node] - amount
-            if left:
-                extra[node] = left
-            else:
-                del extra[node]
-        if self._relief_of is not None:
-            self.relief = self.relief - self._relief_of(unit)
-        left = self.leaving[unit.queue] - unit.asked
-        if left:
-            self.leaving[unit.queue] = left
-        else:
-            del self.leaving[unit.queue]
-        if unit.budget is not None:
-            count = self.budgets[unit.budget] - 1
-            if count:
-                self.budgets[unit.budget] = count
-            else:
-                del self.budgets[unit.budget]
 
 
 def _greedy(ranked: list[Unit], fits: Callable[[Freed], bool], freed: Freed,
@@ -463,6 +460,7 @@ then by name."""
 def _cost(units: list[Unit]) -> tuple[float, ...]:
     """What a set of victims costs: its highest priority, its running pods, its
     placeholders, and how old its oldest pod is (the newer, the less work is lost)."""
+    units = [u for u in units if not u.nominated]  # taking those costs nothing
     pods = [ps for u in units for ps in u.pods]
     return (max((u.priority for u in units), default=0),
             sum(1 for ps in pods if not ps.pod.placeholder),

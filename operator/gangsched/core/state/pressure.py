@@ -2,7 +2,8 @@
 
 ``preempt`` takes room only from work of *lower* priority than the preemptor (between
 gangs in a queue, and within a started gang). Every victim unit
-(:mod:`~gangsched.core.preemption.victims`) is made of pods of ours that hold a node, and its
+(:mod:`~gangsched.core.preemption.victims`) is made of pods that hold a node (ours, or another
+scheduler's bound or nominated pod), and its
 priority is at least the lowest of theirs; every preemptor
 (:mod:`~gangsched.core.preemption.preemptors`) has the priority of an Application's or PodGroup's
 spec, or of one of our pods that waits for a node or belongs to a gang. So when the
@@ -54,7 +55,8 @@ class Pressure:
 
     def __init__(self) -> None:
         self.running = PriorityCounts()
-        """Pods of ours holding a node (assumed or bound): every possible victim."""
+        """Pods holding a node (ours assumed or bound, other schedulers' bound or
+        nominated): every possible victim."""
         self.waiting = PriorityCounts()
         """Pods of ours without a node, and pods of ours in a gang (whose priority a
         waiting gang takes): every pod whose priority a preemptor may have."""
@@ -63,7 +65,7 @@ class Pressure:
     def track(self, ps: PodState) -> None:
         """Count ``ps`` as it is now (call after any change of its node or its pod)."""
         pod = ps.pod
-        running = pod.priority if pod.ours and ps.node is not None else None
+        running = pod.priority if ps.node is not None else None  # any scheduler's
         gang = pod.app is not None or pod.pod_group is not None
         waiting = pod.priority if pod.ours and (ps.node is None or gang) else None
         self._set(ps.uid, (running, waiting))

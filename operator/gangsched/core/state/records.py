@@ -32,9 +32,11 @@ class PodState:
         "assumed",
         "backoff_until",
         "blocked_epoch",
+        "budget_refused_until",
         "charged_queue",
         "constraints",
         "delete_asked",
+        "displaced",
         "evict_refused_until",
         "evicting",
         "failures",
@@ -84,7 +86,14 @@ class PodState:
         self.evicting: str | None = None
         """For a preemption victim: the key of the plan that evicts it (see ``evictions``)."""
         self.evict_refused_until = 0.0
-        """Its eviction was refused (a PodDisruptionBudget): no victim again until then."""
+        """Its eviction failed (not a PodDisruptionBudget's 429): no victim again until
+        then."""
+        self.displaced: str | None = None
+        """For another scheduler's pending pod: the nominated node whose room a pod of
+        higher priority took (it holds no room there while nominated to it)."""
+        self.budget_refused_until = 0.0
+        """A PodDisruptionBudget refused its eviction (429): until then, taking it breaks
+        a budget, which preemption does only as a last resort (see ``victims``)."""
         self.order: tuple[str, bool, tuple[object, ...]] | None = None
         """For a pod on its own: its queue, whether that queue sorts by priority, and its
         sort key there (see ``ordinary.units``), until the pod changes."""

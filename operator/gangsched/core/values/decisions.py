@@ -23,6 +23,9 @@ class DeleteReason(enum.StrEnum):
     APP_GONE = "ApplicationDeleted"
     ORPHANED = "PlaceholderOrphaned"
     PREEMPTED = "Preempted"
+    PREEMPTED_PAST_BUDGET = "PreemptedPastDisruptionBudget"
+    """A preemption victim deleted though a PodDisruptionBudget refused its eviction
+    (nothing else made room): deleted with the pod's own grace period."""
     RECLAIMED = "Reclaimed"
     DEADLOCK_VICTIM = "DeadlockVictim"
 

@@ -156,6 +156,9 @@ class Pod:
     member_index: int = -1
     queue: str | None = None
     preemptible: bool = True
+    preempts: bool = True
+    """``spec.preemptionPolicy`` is not ``Never``: the pod may preempt lower-priority
+    pods (kube-scheduler's ``PodEligibleToPreemptOthers``)."""
     invalid: str | None = None
     volumes: PodVolumes = NO_VOLUMES
     """Its claims, inline CSI volumes and resource claims (see :mod:`gangsched.core.volumes`)."""
