@@ -48,6 +48,7 @@ from fakeapi import (
     store,
     watch,
 )
+from fakeapi.kubelet import INSTANT, Kubelet, Timing
 
 Obj = dict[str, Any]
 logger = logging.getLogger("fakeapi")
@@ -74,6 +75,7 @@ class FakeApiServer:
         default_watch_timeout: float = 1800.0,
         request_log_limit: int = 10_000,
         clock: Callable[[], float] = time.time,
+        timing: Timing = INSTANT,
     ) -> None:
         """
         :param history_limit: watch events retained per resource; older versions get 410.
@@ -84,9 +86,11 @@ class FakeApiServer:
         :param default_watch_timeout: watch duration when ``timeoutSeconds`` is absent.
         :param request_log_limit: how many entries ``request_log`` keeps.
         :param clock: wall clock for timestamps.
+        :param timing: the fake kubelet's delays: graceful deletion, start-up, watch lag
+            (:mod:`fakeapi.kubelet`); instant by default.
         """
         self.store = store.Store(history_limit=history_limit, strict_namespaces=strict_namespaces,
-                                 auto_run=auto_run, seed=seed, clock=clock)
+                                 auto_run=auto_run, seed=seed, clock=clock, timing=timing)
         self.faults = faults.Faults()
         self.requests: collections.Counter[tuple[str, str, str]] = collections.Counter()
         self.log_requests = False
@@ -133,6 +137,11 @@ class FakeApiServer:
 
     async def __aexit__(self, *_: object) -> None:
         await self.stop()
+
+    @property
+    def kubelet(self) -> Kubelet:
+        """The fake kubelet: its ``timing``, ``flush()`` to fire pending timers now."""
+        return self.store.kubelet
 
     @property
     def url(self) -> str:
@@ -312,9 +321,12 @@ class FakeApiServer:
 
     def delete(self, what: str, namespace: str | None, name: str, *,
                propagation_policy: str | None = None, preconditions: Obj | None = None,
+               grace_period_seconds: int | None = None,
                api_version: str | None = None) -> Obj:
         rtype = self.resolve(what, api_version)
         options: Obj = {}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
         if propagation_policy is not None:
             options["propagationPolicy"] = propagation_policy
         if preconditions is not None:
