@@ -9,6 +9,7 @@ import pytest
 from fakeapi import FakeApiServer
 from gangsched.core.model import SchedulerConfig
 from shellkit import (
+    KUBELETS,
     ROOT,
     FakeClock,
     OperatorUnderTest,
@@ -26,9 +27,9 @@ from shellkit import (
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.fixture
-async def cluster(fake_api_factory, tmp_path: pathlib.Path):  # type: ignore[no-untyped-def]
-    api: FakeApiServer = await fake_api_factory(auto_run=True)
+@pytest.fixture(params=KUBELETS)
+async def cluster(fake_api_factory, tmp_path: pathlib.Path, request):  # type: ignore[no-untyped-def]
+    api: FakeApiServer = await fake_api_factory(auto_run=True, timing=request.param)
     api.install_crds_from_dir(ROOT / "crds")
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gangsched-system"}})
     for i in range(3):
