@@ -91,7 +91,7 @@ class FakeApiServer:
         """
         self.store = store.Store(history_limit=history_limit, strict_namespaces=strict_namespaces,
                                  auto_run=auto_run, seed=seed, clock=clock, timing=timing)
-        self.faults = faults.Faults()
+        self.faults = faults.Faults(seed)
         self.requests: collections.Counter[tuple[str, str, str]] = collections.Counter()
         self.log_requests = False
         self.request_log: collections.deque[LoggedRequest] = collections.deque(
@@ -219,8 +219,9 @@ class FakeApiServer:
             if not self.flow.admit(agent, watch="watch=true" in request.query_string):
                 response = handlers.error_response(errors.ApiError(
                     429, "Too many requests, please try again later.", retry_after=1))
+        lose_answer = False
         if response is None and self.faults.active:
-            response = await self._apply_faults(request)
+            response, lose_answer = await self._apply_faults(request)
         if response is None:
             try:
                 response = await handlers.dispatch(self, request)
@@ -232,6 +233,8 @@ class FakeApiServer:
                 response = handlers.error_response(errors.ApiError(500, f"fakeapi: {e!r}"))
         if self.log_requests:
             self.request_log.append(LoggedRequest(request.method, request.path_qs, response.status))
+        if lose_answer and request.transport is not None:
+            request.transport.abort()  # done, but the client never hears it
         return response
 
     def _authenticate(self, request: web.BaseRequest) -> web.StreamResponse | None:
@@ -243,20 +246,22 @@ class FakeApiServer:
             return None
         return handlers.error_response(errors.ApiError(401, "Unauthorized"))
 
-    async def _apply_faults(self, request: web.BaseRequest) -> web.StreamResponse | None:
+    async def _apply_faults(self, request: web.BaseRequest,
+                            ) -> tuple[web.StreamResponse | None, bool]:
+        """The fault's answer (None: serve the request) and whether to lose the answer."""
         rule = self.faults.take(request.method, request.path_qs,
                                 request.headers.get("User-Agent", ""))
         delay = self.faults.latency + (rule.delay if rule is not None else 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
         if rule is None:
-            return None
+            return None, False
         if rule.drop_connection:
             if request.transport is not None:
                 request.transport.abort()
-            return web.Response(status=500)
+            return web.Response(status=500), False
         if rule.status is None:
-            return None
+            return None, rule.lose_answer
         retry_after = rule.retry_after
         if retry_after is None and rule.status == 429:
             retry_after = 1
@@ -268,9 +273,9 @@ class FakeApiServer:
             error = errors.ApiError(rule.status, message,
                                     reason="Expired" if rule.status == 410 else None)
             return web.Response(body=watch.gone_response_line(error),
-                                content_type="application/json")
+                                content_type="application/json"), False
         return handlers.error_response(errors.ApiError(rule.status, message,
-                                                       retry_after=retry_after))
+                                                       retry_after=retry_after)), False
 
     # --- the in-process store API -------------------------------------------------------
 
