@@ -161,7 +161,8 @@ class Runtime:
         self.apps: dict[str, JSON] = {}
         self.groups: dict[str, JSON] = {}
         self.queues: dict[str, JSON] = {}
-        self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups})
+        self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups},
+                               partial_threshold=self.settings.partial_gang_threshold)
         self.transitions = logs.Transitions(log)
         self.binds = WorkPool("bind", self.settings.bind_workers)
         self.api = WorkPool("api", self.settings.api_workers)
@@ -321,10 +322,13 @@ class Runtime:
             if self.node_uids.get(name, meta.get("uid")) != meta.get("uid"):
                 return  # a predecessor of the node now under this name
             self.node_uids.pop(name, None)
+            self.metrics.node_gone(name)
             self.submit(NodeGone(name))
         else:
             self.node_uids[name] = meta.get("uid")
-            self.submit(NodeObserved(node_from_k8s(obj)))
+            node = node_from_k8s(obj)
+            self.metrics.node_observed(node)
+            self.submit(NodeObserved(node))
 
     def on_namespace(self, kind: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}
