@@ -48,8 +48,9 @@ API request) and reports per run:
   (every pod bound to it that has not terminated, terminating ones included, placeholders
   included): must be 0;
 * **completion**: seconds from the first driver to the last job's success, and jobs done;
-* **leaks** once every job is done (after ``--settle`` seconds): placeholders left, and
-  pods neither terminated nor being deleted that no job owns.
+* **leaks** once every job is done (placeholders are given ``--settle`` seconds to go,
+  as an Application completes after its waiting timeout): placeholders left, and pods
+  neither terminated nor being deleted (the operator's logs are kept in ``--logs``).
 """
 
 from __future__ import annotations
@@ -326,10 +327,18 @@ async def run_one(args: argparse.Namespace, dialect: str, variant: str,
         if all(job.done_at is not None for job in jobs):
             break
         await asyncio.sleep(args.sample)
-    await asyncio.sleep(args.settle)
+    settled = loop.time() + args.settle
+    while loop.time() < settled and any(
+            (p["metadata"].get("labels") or {}).get(PLACEHOLDER) == "true"
+            for p in bucket.iterate(NS)):
+        await asyncio.sleep(0.2)
     pods = list(bucket.iterate(NS))
-    placeholders_left = sum(1 for p in pods
-                            if (p["metadata"].get("labels") or {}).get(PLACEHOLDER) == "true")
+    left = [p for p in pods if (p["metadata"].get("labels") or {}).get(PLACEHOLDER) == "true"]
+    placeholders_left = len(left)
+    for p in left:
+        print(f"  left: placeholder {p['metadata']['name']} node="
+              f"{p['spec'].get('nodeName')} terminating="
+              f"{bool(p['metadata'].get('deletionTimestamp'))}", file=sys.stderr)
     stray = sum(1 for p in pods
                 if (p["metadata"].get("labels") or {}).get(PLACEHOLDER) != "true"
                 and p["status"].get("phase") not in ("Succeeded", "Failed")
@@ -387,12 +396,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kill-every", type=float, default=10.0)
     p.add_argument("--fault-rate", type=float, default=0.10)
     p.add_argument("--sample", type=float, default=0.05)
-    p.add_argument("--settle", type=float, default=3.0)
+    p.add_argument("--settle", type=float, default=40.0,
+                   help="seconds to wait, once every job is done, for placeholders to go")
     p.add_argument("--timeout", type=float, default=300.0)
     p.add_argument("--threshold", type=float, default=3.0,
                    help="the longest partial span allowed, for the verdict")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--logs", metavar="DIR", help="where the operator's logs go (kept)")
     return p.parse_args(argv)
 
 
@@ -416,17 +427,16 @@ async def main(argv: list[str] | None = None) -> int:
           f"{NODE['cpu']} cpu; deletion {args.stop} s, start {args.start} s, watch lag "
           f"{args.watch_lag} s; runtime {args.runtime} s", flush=True)
     results = []
-    with tempfile.TemporaryDirectory(prefix="spark-gangs-") as tmp:
-        for variant in args.variant:
-            for dialect in args.dialect:
-                started = time.monotonic()
-                result = await run_one(args, dialect, variant, pathlib.Path(tmp))
-                results.append(result)
-                print(line(result, args.threshold),
-                      f" [{time.monotonic() - started:.0f} s]", flush=True)
-                if result.operator_exit:
-                    log = pathlib.Path(tmp) / f"operator-{dialect}-{variant}.log"
-                    print(log.read_text()[-2000:], file=sys.stderr)
+    logs = pathlib.Path(args.logs or tempfile.mkdtemp(prefix="spark-gangs-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    print(f"operator logs in {logs}", flush=True)
+    for variant in args.variant:
+        for dialect in args.dialect:
+            started = time.monotonic()
+            result = await run_one(args, dialect, variant, logs)
+            results.append(result)
+            print(line(result, args.threshold),
+                  f" [{time.monotonic() - started:.0f} s]", flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps([dataclasses.asdict(r) for r in results],
                                                       indent=2))
