@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -172,9 +173,9 @@ def test_timing_refuses_impossible_delays(bad: dict[str, Any]) -> None:
         Timing(**bad)
 
 
-async def watch_events(server: FakeApiServer, count: int,
-                       started: asyncio.Event) -> list[tuple[str, dict[str, Any]]]:
-    """The first ``count`` events of a pod watch from now on."""
+async def watch_events(server: FakeApiServer, count: int, started: asyncio.Event,
+                       ) -> list[tuple[str, dict[str, Any], float]]:
+    """The first ``count`` events of a pod watch from now on, with when each arrived."""
     async with RawClient(server.url) as api:
         rv = server.store.rv
         session = api.session
@@ -183,7 +184,7 @@ async def watch_events(server: FakeApiServer, count: int,
             seen = []
             async for line in resp.content:
                 event = json.loads(line)
-                seen.append((event["type"], event["object"]))
+                seen.append((event["type"], event["object"], time.monotonic()))
                 if len(seen) >= count:
                     return seen
     return seen
@@ -191,14 +192,16 @@ async def watch_events(server: FakeApiServer, count: int,
 
 async def test_the_timer_fires_on_the_loop_and_watchers_see_the_deletion_late(
         fake_api_factory: ServerFactory) -> None:
-    server = await slow_server(fake_api_factory, Timing(stop=0.05, watch_lag=0.05))
+    server = await slow_server(fake_api_factory, Timing(stop=0.05, watch_lag=0.2))
     bound_pod(server)
     started = asyncio.Event()
     watcher = asyncio.create_task(watch_events(server, 3, started))
     await started.wait()
+    deleted = time.monotonic()
     server.delete("pods", "default", "p")
     seen = await asyncio.wait_for(watcher, timeout=10)
-    types = [t for t, _ in seen]
+    assert seen[0][2] - deleted >= 0.2  # held back by the lag
+    types = [t for t, _, _ in seen]
     # the DELETE, the kubelet's DELETE with grace 0, and the removal
     assert types == ["MODIFIED", "MODIFIED", "DELETED"]
     assert seen[0][1]["metadata"]["deletionGracePeriodSeconds"] == 30
