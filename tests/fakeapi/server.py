@@ -18,6 +18,11 @@ set, as the real authenticator does; change the set to rotate credentials. ``flo
 a per-client rate, as API Priority and Fairness does when a priority level is full.
 An unexpected exception inside the fake becomes a 500 ``InternalError`` and is
 kept in ``internal_errors`` so that tests can assert there were none.
+
+``timing`` makes the fake kubelet as slow as a real node (:mod:`fakeapi.kubelet`):
+graceful pod deletion, a delay before a bound pod runs, late watch events; ``kubelet``
+holds its timers (``kubelet.flush()`` fires them now, ``kubelet.errors`` must stay
+empty).
 """
 
 from __future__ import annotations
