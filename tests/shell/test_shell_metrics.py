@@ -430,8 +430,10 @@ def test_overcommitted_nodes_count_terminating_pods_and_placeholders() -> None:
     m.pod_observed(_member("other", node="n", ours=False, phase=PodPhase.SUCCEEDED), T0 + 3)
     m.pod_observed(_member("big", node="n", cpu=1000), T0 + 3)  # the finished pod holds none
     assert value(_samples(m), "gangsched_overcommitted_nodes") == 0
-    m.node_gone("n")  # its pods now over-commit nothing known: counted
+    m.pod_observed(_member("huge", node="n", cpu=4000), T0 + 4)
     assert value(_samples(m), "gangsched_overcommitted_nodes") == 1
+    m.node_gone("n")  # pods left on a node that is gone: nothing to judge them against
+    assert value(_samples(m), "gangsched_overcommitted_nodes") == 0
 
 
 def test_a_swap_is_a_short_partial_span_and_a_lost_room_a_violation() -> None:

@@ -13,6 +13,10 @@ room of a member was lost, or never there.
 both feed it what they see, with their ``now``. A :class:`PartialSpan` is a value; each
 step returns the next one, the length of a span that just ended (for a histogram), and
 whether the current span just crossed the threshold (counted once per span).
+
+It is a measure, not a decision: no scheduling decision reads it, so a cycle the
+scheduler skips (see ``Session.reached``) changes nothing here; the spans are only as
+fine as the steps their caller takes.
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ def step(span: PartialSpan, *, partial: bool, now: float,
                                 span.violations + late, False), ended, late)
     if span.since is None and partial:
         span = PartialSpan(now, span.longest, span.total, span.violations, False)
-    if span.since is not None and not span.violated and span.current(now) > threshold:
+    elapsed = span.current(now)
+    if span.since is not None and not span.violated and elapsed > threshold:
         return Step(PartialSpan(span.since, span.longest, span.total, span.violations + 1,
                                 True), None, True)
     return Step(span, None, False)

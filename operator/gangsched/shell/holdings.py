@@ -74,11 +74,12 @@ class Holdings:
         self.allocatable.pop(name, None)
 
     def overcommitted(self) -> list[str]:
-        """Nodes that hold more than their allocatable, by name (a node not seen holds
-        nothing allowed: its pods over-commit it)."""
+        """Nodes that hold more than their allocatable, by name. Pods bound to a node not
+        seen (deleted, say, before the pod garbage collector removes its pods) are not
+        judged: there is no allocatable to compare with."""
         return sorted(name for name, held in self.held.items()
-                      if not held.is_zero()
-                      and not held.fits_in(self.allocatable.get(name, resources.Resources.ZERO)))
+                      if name in self.allocatable and not held.is_zero()
+                      and not held.fits_in(self.allocatable[name]))
 
     # --- pods ----------------------------------------------------------------------------
 
