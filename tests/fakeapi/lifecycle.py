@@ -112,9 +112,11 @@ class Lifecycle:
             if not current:
                 return self.delete_obj(rtype, obj, policy)
             asked = options.get("gracePeriodSeconds")
+            if asked is not None and int(asked) < 0:
+                asked = 1  # as the registry reads a negative period
             if asked is None or int(asked) >= int(current):
                 return obj  # graceful deletion pending: nothing changes
-            period = max(0, int(asked))
+            period = int(asked)
             then = meta.parse_rfc3339(md["deletionTimestamp"]) - int(current) + period
             new = meta.with_meta(obj, deletionTimestamp=meta.rfc3339(then),
                                  deletionGracePeriodSeconds=period)

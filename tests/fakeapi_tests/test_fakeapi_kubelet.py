@@ -91,6 +91,9 @@ async def test_a_second_delete_only_shortens_the_grace_period(
     assert shorter["metadata"]["deletionGracePeriodSeconds"] == 5
     assert shorter["metadata"]["deletionTimestamp"] < first["metadata"]["deletionTimestamp"]
     assert server.try_get("pods", "default", "p") is not None
+    negative = server.delete("pods", "default", "p", grace_period_seconds=-3)
+    assert negative["metadata"]["deletionGracePeriodSeconds"] == 1  # read as 1
+    assert server.try_get("pods", "default", "p") is not None
     server.delete("pods", "default", "p", grace_period_seconds=0)
     assert server.try_get("pods", "default", "p") is None
 
