@@ -48,6 +48,9 @@ API request) and reports per run:
   (every pod bound to it that has not terminated, terminating ones included, placeholders
   included): must be 0;
 * **completion**: seconds from the first driver to the last job's success, and jobs done;
+* **metrics**: what the operator's own ``/metrics`` say at the end (partial spans, their
+  seconds, violations, over-committed nodes; since its last start, so a killed operator
+  reports its last life only), to check them against the truth above;
 * **leaks** once every job is done (placeholders are given ``--settle`` seconds to go,
   as an Application completes after its waiting timeout): placeholders left, and pods
   neither terminated nor being deleted (the operator's logs are kept in ``--logs``).
@@ -63,10 +66,13 @@ import json
 import os
 import pathlib
 import signal
+import socket
 import sys
 import tempfile
 import time
 from typing import Any
+
+import aiohttp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "operator")]
@@ -184,6 +190,8 @@ class Result:
     placeholders_left: int
     stray_pods: int
     operator_exit: str
+    operator_metrics: dict[str, float]
+    """The operator's own figures at the end (since its last start)."""
 
 
 class Operator:
@@ -194,6 +202,7 @@ class Operator:
         self.log = log
         self.proc: asyncio.subprocess.Process | None = None
         self.kills = 0
+        self.metrics_port = free_port()
 
     async def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "operator"),
@@ -201,7 +210,7 @@ class Operator:
         with open(self.log, "ab") as out:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "gangsched", "run", "--kubeconfig", str(self.kubeconfig),
-                "--no-leader-election", "--metrics-port", "0",
+                "--no-leader-election", "--metrics-port", str(self.metrics_port),
                 "--scheduler-name", "gangsched", "--scheduler-name", "yunikorn",
                 stdout=out, stderr=out, env=env, start_new_session=True)
 
@@ -211,6 +220,30 @@ class Operator:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             await self.proc.wait()
             self.kills += 1
+
+    async def scrape(self) -> dict[str, float]:
+        """The operator's own partial-gang and over-commit figures (since its last start;
+        empty if it does not answer)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        wanted = {"gangsched_gang_partial_violations_total": "violations",
+                  "gangsched_gang_partial_seconds_count": "spans",
+                  "gangsched_gang_partial_seconds_sum": "partial_seconds",
+                  "gangsched_overcommitted_nodes": "overcommitted"}
+        found: dict[str, float] = {}
+        try:
+            async with aiohttp.ClientSession() as session, session.get(
+                    f"http://127.0.0.1:{self.metrics_port}/metrics",
+                    timeout=aiohttp.ClientTimeout(total=5)) as resp:
+                text = await resp.text()
+        except (aiohttp.ClientError, TimeoutError):
+            return found
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                key = wanted.get(sample.name)
+                if key is not None:
+                    found[key] = found.get(key, 0.0) + sample.value
+        return found
 
     async def stop(self) -> str:
         """Stop gracefully; what went wrong, if anything ("" if nothing)."""
@@ -225,6 +258,12 @@ class Operator:
             await self.kill()
             return "did not stop on SIGTERM"
         return ""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def held_over(nodes: dict[str, dict[str, int]], pods: list[Obj]) -> bool:
@@ -343,6 +382,7 @@ async def run_one(args: argparse.Namespace, dialect: str, variant: str,
                 if (p["metadata"].get("labels") or {}).get(PLACEHOLDER) != "true"
                 and p["status"].get("phase") not in ("Succeeded", "Failed")
                 and not p["metadata"].get("deletionTimestamp"))
+    seen_by_operator = await operator.scrape()
     exit_problem = await operator.stop()
     requests = sum(api.requests.values()) - counted_before
     await api.stop()
@@ -356,7 +396,8 @@ async def run_one(args: argparse.Namespace, dialect: str, variant: str,
         longest_partial_bound=max(j.longest_partial_bound for j in jobs),
         overcommitted_samples=over_samples, samples=samples, kills=operator.kills,
         faulted=sum(r.hits for r in rules), requests=requests,
-        placeholders_left=placeholders_left, stray_pods=stray, operator_exit=exit_problem)
+        placeholders_left=placeholders_left, stray_pods=stray, operator_exit=exit_problem,
+        operator_metrics=seen_by_operator)
 
 
 # --- the command ------------------------------------------------------------------------
@@ -418,7 +459,9 @@ def line(r: Result, threshold: float) -> str:
             f"samples)  bound-partial {r.longest_partial_bound:5.1f} s  over-commit "
             f"{r.overcommitted_samples}/{r.samples}  leaks {r.placeholders_left}+"
             f"{r.stray_pods}  {extra:16} {verdict}"
-            + (f"  operator: {r.operator_exit}" if r.operator_exit else ""))
+            + (f"  operator: {r.operator_exit}" if r.operator_exit else "")
+            + ("  metrics: " + " ".join(f"{k}={v:g}" for k, v in sorted(
+                r.operator_metrics.items())) if r.operator_metrics else ""))
 
 
 async def main(argv: list[str] | None = None) -> int:
