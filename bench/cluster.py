@@ -120,12 +120,42 @@ log = logging.getLogger("bench.cluster")
 
 class BenchClient(KubeClient):
     """The operator's client, under another User-Agent so that the fake can tell apart
-    the benchmark's own requests from the scheduler's."""
+    the benchmark's own requests from the scheduler's.
+
+    Tasks that use it are started with :meth:`companion`: closing the client cancels and
+    awaits them first, so that none of them opens a new session after the close (a
+    session opened then is never closed: aiohttp's ``Unclosed client session``). Once
+    closing, no companion starts."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._companions: set[asyncio.Task[Any]] = set()
+        self.closing = False
 
     def _open(self) -> aiohttp.ClientSession:
         session = super()._open()
         session.headers["User-Agent"] = AGENT
         return session
+
+    def companion(self, work: Awaitable[Any]) -> asyncio.Task[Any] | None:
+        """Run ``work`` as a task the client awaits before it closes (None, and ``work``
+        is closed unstarted, once the client is closing)."""
+        if self.closing:
+            close = getattr(work, "close", None)
+            if close is not None:
+                close()
+            return None
+        task = asyncio.ensure_future(work)
+        self._companions.add(task)
+        task.add_done_callback(self._companions.discard)
+        return task
+
+    async def close(self) -> None:
+        self.closing = True
+        for task in list(self._companions):
+            task.cancel()
+        await asyncio.gather(*self._companions, return_exceptions=True)
+        await super().close()
 
 
 async def pool(jobs: Iterable[Callable[[], Awaitable[None]]], concurrency: int) -> None:
@@ -657,7 +687,7 @@ def role_watch(args: argparse.Namespace) -> None:
             placeholders: dict[str, float] = {}
             done = asyncio.Event()
             loop = asyncio.get_running_loop()
-            finishing: set[asyncio.Task[None]] = set()
+            timers: list[asyncio.TimerHandle] = []
             ns = args.namespace
 
             async def finish(name: str) -> None:
@@ -667,9 +697,7 @@ def role_watch(args: argparse.Namespace) -> None:
                                        {"status": {"phase": "Succeeded"}}, subresource="status")
 
             def later(name: str) -> None:
-                task = asyncio.create_task(finish(name))
-                finishing.add(task)
-                task.add_done_callback(finishing.discard)
+                client.companion(finish(name))
 
             def on_pod(kind: str, obj: Mapping[str, Any]) -> None:
                 now = time.time()
@@ -688,7 +716,7 @@ def role_watch(args: argparse.Namespace) -> None:
                         and (obj.get("spec") or {}).get("nodeName")):
                     bound[name] = now
                     if args.runtime > 0:
-                        loop.call_later(args.runtime, later, name)
+                        timers.append(loop.call_later(args.runtime, later, name))
                     if len(bound) >= args.expect:
                         done.set()
 
@@ -733,9 +761,12 @@ def role_watch(args: argparse.Namespace) -> None:
                 "placeholders_bound": len(placeholders)}))
             _announce("WRITTEN")
             await stop.wait()
-            for t in (*tasks, waiter, stopper, reporter, *finishing):
+            for timer in timers:
+                timer.cancel()
+            pending = (*tasks, waiter, stopper, reporter)
+            for t in pending:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*pending, return_exceptions=True)
 
     asyncio.run(_serve_until_signal(body))
 
@@ -880,7 +911,7 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
             print(f"  [{run}] {w.nodes} nodes in {time.monotonic() - t0:.1f}s",
                   flush=True)
             if not cluster.fake and args.heartbeat > 0:
-                heart = asyncio.create_task(heartbeat(client, w.nodes, args.heartbeat))
+                heart = client.companion(heartbeat(client, w.nodes, args.heartbeat))
 
             if args.mode == "backlog":  # the start-up cost, with no pods yet
                 startups = []
@@ -934,7 +965,7 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
             done = asyncio.create_task(wait_for_binds(watcher, run, args.timeout))
             exited = asyncio.create_task(child.proc.wait())
             stop_untaint = asyncio.Event()
-            guard = (asyncio.create_task(keep_schedulable(client, stop_untaint))
+            guard = (client.companion(keep_schedulable(client, stop_untaint))
                      if not cluster.fake else None)
             try:
                 await asyncio.wait({done, exited}, return_when=asyncio.FIRST_COMPLETED)

@@ -4,7 +4,8 @@ Clients talk to it exactly as to a real API server (kopf, kubernetes_asyncio, py
 raw aiohttp); tests also drive it in-process. What is faithful and what is simplified
 is described in each module's docstring: :mod:`fakeapi.store` (metadata, versions,
 conflicts), :mod:`fakeapi.watch`, :mod:`fakeapi.lifecycle` (deletion, finalizers, GC),
-:mod:`fakeapi.pods` (admission, binding, eviction, kubelet), :mod:`fakeapi.schema`
+:mod:`fakeapi.pods` (admission, binding, eviction, kubelet), :mod:`fakeapi.kubelet`
+(graceful deletion, start-up delay, watch lag), :mod:`fakeapi.schema`
 (CRDs), :mod:`fakeapi.patching`, :mod:`fakeapi.selectors`, :mod:`fakeapi.validation`,
 :mod:`fakeapi.discovery`, :mod:`fakeapi.faults`.
 """

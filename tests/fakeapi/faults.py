@@ -10,11 +10,19 @@ a watch as the real server reports an error that happens after the stream starte
 200, then one ``ERROR`` event carrying the ``Status`` (``status`` 410 is the watch
 cache's "too old resource version", 500 an internal error). ``latency`` is added to
 every request, watches included.
+
+``probability`` makes a rule fire on that share of the matching requests only (drawn
+from the rule book's seeded generator; a request it spares goes on to the next rule), so
+that "10% of requests fail" is a handful of rules. ``lose_answer`` lets the request do
+its work and then closes the connection without the answer: the write happened, the
+client does not know it (it retries, and must cope with 409 ``AlreadyExists``,
+``Conflict`` or 404 for what it did itself).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import random
 import re
 
 
@@ -40,10 +48,16 @@ class FaultRule:
     """A substring of the client's ``User-Agent`` to match (any client if None)."""
     in_stream: bool = False
     """Answer 200 with a single watch ``ERROR`` event carrying the ``Status``."""
+    probability: float = 1.0
+    """The share of matching requests the rule fires on (1: every one)."""
+    lose_answer: bool = False
+    """Carry the request out, then close the connection instead of answering."""
     hits: int = 0
     """How many requests this rule has affected so far."""
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError(f"probability must be within [0, 1], not {self.probability!r}")
         self._pattern = re.compile(self.path_regex) if self.path_regex else None
 
     @property
@@ -63,8 +77,10 @@ class FaultRule:
 class Faults:
     """The rule book of one server: ``add()``, ``clear()``, ``latency``."""
 
-    def __init__(self) -> None:
+    def __init__(self, seed: int | None = None) -> None:
         self.rules: list[FaultRule] = []
+        self.rng = random.Random(seed)
+        """Draws whether a rule with a ``probability`` fires."""
         self.latency: float = 0.0
         """Seconds added to every request."""
 
@@ -81,11 +97,14 @@ class Faults:
         retry_after: int | None = None,
         agent: str | None = None,
         in_stream: bool = False,
+        probability: float = 1.0,
+        lose_answer: bool = False,
     ) -> FaultRule:
         """Append a rule and return it (its ``hits`` count the affected requests)."""
         rule = FaultRule(method=method, path_regex=path_regex, status=status, times=times,
                          delay=delay, drop_connection=drop_connection, message=message,
-                         retry_after=retry_after, agent=agent, in_stream=in_stream)
+                         retry_after=retry_after, agent=agent, in_stream=in_stream,
+                         probability=probability, lose_answer=lose_answer)
         self.rules.append(rule)
         return rule
 
@@ -101,6 +120,8 @@ class Faults:
         """The first matching rule with uses left, consumed by one; None if no rule matches."""
         for rule in self.rules:
             if rule.matches(method, path_qs, agent):
+                if rule.probability < 1.0 and self.rng.random() >= rule.probability:
+                    continue
                 rule.hits += 1
                 return rule
         return None

@@ -3,7 +3,8 @@
 * ``fake_api`` — a started :class:`~fakeapi.server.FakeApiServer` with default
   options, stopped after the test.
 * ``fake_api_factory`` — ``await fake_api_factory(history_limit=5, auto_run=True)``
-  starts more servers with other options; all are stopped after the test.
+  starts more servers with other options; all are stopped after the test, which fails
+  if a timer of their fake kubelet raised.
 * ``fake_kubeconfig`` — a kubeconfig for ``fake_api`` in ``tmp_path``; also sets
   ``KUBECONFIG`` for the test, so clients that read the environment find it.
 """
@@ -35,6 +36,8 @@ async def fake_api_factory() -> AsyncIterator[ServerFactory]:
     yield make
     for server in reversed(servers):
         await server.stop()
+    failed = [e for server in servers for e in server.kubelet.errors]
+    assert not failed, f"the fake kubelet's timers failed: {failed!r}"
 
 
 @pytest_asyncio.fixture

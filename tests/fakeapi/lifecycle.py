@@ -21,7 +21,17 @@ Faithful:
 Simplified: the collector runs synchronously inside the request that triggered it
 (owner's event first, then the dependents'), ``blockOwnerDeletion`` is not
 distinguished, deleting a CRD removes its objects at once (instance finalizers are
-skipped), and ``gracePeriodSeconds`` is ignored (pods are removed at once).
+skipped), and ``gracePeriodSeconds`` is ignored for every kind but pods.
+
+Pods follow the real registry's graceful deletion when the store's kubelet has a
+non-zero ``stop`` delay (:mod:`fakeapi.kubelet`): a DELETE of a bound, non-terminated
+pod with a grace period sets ``deletionTimestamp`` (now + the period),
+``deletionGracePeriodSeconds`` and bumps ``generation``, answers 200 with the object,
+and leaves the pod (and its ``nodeName``) in place until the kubelet confirms; a second
+DELETE changes nothing unless it asks a shorter period (then the timestamp moves
+earlier; 0 removes the pod at once); a pod that was never bound, or has terminated, is
+removed at once. Finalizers keep a confirmed pod until they are removed, as for any
+kind. With the instant kubelet (the default) pods are removed at once, as before.
 """
 
 from __future__ import annotations
@@ -29,7 +39,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Any
 
-from fakeapi import errors, meta, resources, volumes
+from fakeapi import errors, kubelet, meta, resources, volumes
 
 if TYPE_CHECKING:
     from fakeapi.store import Key, Store
@@ -84,9 +94,66 @@ class Lifecycle:
             raise errors.invalid("DeleteOptions", "", "", [(
                 "propagationPolicy", f'Unsupported value: "{policy}": supported values: '
                                      '"Foreground", "Background", "Orphan", "nil"')])
-        result = self.delete_obj(rtype, obj, policy or "Background")
+        if rtype.group == "" and rtype.kind == "Pod" and self.store.kubelet.timing.graceful:
+            result = self._delete_pod(rtype, obj, options, policy or "Background")
+        else:
+            result = self.delete_obj(rtype, obj, policy or "Background")
         self._drain()
         return result
+
+    # --- graceful deletion of pods ------------------------------------------------------
+
+    def _delete_pod(self, rtype: resources.ResourceType, obj: Obj, options: dict[str, Any],
+                    policy: str) -> Obj:
+        """A pod DELETE with the registry's grace-period rules (see the module docstring)."""
+        md = obj["metadata"]
+        if md.get("deletionTimestamp"):
+            current = md.get("deletionGracePeriodSeconds")
+            if not current:
+                return self.delete_obj(rtype, obj, policy)
+            asked = options.get("gracePeriodSeconds")
+            if asked is not None and int(asked) < 0:
+                asked = 1  # as the registry reads a negative period
+            if asked is None or int(asked) >= int(current):
+                return obj  # graceful deletion pending: nothing changes
+            period = int(asked)
+            then = meta.parse_rfc3339(md["deletionTimestamp"]) - int(current) + period
+            new = meta.with_meta(obj, deletionTimestamp=meta.rfc3339(then),
+                                 deletionGracePeriodSeconds=period)
+            updated = self.store.commit(rtype, "MODIFIED", new, obj)
+            if period == 0:
+                return self.delete_obj(rtype, updated, policy)
+            self._confirm_later(rtype, updated, period)
+            return updated
+        period = kubelet.grace_period(obj, options)
+        if period == 0:
+            return self.delete_obj(rtype, obj, policy)
+        if policy == "Orphan":
+            self._orphan_dependents(md["uid"])
+        new = meta.with_meta(
+            obj, deletionTimestamp=meta.rfc3339(self.store.clock() + period),
+            deletionGracePeriodSeconds=period,
+            generation=int(md.get("generation") or 0) + 1)
+        updated = self.store.commit(rtype, "MODIFIED", new, obj)
+        self._confirm_later(rtype, updated, period)
+        return updated
+
+    def _confirm_later(self, rtype: resources.ResourceType, pod: Obj, period: int) -> None:
+        """The kubelet stops the containers and DELETEs with grace 0 and a uid
+        precondition, within the grace period."""
+        md = pod["metadata"]
+        ns, name, uid = md.get("namespace") or "", md["name"], md["uid"]
+        timer = self.store.kubelet
+        delay = min(timer.draw(timer.timing.stop), float(period))
+
+        def confirm() -> None:
+            current = self.store.lookup(rtype, ns, name)
+            if current is None or current["metadata"]["uid"] != uid:
+                return
+            self.delete(rtype, ns, name, {"gracePeriodSeconds": 0,
+                                          "preconditions": {"uid": uid}})
+
+        timer.later(delay, confirm)
 
     def remove(self, rtype: resources.ResourceType, new: Obj, old: Obj) -> Obj:
         """Remove an object for good (``new`` owns its metadata) and collect garbage."""

@@ -8,6 +8,7 @@ test code goes through :func:`copy` first.
 
 from __future__ import annotations
 
+import calendar
 import json
 import random
 import time
@@ -28,6 +29,14 @@ _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 def rfc3339(ts: float) -> str:
     """``2024-01-02T03:04:05Z`` (second resolution, like ``metav1.Time``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def parse_rfc3339(text: str) -> float:
+    """The seconds since the epoch of an :func:`rfc3339` timestamp (0 if malformed)."""
+    try:
+        return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def copy(obj: T) -> T:

@@ -21,7 +21,8 @@ Faithful:
 
 Simplified: budgets count matching, non-terminating pods as expected and running
 ones as healthy (no controller scale lookup); the fake kubelet (``auto_run``) marks
-pods Running and Ready right after binding, within the same request.
+pods Running and Ready after the ``start`` delay of :mod:`fakeapi.kubelet` (within the
+binding request when it is 0), unless the pod is deleted or replaced meanwhile.
 """
 
 from __future__ import annotations
@@ -240,9 +241,19 @@ def bind(store: Store, ns: str, name: str | None, binding: Any) -> Obj:
     new["spec"] = {**spec, "nodeName": target["name"]}
     now = meta.rfc3339(store.clock())
     new["status"] = _with_condition(pod.get("status") or {}, "PodScheduled", "True", now)
-    bound = store.commit(pods_t, "MODIFIED", new, pod)
+    store.commit(pods_t, "MODIFIED", new, pod)
     if store.auto_run:
-        set_running(store, bound)
+        uid = md["uid"]
+
+        def start() -> None:
+            current = store.lookup(pods_t, ns, name)
+            if current is None or current["metadata"]["uid"] != uid or \
+                    current["metadata"].get("deletionTimestamp") or \
+                    (current.get("status") or {}).get("phase") != "Pending":
+                return
+            set_running(store, current)
+
+        store.kubelet.later(store.kubelet.draw(store.kubelet.timing.start), start)
     return errors.status_body(201)
 
 

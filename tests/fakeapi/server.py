@@ -18,6 +18,11 @@ set, as the real authenticator does; change the set to rotate credentials. ``flo
 a per-client rate, as API Priority and Fairness does when a priority level is full.
 An unexpected exception inside the fake becomes a 500 ``InternalError`` and is
 kept in ``internal_errors`` so that tests can assert there were none.
+
+``timing`` makes the fake kubelet as slow as a real node (:mod:`fakeapi.kubelet`):
+graceful pod deletion, a delay before a bound pod runs, late watch events; ``kubelet``
+holds its timers (``kubelet.flush()`` fires them now, ``kubelet.errors`` must stay
+empty).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from fakeapi import (
     store,
     watch,
 )
+from fakeapi.kubelet import INSTANT, Kubelet, Timing
 
 Obj = dict[str, Any]
 logger = logging.getLogger("fakeapi")
@@ -74,6 +80,7 @@ class FakeApiServer:
         default_watch_timeout: float = 1800.0,
         request_log_limit: int = 10_000,
         clock: Callable[[], float] = time.time,
+        timing: Timing = INSTANT,
     ) -> None:
         """
         :param history_limit: watch events retained per resource; older versions get 410.
@@ -84,10 +91,12 @@ class FakeApiServer:
         :param default_watch_timeout: watch duration when ``timeoutSeconds`` is absent.
         :param request_log_limit: how many entries ``request_log`` keeps.
         :param clock: wall clock for timestamps.
+        :param timing: the fake kubelet's delays: graceful deletion, start-up, watch lag
+            (:mod:`fakeapi.kubelet`); instant by default.
         """
         self.store = store.Store(history_limit=history_limit, strict_namespaces=strict_namespaces,
-                                 auto_run=auto_run, seed=seed, clock=clock)
-        self.faults = faults.Faults()
+                                 auto_run=auto_run, seed=seed, clock=clock, timing=timing)
+        self.faults = faults.Faults(seed)
         self.requests: collections.Counter[tuple[str, str, str]] = collections.Counter()
         self.log_requests = False
         self.request_log: collections.deque[LoggedRequest] = collections.deque(
@@ -133,6 +142,11 @@ class FakeApiServer:
 
     async def __aexit__(self, *_: object) -> None:
         await self.stop()
+
+    @property
+    def kubelet(self) -> Kubelet:
+        """The fake kubelet: its ``timing``, ``flush()`` to fire pending timers now."""
+        return self.store.kubelet
 
     @property
     def url(self) -> str:
@@ -210,8 +224,9 @@ class FakeApiServer:
             if not self.flow.admit(agent, watch="watch=true" in request.query_string):
                 response = handlers.error_response(errors.ApiError(
                     429, "Too many requests, please try again later.", retry_after=1))
+        lose_answer = False
         if response is None and self.faults.active:
-            response = await self._apply_faults(request)
+            response, lose_answer = await self._apply_faults(request)
         if response is None:
             try:
                 response = await handlers.dispatch(self, request)
@@ -223,6 +238,8 @@ class FakeApiServer:
                 response = handlers.error_response(errors.ApiError(500, f"fakeapi: {e!r}"))
         if self.log_requests:
             self.request_log.append(LoggedRequest(request.method, request.path_qs, response.status))
+        if lose_answer and request.transport is not None:
+            request.transport.abort()  # done, but the client never hears it
         return response
 
     def _authenticate(self, request: web.BaseRequest) -> web.StreamResponse | None:
@@ -234,20 +251,22 @@ class FakeApiServer:
             return None
         return handlers.error_response(errors.ApiError(401, "Unauthorized"))
 
-    async def _apply_faults(self, request: web.BaseRequest) -> web.StreamResponse | None:
+    async def _apply_faults(self, request: web.BaseRequest,
+                            ) -> tuple[web.StreamResponse | None, bool]:
+        """The fault's answer (None: serve the request) and whether to lose the answer."""
         rule = self.faults.take(request.method, request.path_qs,
                                 request.headers.get("User-Agent", ""))
         delay = self.faults.latency + (rule.delay if rule is not None else 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
         if rule is None:
-            return None
+            return None, False
         if rule.drop_connection:
             if request.transport is not None:
                 request.transport.abort()
-            return web.Response(status=500)
+            return web.Response(status=500), False
         if rule.status is None:
-            return None
+            return None, rule.lose_answer
         retry_after = rule.retry_after
         if retry_after is None and rule.status == 429:
             retry_after = 1
@@ -259,9 +278,9 @@ class FakeApiServer:
             error = errors.ApiError(rule.status, message,
                                     reason="Expired" if rule.status == 410 else None)
             return web.Response(body=watch.gone_response_line(error),
-                                content_type="application/json")
+                                content_type="application/json"), False
         return handlers.error_response(errors.ApiError(rule.status, message,
-                                                       retry_after=retry_after))
+                                                       retry_after=retry_after)), False
 
     # --- the in-process store API -------------------------------------------------------
 
@@ -312,9 +331,12 @@ class FakeApiServer:
 
     def delete(self, what: str, namespace: str | None, name: str, *,
                propagation_policy: str | None = None, preconditions: Obj | None = None,
+               grace_period_seconds: int | None = None,
                api_version: str | None = None) -> Obj:
         rtype = self.resolve(what, api_version)
         options: Obj = {}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
         if propagation_policy is not None:
             options["propagationPolicy"] = propagation_policy
         if preconditions is not None:

@@ -34,6 +34,7 @@ from typing import Any
 
 from fakeapi import (
     errors,
+    kubelet,
     lifecycle,
     meta,
     nodes,
@@ -107,6 +108,7 @@ class Store:
         auto_run: bool = False,
         seed: int | None = None,
         clock: Callable[[], float] = time.time,
+        timing: kubelet.Timing = kubelet.INSTANT,
     ) -> None:
         self.registry = resources.Registry()
         self.rv = 0
@@ -121,6 +123,8 @@ class Store:
         self.uids: dict[str, tuple[Key, str, str]] = {}
         self.dependents: dict[str, set[tuple[Key, str, str]]] = {}
         self.schemas: dict[tuple[str, str, str], schema.CompiledSchema] = {}
+        self.kubelet = kubelet.Kubelet(timing, seed=seed)
+        """The fake kubelet's delays (graceful deletion, start-up, watch lag)."""
         self.gc = lifecycle.Lifecycle(self)
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(self.rtype("", "v1", "namespaces"), None, {"metadata": {"name": name}})
@@ -372,7 +376,9 @@ class Store:
             new["metadata"]["generation"] = int(old_md.get("generation") or 0) + 1
         if new == old:
             return old
-        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+        new_md = new["metadata"]
+        if new_md.get("deletionTimestamp") and not new_md.get("finalizers") and \
+                not new_md.get("deletionGracePeriodSeconds"):
             return self.gc.remove(rtype, new, old)
         updated = self.commit(rtype, "MODIFIED", new, old)
         self.gc.after_update(rtype, updated, old)
@@ -437,6 +443,7 @@ class Store:
             start=start, initial=initial, initial_rv=self.rv, timeout=timeout,
             bookmarks=bookmarks, initial_end_bookmark=send_initial and bookmarks,
             bookmark_interval=bookmark_interval, current_rv=lambda: self.rv,
+            lag=self.kubelet.timing.watch_lag,
         )
 
     def compact(self) -> int:
@@ -448,7 +455,8 @@ class Store:
         return self.rv
 
     def close(self) -> None:
-        """End all watches (used when the server stops)."""
+        """End all watches and the kubelet's timers (used when the server stops)."""
+        self.kubelet.close()
         for bucket in self.buckets.values():
             bucket.log.close()
 

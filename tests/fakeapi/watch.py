@@ -16,7 +16,9 @@ gives periodic bookmarks, ``timeoutSeconds`` ends the stream cleanly, and
 selectors are applied per event with the watch cache's transitions (an object
 that stops matching is sent as ``DELETED``, one that starts matching as
 ``ADDED``). A watcher that falls behind the retained window is ended with 410.
-Simplified: the window is a count of events (``history_limit``), not a duration.
+A watch lag (:class:`fakeapi.kubelet.Timing`) holds every event back that long, in
+order, as a loaded watch cache delivers late. Simplified: the window is a count of
+events (``history_limit``), not a duration.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import bisect
 import dataclasses
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +44,8 @@ class WatchEvent:
     type: str  # ADDED, MODIFIED, DELETED
     obj: Obj
     old: Obj | None
+    at: float = 0.0
+    """``time.monotonic()`` when the event was logged (for the watch lag)."""
     _lines: dict[tuple[str, str], bytes] = dataclasses.field(default_factory=dict)
 
     def line(self, etype: str, api_version: str) -> bytes:
@@ -74,6 +79,7 @@ class EventLog:
         return self.offset + len(self.events)
 
     def append(self, event: WatchEvent) -> None:
+        event.at = time.monotonic()
         self.events.append(event)
         if len(self.events) >= self.limit + self._chunk:
             drop = len(self.events) - self.limit
@@ -164,6 +170,8 @@ class WatchRequest:
     initial_end_bookmark: bool
     bookmark_interval: float
     current_rv: Callable[[], int]
+    lag: float = 0.0
+    """Seconds each event is held back after it was logged (a slow watch cache)."""
 
 
 def _line(etype: str, obj: Obj) -> bytes:
@@ -202,6 +210,13 @@ async def stream(request: web.BaseRequest, req: WatchRequest) -> web.StreamRespo
             except errors.ApiError as e:
                 await resp.write(_line("ERROR", e.status()))
                 break
+            if events and req.lag > 0:
+                due = time.monotonic() - req.lag
+                ready = bisect.bisect_right(events, due, key=lambda e: e.at)
+                if ready == 0:
+                    await asyncio.sleep(events[0].at - due)
+                    continue
+                events = events[:ready]
             if events:
                 cursor += len(events)
                 out = []

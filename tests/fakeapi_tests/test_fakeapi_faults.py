@@ -128,3 +128,35 @@ async def test_request_log_is_bounded(fake_api_factory: ServerFactory) -> None:
             await api.get(CMS)
     assert len(server.request_log) == 3
     assert server.internal_errors == []
+
+
+async def test_a_probable_fault_fires_on_about_that_share(fake_api_factory: ServerFactory) -> None:
+    server = await fake_api_factory(seed=7)
+    rule = server.faults.add(method="GET", status=500, probability=0.25)
+    async with RawClient(server.url) as client:
+        codes = [(await client.get(f"{CMS}/missing"))[0] for _ in range(200)]
+    assert codes.count(500) == rule.hits
+    assert 25 <= rule.hits <= 75  # 50 expected; the seed makes it reproducible
+    assert set(codes) == {404, 500}
+
+
+async def test_a_spared_request_goes_on_to_the_next_rule(fake_api: FakeApiServer,
+                                                         api: RawClient) -> None:
+    never = fake_api.faults.add(status=500, probability=0.0)
+    then = fake_api.faults.add(status=503, times=1)
+    assert (await api.get(f"{CMS}/missing"))[0] == 503
+    assert (never.hits, then.hits) == (0, 1)
+
+
+async def test_a_lost_answer_still_did_the_write(fake_api: FakeApiServer, api: RawClient) -> None:
+    fake_api.faults.add(method="POST", lose_answer=True, times=1)
+    with pytest.raises(aiohttp.ClientError):
+        await api.post(CMS, make_configmap("c"))
+    assert fake_api.try_get("configmaps", "default", "c") is not None
+    status, err = await api.post(CMS, make_configmap("c"))
+    assert status == 409 and err["reason"] == "AlreadyExists"
+
+
+def test_a_probability_outside_zero_to_one_is_refused() -> None:
+    with pytest.raises(ValueError):
+        FakeApiServer().faults.add(probability=1.5)

@@ -14,13 +14,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from fakeapi import FakeApiServer
 from fakeapi.builders import untaint_ready
+from fakeapi.kubelet import QUICK, REALISTIC
 from gangsched.shell.main import operate
 from gangsched.shell.runtime import Runtime
 from gangsched.shell.settings import OperatorSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+KUBELETS = [pytest.param(QUICK, id="quick-kubelet"),
+            pytest.param(REALISTIC, id="slow-kubelet")]
+"""Timings the important scenarios run under: a little slow, and as slow as a real node
+(graceful deletion 0.5-2 s, start-up 0.2-0.8 s, watch lag 50 ms)."""
 
 
 class FakeClock:
@@ -139,8 +147,11 @@ async def new_cluster(factory: Callable[..., Any], tmp_path: pathlib.Path, *, no
                       cpu: str = "4", memory: str = "16Gi",
                       **options: Any) -> tuple[FakeApiServer, pathlib.Path]:
     """A started fake API server with the CRDs, the operator's namespace and ``nodes``
-    nodes, logging requests; and a kubeconfig for it."""
+    nodes, logging requests; and a kubeconfig for it. The kubelet is slow as a real one
+    is, a little (:data:`fakeapi.kubelet.QUICK`: graceful deletion, start-up and watch
+    lag of tens of milliseconds) unless ``timing`` says otherwise."""
     options.setdefault("auto_run", True)
+    options.setdefault("timing", QUICK)
     api: FakeApiServer = await factory(**options)
     api.log_requests = True
     api.install_crds_from_dir(ROOT / "crds")

@@ -259,3 +259,53 @@ def test_pods_waiting_are_counted_by_reason() -> None:
     assert lines.index(f"2 pods: {waiting}") < lines.index(
         "1 placeholder: Capacity: 0/3 nodes fit")
     assert "1 pod: no reason recorded yet" in lines
+
+
+def _gang_pod(name: str, *, node: str | None = None, placeholder: bool = False,
+              leaving_since: float | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"gangsched.io/app": "spark"}}
+    if placeholder:
+        meta["labels"]["gangsched.io/placeholder"] = "true"
+    if leaving_since is not None:
+        meta["deletionTimestamp"] = times.format_time(leaving_since + 5)
+        meta["deletionGracePeriodSeconds"] = 5
+    return {"metadata": meta, "spec": {"nodeName": node} if node else {}}
+
+
+SPARK = {"kind": "Application", "metadata": {"namespace": "default", "name": "spark"},
+         "spec": {"taskGroups": [{"name": "driver", "minMember": 1},
+                                 {"name": "executor", "minMember": 2}]}}
+
+
+@pytest.mark.parametrize(("pods", "expected"), [
+    pytest.param([_gang_pod("ph-1", node="n", placeholder=True)],
+                 "  partial: no: 1 of 3 minimum members hold their room (0 real pods bound, "
+                 "1 placeholders; 0 placeholders being deleted, 0 real pods waiting)",
+                 id="reserving-is-not-partial"),
+    pytest.param([_gang_pod("driver", node="n"), _gang_pod("ph-1", node="n", placeholder=True),
+                  _gang_pod("ph-2", node="n", placeholder=True)],
+                 "  partial: no: 3 of 3 minimum members hold their room (1 real pods bound, "
+                 "2 placeholders; 0 placeholders being deleted, 0 real pods waiting)",
+                 id="whole"),
+    pytest.param([_gang_pod("driver", node="n"), _gang_pod("exec-1", node="n"),
+                  _gang_pod("exec-2"),
+                  _gang_pod("ph-2", node="n", placeholder=True, leaving_since=NOW - 4)],
+                 "  partial: YES for 4.0 s (over the 3 s a swap may take): 2 of 3 minimum "
+                 "members hold their room (2 real pods bound, 0 placeholders; 1 placeholders "
+                 "being deleted, 1 real pods waiting); the gang runs without all its members "
+                 "(see gangsched_gang_partial_seconds)", id="a-swap-too-long"),
+    pytest.param([_gang_pod("driver", node="n"), _gang_pod("exec-1")],
+                 "  partial: YES: 1 of 3 minimum members hold their room (1 real pods bound, "
+                 "0 placeholders; 0 placeholders being deleted, 1 real pods waiting); the gang "
+                 "runs without all its members (see gangsched_gang_partial_seconds)",
+                 id="room-lost-how-long-unknown"),
+])
+def test_the_partial_gang_figure(pods: list[dict[str, Any]], expected: str) -> None:
+    text = format_explanation(SPARK, pods=pods, now=NOW)
+    assert [line for line in text.splitlines() if line.startswith("  partial:")] == [expected]
+
+
+def test_no_partial_line_without_pods_or_minimum() -> None:
+    assert "partial:" not in format_explanation(SPARK, now=NOW)
+    assert "partial:" not in format_explanation({"kind": "PodGroup", "spec": {
+        "minMember": "x"}}, pods=[_gang_pod("a", node="n")], now=NOW)

@@ -224,6 +224,9 @@ async def test_a_budget_is_broken_by_deletion_only_when_nothing_else_makes_room(
     try:
         api.create(prioritised("web-0", "low", cpu="4", labels={"app": "web"}))
         await wait_for(lambda: bound(api, "web-0"), what="web-0 bound")
+        # Healthy first: the budget protects a Running pod (an unready one may go).
+        await wait_for(lambda: (api.get("pods", "default", "web-0").get("status") or {})
+                       .get("phase") == "Running", what="web-0 running")
         uid = uid_of(api, "web-0")
         api.create(make_pdb("web", match_labels={"app": "web"}, min_available=1))
         with recorded(op) as calls:

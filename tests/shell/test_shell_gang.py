@@ -9,6 +9,7 @@ import pytest
 from fakeapi import FakeApiServer
 from gangsched.core.values.model import SchedulerConfig
 from shellkit import (
+    KUBELETS,
     ROOT,
     FakeClock,
     OperatorUnderTest,
@@ -26,9 +27,9 @@ from shellkit import (
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.fixture
-async def cluster(fake_api_factory, tmp_path: pathlib.Path):  # type: ignore[no-untyped-def]
-    api: FakeApiServer = await fake_api_factory(auto_run=True)
+@pytest.fixture(params=KUBELETS)
+async def cluster(fake_api_factory, tmp_path: pathlib.Path, request):  # type: ignore[no-untyped-def]
+    api: FakeApiServer = await fake_api_factory(auto_run=True, timing=request.param)
     api.install_crds_from_dir(ROOT / "crds")
     api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gangsched-system"}})
     for i in range(3):
@@ -186,5 +187,29 @@ async def test_late_executors_take_placeholders_and_the_gang_never_starts_partly
                                     api, "applications", "default", "spark"), what="5 running")
         assert status["reserved"] == "5/5"
         assert api.request_count("create", "pods") == 4  # the executors' placeholders
+    finally:
+        await op.kill()
+
+
+async def test_a_placeholder_deletion_that_fails_is_tried_again_at_once(cluster) -> None:  # type: ignore[no-untyped-def]
+    """The real pod waits for its placeholder's room: a DELETE answered 500 (or lost) is
+    tried again after a short backoff, not left to the core's retry 10 s later (the
+    operator's clock does not move here: only the shell's retry can free the room)."""
+    api, kubeconfig = cluster
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        api.create(application("train", [group("worker", 2, cpu="2")], style="Hard",
+                               timeout=120))
+        await wait_for(lambda: len([p for p in placeholders(api) if p["spec"].get("nodeName")])
+                       == 2, what="2 placeholders bound")
+        failing = api.faults.add(method="DELETE", path_regex=r"/pods/train-", status=500,
+                                 times=2)
+        for i in range(2):
+            api.create(_member(f"worker-{i}", "train", "worker", cpu="2"))
+        await wait_for(lambda: all(api.get("pods", "default", f"worker-{i}")["spec"]
+                                   .get("nodeName") for i in range(2)),
+                       what="both workers bound")
+        assert failing.hits == 2
+        await wait_for(lambda: not placeholders(api), what="placeholders gone")
     finally:
         await op.kill()

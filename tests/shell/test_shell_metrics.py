@@ -26,7 +26,15 @@ from gangsched.core.values.decisions import (
     SetAppStatus,
     SetPodGroupStatus,
 )
-from gangsched.core.values.model import AppKey, GroupKey, Pod, PodUID, SchedulerConfig
+from gangsched.core.values.model import (
+    AppKey,
+    GroupKey,
+    Node,
+    Pod,
+    PodPhase,
+    PodUID,
+    SchedulerConfig,
+)
 from gangsched.core.values.resources import Resources
 from gangsched.shell.metrics import Metrics
 from gangsched.translate import times
@@ -177,6 +185,8 @@ async def test_metrics_after_gang_lifecycles(fake_api_factory: Any, tmp_path: pa
                                      code="500"), what="the failed bind")
         await op.advance(30)
         await wait_for(lambda: all_bound(api, ["solo"]), what="solo bound")
+        # hard's placeholders hold their room until the kubelet confirms their deletion
+        await wait_for(lambda: not placeholders(api), what="hard's placeholders gone")
         await op.settle()
         samples = await scrape(port)
     finally:
@@ -184,6 +194,12 @@ async def test_metrics_after_gang_lifecycles(fake_api_factory: Any, tmp_path: pa
 
     assert value(samples, "gangsched_binds_total", reason="PlaceholderAllocated") == 5
     assert value(samples, "gangsched_binds_total", reason="PlaceholderReplaced") == 3
+    assert value(samples, "gangsched_overcommitted_nodes") == 0
+    # train's real pods were all bound in one cycle, once its placeholders were deleted:
+    # one span of no (fake) time; none over the threshold
+    assert value(samples, "gangsched_gang_partial_seconds_count", kind="Application") == 1
+    assert value(samples, "gangsched_gang_partial_seconds_sum", kind="Application") == 0
+    assert value(samples, "gangsched_gang_partial_violations_total", kind="Application") == 0
     assert value(samples, "gangsched_binds_total", reason="Scheduled") == 1
     assert value(samples, "gangsched_bind_errors_total", code="500") == 1
     assert value(samples, "gangsched_pod_deletions_total", reason="PlaceholderReplaced") == 3
@@ -383,3 +399,95 @@ def test_deleted_objects_leave_the_gauges() -> None:
     samples = _samples(m)
     assert ("gangsched_applications", (("queue", "q"), ("state", "Running"))) not in samples
     assert value(samples, "gangsched_podgroups", phase="Running") == 0
+
+
+# --- over-committed nodes and partial gangs, from the pods the watches show ----------------
+
+def _member(uid: str, *, node: str | None = None, cpu: int = 1000, placeholder: bool = False,
+            terminating: bool = False, phase: PodPhase = PodPhase.PENDING,
+            app: str = "default/a", ours: bool = True) -> Pod:
+    return Pod(PodUID(uid), "default", uid, requests=Resources({"cpu": cpu}), node_name=node,
+               phase=phase, app=AppKey(app) if ours else None, task_group="w",
+               placeholder=placeholder, terminating=terminating, ours=ours)
+
+
+def _app(minimums: list[int]) -> dict[str, Any]:
+    return {"default/a": {"spec": {"taskGroups": [{"name": f"g{i}", "minMember": m}
+                                                  for i, m in enumerate(minimums)]}}}
+
+
+def test_overcommitted_nodes_count_terminating_pods_and_placeholders() -> None:
+    m = Metrics()
+    m.node_observed(Node("n", Resources({"cpu": 2000})))
+    m.pod_observed(_member("ph", node="n", placeholder=True), T0)
+    m.pod_observed(_member("other", node="n", ours=False, phase=PodPhase.RUNNING), T0)
+    assert value(_samples(m), "gangsched_overcommitted_nodes") == 0
+    m.pod_observed(_member("ph", node="n", placeholder=True, terminating=True), T0 + 1)
+    m.pod_observed(_member("real", node="n"), T0 + 1)  # into the room still held
+    assert value(_samples(m), "gangsched_overcommitted_nodes") == 1
+    m.pod_gone(PodUID("ph"), T0 + 2)
+    assert value(_samples(m), "gangsched_overcommitted_nodes") == 0
+    m.pod_observed(_member("other", node="n", ours=False, phase=PodPhase.SUCCEEDED), T0 + 3)
+    m.pod_observed(_member("big", node="n", cpu=1000), T0 + 3)  # the finished pod holds none
+    assert value(_samples(m), "gangsched_overcommitted_nodes") == 0
+    m.pod_observed(_member("huge", node="n", cpu=4000), T0 + 4)
+    assert value(_samples(m), "gangsched_overcommitted_nodes") == 1
+    m.node_gone("n")  # pods left on a node that is gone: nothing to judge them against
+    assert value(_samples(m), "gangsched_overcommitted_nodes") == 0
+
+
+def test_a_swap_is_a_short_partial_span_and_a_lost_room_a_violation() -> None:
+    m = Metrics(objects={"applications": _app([1, 2])})
+    m.pod_observed(_member("ph1", node="n", placeholder=True), T0)  # reserving: not partial
+    m.observe_cycle(0.001, [], T0 + 5)
+    m.pod_observed(_member("ph2", node="n", placeholder=True), T0 + 5)
+    m.pod_observed(_member("d", node="n", phase=PodPhase.RUNNING), T0 + 6)
+    # ph1 swapped for e1 in 1.5 s
+    m.pod_observed(_member("ph1", node="n", placeholder=True, terminating=True), T0 + 10)
+    m.observe_cycle(0.001, [], T0 + 11)
+    m.pod_gone(PodUID("ph1"), T0 + 11)
+    m.pod_observed(_member("e1", node="n"), T0 + 11.5)
+    # ph2's room is lost: e2 waits 7 s
+    m.pod_observed(_member("ph2", node="n", placeholder=True, terminating=True), T0 + 20)
+    m.pod_gone(PodUID("ph2"), T0 + 21)
+    m.observe_cycle(0.001, [], T0 + 24)
+    samples = _samples(m)
+    assert value(samples, "gangsched_gang_partial_violations_total", kind="Application") == 1
+    assert value(samples, "gangsched_gang_partial_seconds_count", kind="Application") == 1
+    m.pod_observed(_member("e2", node="n2"), T0 + 27)
+    m.observe_cycle(0.001, [], T0 + 30)
+    samples = _samples(m)
+    assert value(samples, "gangsched_gang_partial_seconds_count", kind="Application") == 2
+    assert value(samples, "gangsched_gang_partial_seconds_sum",
+                 kind="Application") == pytest.approx(1.5 + 7)
+    assert value(samples, "gangsched_gang_partial_violations_total", kind="Application") == 1
+    assert m.holdings.partial_seconds("default/a", T0 + 30) == pytest.approx(7)
+
+
+@pytest.mark.parametrize(("objects", "finish"), [
+    pytest.param({}, False, id="minimum-not-known"),
+    pytest.param(_app([3]), True, id="winding-down"),
+])
+def test_gangs_not_measured(objects: dict[str, Any], finish: bool) -> None:
+    m = Metrics(objects={"applications": objects})
+    m.pod_observed(_member("a", node="n", phase=PodPhase.RUNNING), T0)
+    m.pod_observed(_member("b", node="n", phase=PodPhase.RUNNING), T0)
+    m.pod_observed(_member("c", node="n", phase=PodPhase.RUNNING), T0)
+    if finish:
+        m.pod_observed(_member("a", node="n", phase=PodPhase.SUCCEEDED), T0 + 1)
+    m.pod_gone(PodUID("a"), T0 + 2)
+    m.observe_cycle(0.001, [], T0 + 60)
+    assert value(_samples(m), "gangsched_gang_partial_violations_total",
+                 kind="Application") == 0
+
+
+def test_a_deleted_gang_ends_its_span() -> None:
+    apps = _app([2])
+    m = Metrics(objects={"applications": apps})
+    m.observe_cycle(0.001, [], T0)
+    m.pod_observed(_member("a", node="n"), T0)
+    m.observe_cycle(0.001, [], T0 + 2)
+    m.forget("applications", "default/a")
+    samples = _samples(m)
+    assert value(samples, "gangsched_gang_partial_seconds_count", kind="Application") == 1
+    assert value(samples, "gangsched_gang_partial_seconds_sum", kind="Application") == 2

@@ -18,6 +18,7 @@ from fakeapi import FakeApiServer
 from gangsched.core.values.model import SchedulerConfig
 from gangsched.translate import times
 from shellkit import (
+    KUBELETS,
     FakeClock,
     OperatorUnderTest,
     add_node,
@@ -42,9 +43,9 @@ pytestmark = pytest.mark.asyncio
 GANG = [group("ps", 1), group("worker", 4, cpu="2")]
 
 
-@pytest.fixture
-async def cluster(fake_api_factory, tmp_path: pathlib.Path):  # type: ignore[no-untyped-def]
-    return await new_cluster(fake_api_factory, tmp_path, nodes=3, cpu="4")
+@pytest.fixture(params=KUBELETS)
+async def cluster(fake_api_factory, tmp_path: pathlib.Path, request):  # type: ignore[no-untyped-def]
+    return await new_cluster(fake_api_factory, tmp_path, nodes=3, cpu="4", timing=request.param)
 
 
 def app_status(api: FakeApiServer, name: str = "train") -> dict[str, Any]:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import collections
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gangsched.core.gangs import partialgang
 from gangsched.core.values import naming
 from gangsched.translate import labels, times
 
@@ -89,13 +91,17 @@ ROOM_REASONS = ("Capacity", "QueueQuota", "Preempting")
 
 
 def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any]] = (),
-                       pods: Iterable[Mapping[str, Any]] = ()) -> str:
+                       pods: Iterable[Mapping[str, Any]] = (), *,
+                       now: float | None = None) -> str:
     """Human-readable explanation of an Application's or PodGroup's status.
 
     ``events`` are its ``events.k8s.io/v1`` Events in any order (printed oldest first, the
-    last :data:`MAX_EVENTS`); ``pods`` its pods (their PodScheduled reasons are counted).
-    Missing fields print as their defaults; nothing here raises on a partial object.
+    last :data:`MAX_EVENTS`); ``pods`` its pods (their PodScheduled reasons are counted,
+    and whether the gang is partial right now: see :func:`partial_line`; how long is
+    told only with ``now``). Missing fields print as their defaults; nothing here raises
+    on a partial object.
     """
+    pods = list(pods)
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -105,9 +111,63 @@ def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any
         lines.extend(_podgroup(spec, status))
     else:
         lines.extend(_application(spec, status))
+    lines.extend(partial_line(spec, pods, kind, now))
     lines.extend(_pods(pods))
     lines.extend(_history(events))
     return "\n".join(lines) + "\n"
+
+
+def _minimum(spec: Mapping[str, Any], kind: str) -> int:
+    try:
+        if kind == "PodGroup":
+            return int(spec.get("minMember") or 0)
+        return sum(int(g.get("minMember") or 0) for g in spec.get("taskGroups") or ()
+                   if isinstance(g, Mapping))
+    except (TypeError, ValueError):
+        return 0
+
+
+def partial_line(spec: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], kind: str,
+                 now: float | None) -> list[str]:
+    """The gang's partial-gang figure from its pods, as the operator's metric counts it
+    (:mod:`gangsched.shell.holdings`): members holding their room are real pods bound and
+    placeholders bound that are not being deleted; the gang is partial while a real pod
+    is bound and fewer than the minimum hold their room. How long: since the earliest
+    deletion of a placeholder still leaving (``deletionTimestamp`` minus its grace
+    period), given ``now``. No pods, or a minimum that is not a number: no line."""
+    minimum = _minimum(spec, kind)
+    real = placeholders = leaving = waiting = 0
+    started: list[float] = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        is_placeholder = (meta.get("labels") or {}).get(labels.LABEL_PLACEHOLDER) == "true"
+        bound = bool((pod.get("spec") or {}).get("nodeName"))
+        if is_placeholder and meta.get("deletionTimestamp"):
+            leaving += 1
+            gone_by = times.parse_time(meta.get("deletionTimestamp"))
+            if gone_by is not None:
+                started.append(gone_by - float(meta.get("deletionGracePeriodSeconds") or 0))
+        elif bound:
+            placeholders += is_placeholder
+            real += not is_placeholder
+        elif not is_placeholder:
+            waiting += 1
+    if minimum <= 0 or not (real or placeholders or leaving or waiting):
+        return []
+    holding = real + placeholders
+    counts = (f"{holding} of {minimum} minimum members hold their room ({real} real pods "
+              f"bound, {placeholders} placeholders; {leaving} placeholders being deleted, "
+              f"{waiting} real pods waiting)")
+    if not (real and partialgang.is_partial(holding, minimum)):
+        return [f"  partial: no: {counts}"]
+    how_long = ""
+    if now is not None and started:
+        seconds = max(0.0, now - min(started))
+        over = " (over the 3 s a swap may take)" if seconds > partialgang.DEFAULT_THRESHOLD \
+            else ""
+        how_long = f" for {seconds:.1f} s{over}"
+    return [f"  partial: YES{how_long}: {counts}; the gang runs without all its members "
+            f"(see gangsched_gang_partial_seconds)"]
 
 
 def _application(spec: Mapping[str, Any], status: Mapping[str, Any]) -> list[str]:
@@ -320,7 +380,7 @@ def explain(namespace: str, name: str, kind: str = "application") -> int:
                     params={"fieldSelector": f"regarding.name={name},regarding.kind={kind_name}"})
     pods = _items(api, url="pods", version="v1", namespace=namespace,
                   params={"labelSelector": f"{member}={naming.label_value(name)}"})
-    sys.stdout.write(format_explanation(obj, events, pods))
+    sys.stdout.write(format_explanation(obj, events, pods, now=time.time()))
     return 0
 
 

@@ -163,10 +163,13 @@ class WatchHandlers(Dispatch):
             if self.node_uids.get(name, meta.get("uid")) != meta.get("uid"):
                 return  # a predecessor of the node now under this name
             self.node_uids.pop(name, None)
+            self.metrics.node_gone(name)
             self.submit(NodeGone(name))
         else:
             self.node_uids[name] = meta.get("uid")
-            self.submit(NodeObserved(node_from_k8s(obj)))
+            node = node_from_k8s(obj)
+            self.metrics.node_observed(node)
+            self.submit(NodeObserved(node))
 
     def on_namespace(self, kind: str, obj: JSON) -> None:
         meta = obj.get("metadata") or {}

@@ -22,7 +22,12 @@ sees. Everything else is derived here:
 * *timeouts, rejections, deadlock breaks*: the core's events with those reasons;
 * gauges (applications by state, PodGroups by phase, queue usage, pending pods): the last
   status the core gave each object, collected when scraped, and forgotten when the object
-  is deleted (:meth:`Metrics.forget`).
+  is deleted (:meth:`Metrics.forget`);
+* *over-committed nodes* and *partial gangs*: from the pods and nodes the watches show
+  (:mod:`gangsched.shell.holdings`): nodes holding more than allocatable (a gauge that must
+  stay 0), and per gang the spans with some but not all of its minimum members holding
+  their room (a histogram of the spans that ended, and a counter of spans longer than the
+  threshold, counted as they cross it).
 
 A :class:`Metrics` owns its own registry (no global state); :class:`MetricsServer` serves
 it on ``/metrics``. Metrics only read the decisions and never change what is done. Every
@@ -41,6 +46,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client import generate_latest as _generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from gangsched.core.gangs import partialgang
 from gangsched.core.values import resources
 from gangsched.core.values.decisions import (
     BindPod,
@@ -52,7 +58,8 @@ from gangsched.core.values.decisions import (
     SetPodGroupStatus,
     SetQueueStatus,
 )
-from gangsched.core.values.model import AppKey, Pod, PodUID
+from gangsched.core.values.model import AppKey, Node, Pod, PodUID
+from gangsched.shell import holdings
 from gangsched.translate import times
 
 if TYPE_CHECKING:
@@ -67,6 +74,7 @@ CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 GANG_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0,
                 7200.0, 21600.0)
 SWAP_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+PARTIAL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 TIMEOUT_REASONS = frozenset({"PlaceholderTimeout", "PlaceholdersReleased", "ScheduleTimeout"})
 """Events of a gang's timer expiring: an Application not reserved (or whose real pods did
@@ -104,7 +112,10 @@ class Metrics:
     not tell them (after a restart, for instance). Missing entries are fine.
     """
 
-    def __init__(self, *, objects: Mapping[str, Mapping[str, JSON]] | None = None) -> None:
+    def __init__(self, *, objects: Mapping[str, Mapping[str, JSON]] | None = None,
+                 partial_threshold: float = partialgang.DEFAULT_THRESHOLD) -> None:
+        """``partial_threshold``: seconds a gang may be partial before it counts as a
+        violation (a negative one is taken as 0)."""
         self.registry = CollectorRegistry()
         self._objects = objects or {}
         r = self.registry
@@ -147,6 +158,19 @@ class Metrics:
         self.deadlock_breaks = Counter("gangsched_deadlock_breaks_total",
                                        "Deadlocks between partially reserved gangs broken, by "
                                        "reason.", ["kind", "reason"], registry=r)
+        self.partial_seconds = Histogram(
+            "gangsched_gang_partial_seconds",
+            "Spans a gang had some but not all of its minimum members holding their room "
+            "(bound, placeholders not being deleted), by gang kind; observed as each ends.",
+            ["kind"], buckets=PARTIAL_BUCKETS, registry=r)
+        self.partial_violations = Counter(
+            "gangsched_gang_partial_violations_total",
+            "Partial spans longer than the threshold (3 s by default), counted as they "
+            "cross it, by gang kind.", ["kind"], registry=r)
+        self.holdings = holdings.Holdings(
+            objects=self._objects, threshold=partial_threshold,
+            on_ended=lambda kind, seconds: self.partial_seconds.labels(kind).observe(seconds),
+            on_violation=lambda kind: self.partial_violations.labels(kind).inc())
         self.apps: dict[str, tuple[str, str]] = {}
         """Application key -> (queue, state), from its last status."""
         self.groups: dict[str, str] = {}
@@ -168,6 +192,7 @@ class Metrics:
         """Take in one cycle: its duration and its decisions, made at ``now``."""
         self.cycle_seconds.observe(seconds)
         self._advance(now)
+        self.holdings.tick(now)
         kinds: collections.Counter[str] = collections.Counter()
         events: list[RecordEvent] = []
         for d in decisions:
@@ -201,8 +226,15 @@ class Metrics:
     def bind_failed(self, code: int) -> None:
         self.bind_errors.labels(str(code)).inc()
 
+    def node_observed(self, node: Node) -> None:
+        self.holdings.node_observed(node)
+
+    def node_gone(self, name: str) -> None:
+        self.holdings.node_gone(name)
+
     def pod_observed(self, pod: Pod, now: float) -> None:
         """A pod as the watch shows it: a placeholder holds capacity from its bind on."""
+        self.holdings.pod_observed(pod, now)
         if not pod.placeholder or pod.app is None:
             return
         ph = self._placeholders.get(pod.uid)
@@ -219,6 +251,7 @@ class Metrics:
             self._stop(ph, now)
 
     def pod_gone(self, uid: PodUID, now: float) -> None:
+        self.holdings.pod_gone(uid, now)
         ph = self._placeholders.pop(uid, None)
         if ph is not None:
             self._stop(ph, now)
@@ -226,6 +259,8 @@ class Metrics:
 
     def forget(self, plural: str, key: str) -> None:
         """An Application, PodGroup or Queue was deleted: drop it from the gauges."""
+        if plural in ("applications", "podgroups"):
+            self.holdings.gang_gone(key, self._last or 0.0)
         if plural == "applications":
             self.apps.pop(key, None)
             self._accepted.pop(key, None)
@@ -378,6 +413,13 @@ class _Snapshot:
                                                 resource_value(resource, amount))
         yield pending
         yield from families.values()
+        over = GaugeMetricFamily(
+            "gangsched_overcommitted_nodes",
+            "Nodes holding more than their allocatable in some resource, as the operator "
+            "sees them: bound pods that have not terminated (terminating ones and "
+            "placeholders included). Must stay 0.")
+        over.add_metric([], len(m.holdings.overcommitted()))
+        yield over
 
 
 class MetricsServer:

@@ -86,7 +86,8 @@ class Runtime(WatchHandlers):
         self.apps: dict[str, JSON] = {}
         self.groups: dict[str, JSON] = {}
         self.queues: dict[str, JSON] = {}
-        self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups})
+        self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups},
+                               partial_threshold=self.settings.partial_gang_threshold)
         self.transitions = logs.Transitions(log)
         self.binds = WorkPool("bind", self.settings.bind_workers)
         self.api = WorkPool("api", self.settings.api_workers)
