@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from gangsched.core.diagnosis import FIT_PLUGIN, FITS, RESERVED, Diagnosis, reserved_reason
+from gangsched.core.domains import DomainIndex
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import NO_CONSTRAINTS, Constraints, PodInfo
@@ -129,6 +130,8 @@ class Cluster:
         self.reserved_owners: frozenset[str] = frozenset()
         self.reserved_for = ""
         """The gang they are held for, for messages."""
+        self.domains = DomainIndex()
+        """Topology domains per label key and their free room (gang placement)."""
 
     # --- nodes ---------------------------------------------------------------------------
 
@@ -200,6 +203,11 @@ class Cluster:
     @property
     def node_epoch(self) -> int:
         return self._node_epoch
+
+    @property
+    def touches(self) -> TouchLog:
+        """The nodes whose usage changed, in order (for what is kept node by node)."""
+        return self._touches
 
     def node_state(self, name: str) -> NodeState | None:
         return self.nodes.get(name)

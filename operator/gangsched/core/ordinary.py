@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import gangsched.core.backfill as backfill_logic
-from gangsched.core import naming
+from gangsched.core import gangplace, naming
 from gangsched.core.model import DEFAULT_QUEUE, Scoring, SortPolicy
 from gangsched.core.runtime import PodState
 from gangsched.core.volumes import placing as volume_placing
@@ -106,8 +106,8 @@ def place(s: Session, ps: PodState, now: float, reason: str,
     epoch = s.cluster.retry_epoch(ps.info)
     if ps.blocked_epoch == epoch:
         return False  # nothing changed since it last fit nowhere
-    found = s.cluster.fit(ps.info, scoring or s.config.pod_scoring,
-                          judged=ps.blocked_epoch >= 0)
+    found = gangplace.fit_alone(s, ps, scoring or s.config.pod_scoring,
+                                judged=ps.blocked_epoch >= 0)
     if not isinstance(found, str):
         ps.blocked_epoch = epoch
         s.mark_pending(ps, found.reason, found.message(ps.request))

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import gangsched.core.earmarks as earmarks
+from gangsched.core import gangplace
 from gangsched.core.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.model import GangMode, GroupKey, PodGroupSpec
 from gangsched.core.runtime import GroupRuntime, PodState, in_order, placement_order
@@ -350,6 +351,8 @@ def _pending_by_group(s: Session, gang: list[GroupRuntime]) -> dict[GroupKey, li
 def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) -> None:
     """Assume pending members until one does not fit (Strict stops; NonStrict too)."""
     queue = g.spec.queue
+    targets = gangplace.group_targets(s, g, [ps for ps in pending if not ps.pod.invalid
+                                             and s.reached(ps.backoff_until)])
     for ps in pending:
         if ps.pod.invalid or not s.reached(ps.backoff_until):
             continue
@@ -360,7 +363,9 @@ def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) ->
             return
         # A member that fits nowhere (as most of a waiting gang's do, cycle after cycle)
         # is told so from the verdicts kept node by node, without a pass over the nodes.
-        node = s.cluster.fit(ps.info, s.config.gang_scoring)
+        planned = targets.fit(s, ps, str(g.spec.key)) if targets is not None else None
+        node = planned if planned is not None else s.cluster.fit(ps.info,
+                                                                 s.config.gang_scoring)
         if not isinstance(node, str):
             g.blocking = BlockingReason(node.reason, node.message(ps.request),
                                         node.details())
