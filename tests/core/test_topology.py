@@ -1,0 +1,413 @@
+"""Topology-aware gang placement, end to end in the core: a conformance table over the
+gang kinds (an Application's task group, with and without placeholders; a PodGroup;
+a self-affine task group), each row a positive and a negative case; the planner's
+choices on their own; and a property that a gang never spans two domains of its
+required key.
+
+The cluster of most rows is the issue's: four nodes of 4 cpu in two racks; small pods
+of another scheduler fill rack r1 so that it has room for two members of 1.5 cpu and
+r2 for four, and make r1 the first pick of bin-packing (MostAllocated).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+from builders import make_app, make_group, make_node, make_pod, make_podgroup, res
+from gangsched.core import domains, topology
+from gangsched.core.cluster import Cluster
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.model import PodPhase, Scoring, TopologyRequest
+from gangsched.core.placement import AffinityTerm, Placement
+from gangsched.core.resources import Resources
+from gangsched.core.selectors import LabelSelector
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from simworld import SimWorld
+
+RACK = "rack"
+BLOCK = "block"
+HOST = "kubernetes.io/hostname"
+RACKS = {"n0": "r1", "n1": "r1", "n2": "r2", "n3": "r2"}
+BLOCKS = {"r1": "b1", "r2": "b1", "r3": "b2"}
+
+
+def racks(used: dict[str, str] | None = None, layout: dict[str, str] | None = None,
+          cpu: int = 4) -> SimWorld:
+    """Nodes ``layout`` (node -> rack, blocks from :data:`BLOCKS`) with filler pods of
+    another scheduler using ``used`` cpu (node -> amount)."""
+    w = SimWorld()
+    for name, rack in (layout or RACKS).items():
+        w.add_node(make_node(name, cpu=cpu, labels={HOST: name, RACK: rack,
+                                                     BLOCK: BLOCKS.get(rack, "b9")}))
+    for name, amount in (used or {}).items():
+        w.add_pod(make_pod(f"filler-{name}", cpu=amount, node=name, ours=False,
+                           phase=PodPhase.RUNNING))
+    return w
+
+
+ISSUE = {"n0": "2500m", "n1": "2500m"}
+"""r1 has room for two members of 1.5 cpu, r2 for four; r1 is bin-packing's first pick."""
+FULL = {"n0": "2500m", "n1": "2500m", "n2": "2500m"}
+"""r1 room for two, r2 for three: no rack holds four."""
+
+
+def member_labels(gang: str) -> tuple[tuple[str, str], ...]:
+    return (("gang", gang),)
+
+
+def self_affine(gang: str, key: str = RACK) -> Placement:
+    """Required pod affinity to the gang's own pods on ``key``."""
+    return Placement(labels=member_labels(gang),
+                     affinity=(AffinityTerm(key, LabelSelector.build({"gang": gang})),))
+
+
+def app_gang(w: SimWorld, asked: TopologyRequest, *, count: int = 4, cpu: str = "1500m",
+             placement: Placement | None = None, pods: bool = True) -> None:
+    """An Application with one task group of ``count`` members; its pods exist from the
+    start (``pods``) or come after the placeholders."""
+    group = make_group("workers", count, cpu=cpu, memory="1Gi",
+                       placement=placement or Placement(labels=member_labels("train")),
+                       topology=asked)
+    w.add_app(make_app("train", group))
+    if pods:
+        add_members(w, count, cpu, placement or Placement(labels=member_labels("train")))
+
+
+def add_members(w: SimWorld, count: int, cpu: str, placement: Placement,
+                start: int = 0) -> None:
+    for i in range(start, start + count):
+        w.add_pod(make_pod(f"train-{i}", cpu=cpu, app="train", task_group="workers",
+                           placement=placement))
+
+
+def group_gang(w: SimWorld, asked: TopologyRequest, *, count: int = 4,
+               cpu: str = "1500m") -> None:
+    w.add_group(dataclasses.replace(make_podgroup("train", count), topology=asked))
+    for i in range(count):
+        w.add_pod(make_pod(f"train-{i}", cpu=cpu, pod_group="train",
+                           placement=Placement(labels=member_labels("train"))))
+
+
+def app_with_placeholders(w: SimWorld, asked: TopologyRequest, **kw: object) -> None:
+    """The placeholders first; the real pods once they are placed."""
+    app_gang(w, asked, pods=False, **kw)  # type: ignore[arg-type]
+    w.settle(0)
+    add_members(w, 4, str(kw.get("cpu", "1500m")), Placement(labels=member_labels("train")))
+
+
+def self_affine_app(w: SimWorld, asked: TopologyRequest) -> None:
+    """The issue's stuck case: no topology field, required pod affinity to itself."""
+    app_gang(w, asked, placement=self_affine("train"))
+
+
+GANGS: list[Callable[[SimWorld, TopologyRequest], None]] = [app_gang, group_gang,
+                                                           app_with_placeholders]
+GANG_IDS = ["application", "podgroup", "placeholders"]
+
+
+def where(w: SimWorld, key: str = RACK, count: int = 4) -> list[str | None]:
+    """The ``key`` value of each member's node (None: not bound)."""
+    found: list[str | None] = []
+    for i in range(count):
+        node = w.node_of(f"train-{i}")
+        found.append(None if node is None else w.nodes[node].labels[key])
+    return found
+
+
+def blocking(w: SimWorld) -> tuple[str, str]:
+    """The gang's blocking reason and message, from its status."""
+    for status in w.app_status.values():
+        for group in status.task_groups:
+            if group.blocking.reason != "None":
+                return group.blocking.reason, group.blocking.message
+    for key, status in w.group_status.items():
+        if key == "default/train":
+            return status.blocking.reason, status.blocking.message
+    return "None", ""
+
+
+# --- the conformance table -----------------------------------------------------------
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_required_places_the_whole_gang_in_the_rack_that_holds_it(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    w = racks(ISSUE)
+    gang(w, TopologyRequest(required=RACK))
+    w.settle(1, cycles=12)
+    assert where(w) == ["r2"] * 4
+
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_without_a_topology_bin_packing_splits_the_gang(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    """The negative of the row above: the same gang asking nothing lands where
+    bin-packing puts each member, across both racks (the issue's split)."""
+    w = racks(ISSUE)
+    gang(w, TopologyRequest())
+    w.settle(1, cycles=12)
+    assert sorted(str(r) for r in where(w)) == ["r1", "r1", "r2", "r2"]
+
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_required_waits_and_names_the_domains_when_no_rack_holds_it(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    w = racks(FULL)
+    gang(w, TopologyRequest(required=RACK))
+    w.settle(1, cycles=12)
+    assert where(w) == [None] * 4
+    reason, message = blocking(w)
+    assert reason == topology.REASON
+    assert "rack=r1" in message and "rack=r2" in message
+    assert "no single domain of rack" in message
+
+
+def test_self_affinity_lands_whole_in_the_rack_that_holds_it() -> None:
+    """The issue's stuck case: placeholders used to go to r1 and stay there."""
+    w = racks(ISSUE)
+    app_gang(w, TopologyRequest(), placement=self_affine("train"), pods=False)
+    w.settle(0)
+    add_members(w, 4, "1500m", self_affine("train"))
+    w.settle(1, cycles=12)
+    assert where(w) == ["r2"] * 4
+
+
+def test_affinity_to_other_pods_is_no_topology_of_the_gang() -> None:
+    """The negative: affinity to someone else's pods is not self-affinity."""
+    other = Placement(labels=member_labels("train"),
+                      affinity=(AffinityTerm(RACK, LabelSelector.build({"app": "db"})),))
+    assert domains.effective(TopologyRequest(), other, "default").empty
+    own = self_affine("train")
+    assert domains.effective(TopologyRequest(), own, "default").required == RACK
+    elsewhere = Placement(labels=member_labels("train"), affinity=(
+        AffinityTerm(RACK, LabelSelector.build({"gang": "train"}), namespaces=("other",)),))
+    assert domains.effective(TopologyRequest(), elsewhere, "default").empty
+
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_preferred_takes_the_rack_when_one_holds_the_gang(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    w = racks(ISSUE)
+    gang(w, TopologyRequest(preferred=(RACK, BLOCK)))
+    w.settle(1, cycles=12)
+    assert where(w) == ["r2"] * 4
+
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_preferred_escalates_to_the_block_when_no_rack_holds_the_gang(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    """r1 and r2 (block b1) hold two members each, r3 (block b2) one: no rack holds
+    four, block b1 does; r3 is bin-packing's first pick."""
+    layout = {"n0": "r1", "n1": "r2", "n2": "r3"}
+    w = racks({"n0": "1", "n1": "1", "n2": "2500m"}, layout)
+    gang(w, TopologyRequest(preferred=(RACK, BLOCK)))
+    w.settle(1, cycles=12)
+    assert where(w, BLOCK) == ["b1"] * 4
+    assert sorted(str(r) for r in where(w)) == ["r1", "r1", "r2", "r2"]
+
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_preferred_places_anywhere_when_no_block_holds_the_gang(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    """The negative: preferred never holds a gang back; required at the block would."""
+    layout = {"n0": "r1", "n1": "r2", "n2": "r3"}
+    w = racks({"n0": "2500m", "n1": "1", "n2": "1"}, layout)
+    gang(w, TopologyRequest(preferred=(RACK, BLOCK)))
+    w.settle(1, cycles=12)
+    assert None not in where(w) and set(where(w, BLOCK)) == {"b1", "b2"}
+
+
+def test_required_stops_the_escalation() -> None:
+    layout = {"n0": "r1", "n1": "r2", "n2": "r3"}
+    w = racks({"n0": "2500m", "n1": "1", "n2": "1"}, layout)
+    app_gang(w, TopologyRequest(required=BLOCK, preferred=(RACK, BLOCK)))
+    w.settle(1, cycles=12)
+    assert where(w) == [None] * 4
+    assert "no single domain of rack or block" in blocking(w)[1]
+
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_slices_share_a_rack_inside_the_block(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    """Block b1 has racks r1 (room for three, bin-packing's first pick) and r2 (room
+    for two): slices of two must each share a rack, so r1 takes two, not three."""
+    layout = {"n0": "r1", "n1": "r1", "n2": "r2", "n3": "r3"}
+    w = racks({"n0": "1", "n1": "2500m", "n2": "1", "n3": "1"}, layout)
+    gang(w, TopologyRequest(required=BLOCK, slice_key=RACK, slice_size=2))
+    w.settle(1, cycles=12)
+    assert where(w, BLOCK) == ["b1"] * 4
+    placed = where(w)
+    assert sorted(str(r) for r in placed) == ["r1", "r1", "r2", "r2"]
+
+
+@pytest.mark.parametrize("gang", GANGS, ids=GANG_IDS)
+def test_slices_refuse_a_block_whose_racks_cannot_hold_a_slice_each(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    """Block b1 has room for four, but spread one, one and two over three racks: the
+    slices of two cannot all share a rack."""
+    layout = {"n0": "r1", "n1": "r2", "n2": "r4", "n3": "r3"}
+    w = racks({"n0": "2500m", "n1": "2500m", "n2": "1", "n3": "4"}, layout)
+    w.add_node(make_node("n2", labels={HOST: "n2", RACK: "r4", BLOCK: "b1"}))
+    gang(w, TopologyRequest(required=BLOCK, slice_key=RACK, slice_size=2))
+    w.settle(1, cycles=12)
+    assert where(w) == [None] * 4
+    assert "slices of 2" in blocking(w)[1]
+
+
+@pytest.mark.parametrize("gang", [app_gang, group_gang], ids=["application", "podgroup"])
+def test_a_recreated_member_goes_back_into_its_gangs_rack(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    w = racks(ISSUE)
+    gang(w, TopologyRequest(required=RACK))
+    w.settle(1, cycles=12)
+    assert where(w) == ["r2"] * 4
+    recreate_member(w, 3)
+    w.settle(10, cycles=12)
+    assert where(w) == ["r2"] * 4
+
+
+@pytest.mark.parametrize("gang", [app_gang, group_gang], ids=["application", "podgroup"])
+def test_a_pod_outside_the_gang_takes_the_fullest_rack_meanwhile(
+        gang: Callable[[SimWorld, TopologyRequest], None]) -> None:
+    """The negative: in the room the recreated member finds, a pod of the same size
+    that is no member of the gang goes where bin-packing puts it, rack r1."""
+    w = racks(ISSUE)
+    gang(w, TopologyRequest(required=RACK))
+    w.settle(1, cycles=12)
+    w.delete("train-3")
+    w.add_pod(make_pod("stranger", cpu="1500m"))
+    w.settle(10, cycles=12)
+    assert w.nodes[str(w.node_of("stranger"))].labels[RACK] == "r1"
+
+
+def test_a_recreated_member_after_a_restart_goes_back_into_its_gangs_rack() -> None:
+    """The domain is derived from the members bound: a new core finds it."""
+    w = racks(ISSUE)
+    group_gang(w, TopologyRequest(required=RACK))
+    w.settle(1, cycles=12)
+    w.restart()
+    recreate_member(w, 0)
+    w.settle(10, cycles=12)
+    assert where(w) == ["r2"] * 4
+
+
+def recreate_member(w: SimWorld, index: int) -> None:
+    """Delete member ``index`` and create it again, pending, under a new uid: r1 (the
+    fuller rack, with room for it) is where bin-packing alone would put it."""
+    old = w.pod(f"train-{index}")
+    w.delete(old.name)
+    fresh = dataclasses.replace(old, uid=f"{old.uid}-again", node_name=None,
+                                phase=PodPhase.PENDING)
+    w.add_pod(fresh)
+
+
+# --- the planner on its own --------------------------------------------------------------
+
+def cluster_of(free: dict[str, dict[str, int]]) -> Cluster:
+    """Racks (rack -> node -> free cpu of 4) as a bare cluster."""
+    cluster = Cluster()
+    for rack, nodes in sorted(free.items()):
+        for name, cpu in sorted(nodes.items()):
+            cluster.upsert_node(make_node(name, cpu=4, labels={RACK: rack}))
+            if cpu < 4:
+                cluster.charge(name, f"used-{name}", res(cpu=4 - cpu))
+    return cluster
+
+
+def members(count: int, cpu: str = "1") -> list[PodInfo]:
+    return [PodInfo(res(cpu=cpu) + Resources({"pods": 1})) for _ in range(count)]
+
+
+def test_the_tightest_rack_that_fits_wins_ties_by_name() -> None:
+    cluster = cluster_of({"r1": {"a": 4, "b": 4}, "r2": {"c": 3}, "r3": {"d": 3},
+                          "r4": {"e": 1}})
+    found = topology.plan(cluster, TopologyRequest(required=RACK), members(3), (),
+                          Scoring.BINPACK)
+    assert isinstance(found, topology.Plan)
+    assert found.domain == domains.Domain(RACK, "r2")
+    assert found.nodes == ("c", "c", "c")
+
+
+def test_a_plan_changes_nothing_in_the_cluster() -> None:
+    cluster = cluster_of({"r1": {"a": 2, "b": 1}, "r2": {"c": 2}})
+    before = {name: state.free for name, state in cluster.nodes.items()}
+    epoch = cluster.pod_index.epoch
+    for asked in (TopologyRequest(required=RACK), TopologyRequest(preferred=(RACK,)),
+                  TopologyRequest(slice_key=RACK, slice_size=2)):
+        topology.plan(cluster, asked, members(3), (), Scoring.BINPACK)
+    assert {name: state.free for name, state in cluster.nodes.items()} == before
+    assert cluster.pod_index.epoch == epoch
+
+
+def test_members_placed_already_fix_the_domain() -> None:
+    cluster = cluster_of({"r1": {"a": 4}, "r2": {"c": 2}})
+    found = topology.plan(cluster, TopologyRequest(required=RACK), members(2), ("c",),
+                          Scoring.BINPACK)
+    assert isinstance(found, topology.Plan) and found.domain == domains.Domain(RACK, "r2")
+    refused = topology.plan(cluster, TopologyRequest(required=RACK), members(3), ("c",),
+                            Scoring.BINPACK)
+    assert isinstance(refused, topology.Refusal)
+    spanning = topology.plan(cluster, TopologyRequest(required=RACK), members(1), ("a", "c"),
+                             Scoring.BINPACK)
+    assert isinstance(spanning, topology.Refusal)
+    assert "span r1, r2" in spanning.message()
+
+
+def test_a_refusal_details_every_domain_tried() -> None:
+    cluster = cluster_of({"r1": {"a": 1}, "r2": {"b": 2, "c": 2, "d": 1}})
+    found = topology.plan(cluster, TopologyRequest(required=RACK), members(3, "1500m"), (),
+                          Scoring.BINPACK)
+    assert isinstance(found, topology.Refusal)
+    details = found.details()
+    assert set(details) == {"domain rack=r1", "domain rack=r2"}
+    assert "short of" in details["domain rack=r1"]
+    assert "Insufficient cpu" in details["domain rack=r2"]
+
+
+def test_levels() -> None:
+    assert domains.levels(TopologyRequest()) == (None,)
+    assert domains.levels(TopologyRequest(required=BLOCK, preferred=(RACK, BLOCK, "zone"))) \
+        == (RACK, BLOCK)
+    assert domains.levels(TopologyRequest(preferred=(RACK, BLOCK))) == (RACK, BLOCK, None)
+
+
+# --- the property ------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(
+    free=st.lists(st.integers(min_value=0, max_value=8), min_size=2, max_size=8),
+    rack_of=st.lists(st.integers(min_value=0, max_value=3), min_size=8, max_size=8),
+    sizes=st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=3),
+    kind=st.sampled_from(["application", "podgroup"]),
+)
+def test_a_gang_never_spans_two_domains_of_its_required_key(
+        free: list[int], rack_of: list[int], sizes: list[int], kind: str) -> None:
+    """Whatever the room, gangs asking for a rack are either bound whole in one rack or
+    not at all."""
+    w = SimWorld()
+    for i, cpu in enumerate(free):
+        w.add_node(make_node(f"n{i}", cpu=8, labels={RACK: f"r{rack_of[i]}"}))
+        if cpu < 8:
+            w.add_pod(make_pod(f"filler-{i}", cpu=8 - cpu, node=f"n{i}", ours=False,
+                               phase=PodPhase.RUNNING))
+    asked = TopologyRequest(required=RACK)
+    for g, size in enumerate(sizes):
+        name = f"g{g}"
+        if kind == "application":
+            group = make_group("w", size, cpu="1500m", memory="1Gi", topology=asked)
+            w.add_app(make_app(name, group))
+            for i in range(size):
+                w.add_pod(make_pod(f"{name}-{i}", cpu="1500m", app=name, task_group="w"))
+        else:
+            w.add_group(dataclasses.replace(make_podgroup(name, size), topology=asked))
+            for i in range(size):
+                w.add_pod(make_pod(f"{name}-{i}", cpu="1500m", pod_group=name))
+    w.settle(1, cycles=10)
+    for g, size in enumerate(sizes):
+        nodes = [w.node_of(f"g{g}-{i}") for i in range(size)]
+        bound = [n for n in nodes if n is not None]
+        assert len({w.nodes[n].labels[RACK] for n in bound}) <= 1
+        if kind == "podgroup":
+            assert len(bound) in (0, size)
