@@ -411,3 +411,19 @@ def test_a_gang_never_spans_two_domains_of_its_required_key(
         assert len({w.nodes[n].labels[RACK] for n in bound}) <= 1
         if kind == "podgroup":
             assert len(bound) in (0, size)
+
+
+def test_two_task_groups_each_in_a_rack_do_not_take_each_others_room() -> None:
+    """Each task group is planned when its first member is placed, after the room the
+    other took. r2 holds five members, r3 six: the driver's tightest rack is r2, and
+    the five workers, planned before the driver took its place, would count on r2 too."""
+    w = racks({"n0": "10", "n1": "2500m"}, {"n0": "r1", "n1": "r2", "n2": "r3"}, cpu=10)
+    asked = TopologyRequest(required=RACK)
+    driver = make_group("driver", 1, cpu="1500m", memory="1Gi", topology=asked)
+    workers = make_group("workers", 5, cpu="1500m", memory="1Gi", topology=asked)
+    w.add_app(make_app("train", driver, workers))
+    w.add_pod(make_pod("train-d", cpu="1500m", app="train", task_group="driver"))
+    add_members(w, 5, "1500m", Placement())
+    w.settle(1, cycles=12)
+    assert w.nodes[str(w.node_of("train-d"))].labels[RACK] == "r2"
+    assert where(w, count=5) == ["r3"] * 5

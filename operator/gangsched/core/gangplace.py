@@ -24,7 +24,8 @@ lookup per cycle, not a simulation per domain.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,9 +43,30 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class Targets:
-    """Nodes chosen for the members of topology gangs, and the gangs refused."""
+class _Gang:
+    """One gang of a :class:`Targets`: what to plan, and how to find its placed members."""
 
+    asked: TopologyRequest
+    key: str
+    """What its refusals are kept under."""
+    members: list[PodState]
+    """The members to place in this pass, in order."""
+    placed: Callable[[], list[str]]
+    """The nodes of its members holding room now."""
+    minimum: int
+    template: PodInfo | None
+    """The shape of the members that do not exist yet (None: the first member's)."""
+    planned: bool = False
+
+
+@dataclass(slots=True)
+class Targets:
+    """The topology gangs of one pass (an Application's task groups, or one PodGroup),
+    each planned when its first member is placed (so that a gang planned after another
+    of the same pass sees the room the other took), and planned again once if a member
+    no longer fits the node planned for it."""
+
+    gangs: dict[str, _Gang] = field(default_factory=dict)
     nodes: dict[str, str] = field(default_factory=dict)
     """Node by member uid."""
     refused: dict[str, Refusal] = field(default_factory=dict)
@@ -53,19 +75,50 @@ class Targets:
     """The domain chosen, by task group name or PodGroup key."""
 
     def fit(self, s: Session, ps: PodState, gang: str) -> str | Refusal | None:
-        """The node planned for ``ps`` if it still fits there, the gang's refusal, or
-        None when ``ps`` is placed as usual (no topology, or the plan says anywhere)."""
-        refusal = self.refused.get(gang)
-        if refusal is not None:
-            return refusal
-        node = self.nodes.get(ps.uid)
-        if node is None:
+        """The node planned for ``ps`` if it fits there, the gang's refusal, or None
+        when ``ps`` is placed as usual (no topology, or the plan says anywhere)."""
+        found = self.gangs.get(gang)
+        if found is None:
             return None
-        if s.cluster.fits(node, ps.request, ps.constraints, pod=ps.info):
-            return node
+        if not found.planned:
+            self._plan(s, gang, found)
+        for attempt in (0, 1):
+            refusal = self.refused.get(gang)
+            if refusal is not None:
+                return refusal
+            node = self.nodes.get(ps.uid)
+            if node is None:
+                return None
+            if s.cluster.fits(node, ps.request, ps.constraints, pod=ps.info):
+                return node
+            if attempt == 0:
+                self._plan(s, gang, found)
         where = self.domains.get(gang)
         return Refusal(f"no longer fits on node {node} of its gang's domain {where}",
                        ((str(where), f"node {node} no longer takes it"),))
+
+    def _plan(self, s: Session, gang: str, found: _Gang) -> None:
+        found.planned = True
+        here = [ps for ps in found.members if ps.node is None]
+        placed = found.placed()
+        infos = [ps.info for ps in here]
+        short = found.minimum - len(placed) - len(infos)
+        if short > 0 and (found.template is not None or infos):
+            shape = found.template or infos[0]
+            infos.extend(_copy(shape, i) for i in range(short))
+        result = _plan(s, found.key, found.asked, infos, placed, s.config.gang_scoring)
+        self.refused.pop(gang, None)
+        self.domains.pop(gang, None)
+        for ps in found.members:
+            self.nodes.pop(ps.uid, None)
+        if isinstance(result, Refusal):
+            self.refused[gang] = result
+            return
+        if result.domain is not None:
+            self.domains[gang] = result.domain
+        for ps, node in zip(here, result.nodes, strict=False):
+            if node is not None:
+                self.nodes[ps.uid] = node
 
 
 def _placed(s: Session, uids: Iterable[PodUID], match: str | None) -> list[str]:
@@ -104,9 +157,9 @@ def _plan(s: Session, key: str, asked: TopologyRequest, members: list[PodInfo],
 
 
 def app_targets(s: Session, rt: AppRuntime, members: list[PodState]) -> Targets | None:
-    """Plan every task group of ``rt`` that asks for a topology: ``members`` are the
-    pods about to be placed (held members then placeholders, in that order). None when
-    no task group asks for one."""
+    """The task groups of ``rt`` that ask for a topology, to be planned as their members
+    are placed: ``members`` are the pods about to be placed (held members then
+    placeholders, in that order). None when no task group asks for one."""
     spec = rt.spec
     targets: Targets | None = None
     for group in spec.task_groups:
@@ -116,23 +169,19 @@ def app_targets(s: Session, rt: AppRuntime, members: list[PodState]) -> Targets 
         if asked.empty:
             continue
         targets = targets or Targets()
-        here = [ps for ps in members if ps.pod.task_group == group.name and ps.node is None]
-        placed = _placed(s, s.app_members.get(spec.key, ()), group.name)
-        infos = [ps.info for ps in here]
-        short = group.min_member - len(placed) - len(infos)
-        if short > 0:
-            template = PodInfo.of(group.min_resource + ONE_POD, Constraints.of_group(group),
-                                  group.placement, namespace=spec.namespace, owner=spec.key)
-            infos.extend([template] * short)
-        found = _plan(s, f"{spec.key}/{group.name}", asked, infos, placed,
-                      s.config.gang_scoring)
-        _record(targets, group.name, here, found)
+        template = PodInfo.of(group.min_resource + ONE_POD, Constraints.of_group(group),
+                              group.placement, namespace=spec.namespace, owner=spec.key)
+        uids = s.app_members.get(spec.key, set())
+        targets.gangs[group.name] = _Gang(
+            asked, f"{spec.key}/{group.name}",
+            [ps for ps in members if ps.pod.task_group == group.name],
+            functools.partial(_placed, s, uids, group.name), group.min_member, template)
     return targets
 
 
 def group_targets(s: Session, g: GroupRuntime, pending: list[PodState]) -> Targets | None:
-    """Plan PodGroup ``g``'s ``pending`` members (in placement order) when it asks for
-    a topology; None when it does not."""
+    """PodGroup ``g`` when it asks for a topology, to be planned as its ``pending``
+    members (in placement order) are placed; None when it does not."""
     spec = g.spec
     first = pending[0].pod if pending else None
     placement = first.placement if first is not None else None
@@ -142,15 +191,11 @@ def group_targets(s: Session, g: GroupRuntime, pending: list[PodState]) -> Targe
              if placement is not None else spec.topology)
     if asked.empty:
         return None
+    uids = s.group_members.get(spec.key, set())
     targets = Targets()
-    here = [ps for ps in pending if ps.node is None and not ps.pod.invalid]
-    placed = _placed(s, s.group_members.get(spec.key, ()), None)
-    infos = [ps.info for ps in here]
-    short = spec.min_member - len(placed) - len(infos)
-    if short > 0 and infos:
-        infos.extend(_copy(infos[0], i) for i in range(short))
-    found = _plan(s, str(spec.key), asked, infos, placed, s.config.gang_scoring)
-    _record(targets, str(spec.key), here, found)
+    targets.gangs[str(spec.key)] = _Gang(
+        asked, str(spec.key), [ps for ps in pending if not ps.pod.invalid],
+        functools.partial(_placed, s, uids, None), spec.min_member, None)
     return targets
 
 
@@ -158,17 +203,6 @@ def _copy(info: PodInfo, index: int) -> PodInfo:
     """A member not created yet, shaped as ``info`` (no uid: the simulation names it)."""
     return PodInfo(info.request, info.constraints, info.placement, info.namespace,
                    f"{info.name}-to-come-{index}", "", info.owner, info.labels, info.volumes)
-
-
-def _record(targets: Targets, gang: str, here: list[PodState], found: Plan | Refusal) -> None:
-    if isinstance(found, Refusal):
-        targets.refused[gang] = found
-        return
-    if found.domain is not None:
-        targets.domains[gang] = found.domain
-    for ps, node in zip(here, found.nodes, strict=False):
-        if node is not None:
-            targets.nodes[ps.uid] = node
 
 
 def fit_alone(s: Session, ps: PodState, scoring: Scoring,
