@@ -363,7 +363,30 @@ def test_a_refusal_details_every_domain_tried() -> None:
     details = found.details()
     assert set(details) == {"domain rack=r1", "domain rack=r2"}
     assert "short of" in details["domain rack=r1"]
-    assert "Insufficient cpu" in details["domain rack=r2"]
+    assert "room for 2 of its 3 members" in details["domain rack=r2"]
+
+
+def test_members_see_one_another_in_the_simulation() -> None:
+    """One member per node (required anti-affinity on hostname): rack r1 has room for
+    three by capacity but only two nodes, so the gang of three goes to r2."""
+    cluster = Cluster()
+    for name, rack in (("a", "r1"), ("b", "r1"), ("c", "r2"), ("d", "r2"), ("e", "r2")):
+        cluster.upsert_node(make_node(name, cpu=8, labels={RACK: rack, HOST: name}))
+    for name in ("c", "d", "e"):
+        cluster.charge(name, f"used-{name}", res(cpu=2))
+    labels = (("gang", "g"),)
+    spread = Placement(labels=labels,
+                       anti_affinity=(AffinityTerm(HOST, LabelSelector.build(dict(labels))),))
+    gang = [PodInfo.of(res(cpu=1) + Resources({"pods": 1}), placement=spread)
+            for _ in range(3)]
+    found = topology.plan(cluster, TopologyRequest(required=RACK), gang, (), Scoring.BINPACK)
+    assert isinstance(found, topology.Plan)
+    assert found.domain == domains.Domain(RACK, "r2")
+    assert sorted(str(n) for n in found.nodes) == ["c", "d", "e"]
+    refused = topology.plan(cluster, TopologyRequest(required=RACK), gang + gang[:1], (),
+                            Scoring.BINPACK)
+    assert isinstance(refused, topology.Refusal)
+    assert "anti-affinity" in refused.details()["domain rack=r2"]
 
 
 def test_levels() -> None:
