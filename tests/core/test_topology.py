@@ -377,16 +377,20 @@ def test_members_see_one_another_in_the_simulation() -> None:
     labels = (("gang", "g"),)
     spread = Placement(labels=labels,
                        anti_affinity=(AffinityTerm(HOST, LabelSelector.build(dict(labels))),))
-    gang = [PodInfo.of(res(cpu=1) + Resources({"pods": 1}), placement=spread)
-            for _ in range(3)]
-    found = topology.plan(cluster, TopologyRequest(required=RACK), gang, (), Scoring.BINPACK)
-    assert isinstance(found, topology.Plan)
-    assert found.domain == domains.Domain(RACK, "r2")
-    assert sorted(str(n) for n in found.nodes) == ["c", "d", "e"]
-    refused = topology.plan(cluster, TopologyRequest(required=RACK), gang + gang[:1], (),
-                            Scoring.BINPACK)
-    assert isinstance(refused, topology.Refusal)
-    assert "anti-affinity" in refused.details()["domain rack=r2"]
+    for alike in (True, False):  # counted one per node; simulated (shapes differ)
+        gang = [PodInfo.of(res(cpu=1 if alike or i else 2) + Resources({"pods": 1}),
+                           placement=spread) for i in range(3)]
+        found = topology.plan(cluster, TopologyRequest(required=RACK), gang, (),
+                              Scoring.BINPACK)
+        assert isinstance(found, topology.Plan)
+        assert found.domain == domains.Domain(RACK, "r2")
+        assert sorted(str(n) for n in found.nodes) == ["c", "d", "e"]
+        refused = topology.plan(cluster, TopologyRequest(required=RACK), gang + gang[1:2],
+                                (), Scoring.BINPACK)
+        assert isinstance(refused, topology.Refusal)
+        why = refused.details()["domain rack=r2"]
+        assert ("one per kubernetes.io/hostname domain" in why if alike
+                else "didn't match pod anti-affinity rules" in why), why
 
 
 def test_levels() -> None:

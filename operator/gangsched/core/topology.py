@@ -243,19 +243,43 @@ def _too_few_places(cluster: Cluster, members: Sequence[PodInfo],
         return None
     allowed = cluster.domains.allowed(constraints, cluster.candidates(constraints),
                                       cluster.node_epoch)
+    apart = _apart(first)
     need = len(members)
     places = 0
+    seen: set[str] = set()
     for state in nodes:
         if state.node.name not in allowed:
             continue
         free = state.free
         here = min(free.get(name) // amount for name, amount in asked)
         if here > 0:
+            if apart is not None:
+                value = state.node.labels.get(apart)
+                if value is None or value in seen:
+                    continue
+                seen.add(value)
+                here = 1
             places += here
             if places >= need:
                 return None
+    if apart is not None:
+        return (f"room for {places} of its {need} members, one per {apart} domain "
+                "(their required anti-affinity to one another)")
     return (f"room for {places} of its {need} members of "
             f"{request.format_short()} on the nodes their constraints allow")
+
+
+def _apart(info: PodInfo) -> str | None:
+    """The topology key of a required anti-affinity term of ``info`` that selects its
+    own labels in its own namespace (members of the gang then take one domain of that
+    key each), or None."""
+    labels = info.labels
+    for term in info.placement.anti_affinity:
+        own = (not term.namespaces and term.namespace_selector is None) or (
+            info.namespace in term.namespaces)
+        if own and term.selector is not None and term.selector.matches(labels):
+            return term.topology_key
+    return None
 
 
 def _slices(cluster: Cluster, fwk: Framework, trial: _Trial, topology: TopologyRequest,
