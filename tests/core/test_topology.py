@@ -15,11 +15,12 @@ import dataclasses
 from collections.abc import Callable
 
 import pytest
-from builders import make_app, make_group, make_node, make_pod, make_podgroup, res
+from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
 from gangsched.core import domains, topology
 from gangsched.core.cluster import Cluster
+from gangsched.core.decisions import EvictPod
 from gangsched.core.framework.podinfo import PodInfo
-from gangsched.core.model import PodPhase, Scoring, TopologyRequest
+from gangsched.core.model import PodPhase, SchedulerConfig, Scoring, SortPolicy, TopologyRequest
 from gangsched.core.placement import AffinityTerm, Placement
 from gangsched.core.resources import Resources
 from gangsched.core.selectors import LabelSelector
@@ -454,3 +455,39 @@ def test_two_task_groups_each_in_a_rack_do_not_take_each_others_room() -> None:
     w.settle(1, cycles=12)
     assert w.nodes[str(w.node_of("train-d"))].labels[RACK] == "r2"
     assert where(w, count=5) == ["r3"] * 5
+
+
+# --- preemption ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("required", [True, False], ids=["rack", "anywhere"])
+def test_preemption_evicts_only_in_a_rack_where_the_whole_gang_then_fits(
+        required: bool) -> None:
+    """Rack r1 can free only 2 cpu per node (the rest is not preemptible), too little
+    for the gang of 4 x 2 cpu; r2 can free everything. r1's victims are the cheapest
+    (lowest priority): without a topology some of them go; with one, none do."""
+    w = SimWorld(config=SchedulerConfig(actions=("allocate", "preempt")))
+    w.add_queue(make_queue("q", policy=SortPolicy.FIFO))
+    for name, rack in RACKS.items():
+        w.add_node(make_node(name, cpu=4, labels={HOST: name, RACK: rack}))
+    for name in ("n0", "n1"):
+        w.add_pod(make_pod(f"keep-{name}", cpu=2, node=name, phase=PodPhase.RUNNING,
+                           queue="q", preemptible=False))
+        w.add_pod(make_pod(f"cheap-{name}", cpu=2, node=name, phase=PodPhase.RUNNING,
+                           queue="q", priority=-1))
+    for name in ("n2", "n3"):
+        for i in range(2):
+            w.add_pod(make_pod(f"low-{name}-{i}", cpu=2, node=name, phase=PodPhase.RUNNING,
+                               queue="q", creation=i))
+    asked = TopologyRequest(required=RACK) if required else TopologyRequest()
+    w.add_app(make_app("train", make_group("workers", 4, cpu=2, topology=asked), queue="q"))
+    for i in range(4):
+        w.add_pod(make_pod(f"train-{i}", cpu=2, app="train", task_group="workers",
+                           priority=10, queue="q"))
+    for i in range(10):
+        w.step(1.0 + i)
+    gone = {d.name for d in w.decisions if isinstance(d, EvictPod)}
+    if required:
+        assert gone == {"low-n2-0", "low-n2-1", "low-n3-0", "low-n3-1"}
+        assert where(w) == ["r2"] * 4
+    else:
+        assert gone & {"cheap-n0", "cheap-n1"}

@@ -24,11 +24,12 @@ from typing import NamedTuple
 from gangsched.core.model import AppKey, GroupKey, PodUID
 from gangsched.core.resources import PODS, Resources
 
-FOR_ROOM = frozenset({"Capacity", "QueueQuota"})
+FOR_ROOM = frozenset({"Capacity", "QueueQuota", "Topology"})
 """Pending reasons that other work's room could cure: such pods are preemptors (see
 :mod:`gangsched.core.preemptors`), and the scheduler keeps them apart
 (``Scheduler.waiting_for_room``) so that finding them costs what they are, not the
-whole backlog."""
+whole backlog. ``Topology``: a gang that fits no domain of the key it requires
+(:mod:`gangsched.core.topology`); victims are then chosen inside one domain."""
 
 _SLOT = Resources({PODS: 1})
 """What a pod that requests nothing asks for (its pod slot)."""

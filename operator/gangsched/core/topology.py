@@ -36,7 +36,7 @@ tried and why each failed, in words the status and ``gangsched explain`` show.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from gangsched.core.cluster import Cluster
     from gangsched.core.framework import interface as fw
     from gangsched.core.framework.nodeinfo import NodeState
-    from gangsched.core.framework.podinfo import PodInfo
+    from gangsched.core.framework.podinfo import Constraints, PodInfo
     from gangsched.core.framework.runner import Framework
 
 REASON = "Topology"
@@ -425,3 +425,63 @@ def _why(cluster: Cluster, fwk: Framework, cycle: fw.CycleState, info: PodInfo,
 def _count(reasons: dict[str, int], found: tuple[str, ...]) -> None:
     for why in found:
         reasons[why] = reasons.get(why, 0) + 1
+
+
+@dataclass(frozen=True, slots=True)
+class Confined:
+    """Part of a preemptor that must land in one domain of ``key``: its items
+    ``start:stop``, with its members already on the nodes ``placed``."""
+
+    key: str
+    start: int
+    stop: int
+    placed: tuple[str, ...] = ()
+
+
+def room_in_a_domain(cluster: Cluster, items: Sequence[tuple[Resources, Constraints]],
+                     confined: Sequence[Confined], extra: Mapping[str, Resources],
+                     barred: Collection[str]) -> bool:
+    """Does each confined part of ``items`` (request, constraints) fit in one domain of
+    its key, with ``extra`` more free on some nodes (what victims would give back) and
+    the ``barred`` nodes left out? Capacity and static filters only, first fit in name
+    order, as preemption's own simulation. Each part is checked on its own; a part
+    whose members already span two domains never fits. No parts: True."""
+    for part in confined:
+        wanted = items[part.start:part.stop]
+        if not wanted:
+            continue
+        layout = cluster.domains.layout(part.key, cluster.sorted_nodes(), cluster.node_epoch)
+        values = {layout.of_node.get(name) for name in part.placed if name in cluster.nodes}
+        if values and (len(values) != 1 or None in values):
+            return False
+        candidates = [v for v in values if v is not None] or list(layout.nodes)
+        if not any(_first_fit(cluster, wanted, layout.nodes[value], extra, barred)
+                   for value in candidates):
+            return False
+    return True
+
+
+def _first_fit(cluster: Cluster, items: Sequence[tuple[Resources, Constraints]],
+               nodes: list[NodeState], extra: Mapping[str, Resources],
+               barred: Collection[str]) -> bool:
+    taken: dict[str, Resources] = {}
+    for request, constraints in items:
+        allowed = cluster.domains.allowed(constraints, cluster.candidates(constraints),
+                                          cluster.node_epoch)
+        for state in nodes:
+            name = state.node.name
+            if name not in allowed or name in barred:
+                continue
+            free = state.free
+            more = extra.get(name)
+            if more is not None:
+                free = free + more
+            less = taken.get(name)
+            if less is not None:
+                free = free - less
+            if request.fits_in(free):
+                taken[name] = (less or Resources.ZERO) + request
+                break
+        else:
+            return False
+    return True

@@ -38,6 +38,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gangsched.core import topology
 from gangsched.core.cluster import NodeState
 from gangsched.core.decisions import ObjectRef
 from gangsched.core.model import Scoring
@@ -417,6 +418,10 @@ def select(
             found = quota.ok and enough_places_of(s, pre.shapes, freed.extra, pre.owners)
             if found is None:
                 found = fit(s, pre.items, freed.extra, scoring, pre.owners) is not None
+            if found and pre.confined:  # each part that requires a domain fits in one
+                found = topology.room_in_a_domain(
+                    s.cluster, [(i.request, i.constraints) for i in pre.items], pre.confined,
+                    freed.extra, closed_nodes(s, pre.owners))
             known[key] = found
         return found
 
