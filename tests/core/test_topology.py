@@ -165,6 +165,14 @@ def test_required_waits_and_names_the_domains_when_no_rack_holds_it(
     assert "no single domain of rack" in message
 
 
+def test_a_gang_whose_placeholders_are_yet_to_come_is_refused_at_once() -> None:
+    w = racks(FULL)
+    app_gang(w, TopologyRequest(required=RACK), pods=False)
+    w.step(0)
+    reason, message = blocking(w)
+    assert reason == topology.REASON and "rack=r2" in message
+
+
 def test_self_affinity_lands_whole_in_the_rack_that_holds_it() -> None:
     """The issue's stuck case: placeholders used to go to r1 and stay there."""
     w = racks(ISSUE)

@@ -97,6 +97,15 @@ class Targets:
         return Refusal(f"no longer fits on node {node} of its gang's domain {where}",
                        ((str(where), f"node {node} no longer takes it"),))
 
+    def refusals(self, s: Session) -> dict[str, Refusal]:
+        """The refused gangs, each gang planned first if none of its members asked
+        (no member to place yet, or all in backoff): a gang whose placeholders are yet
+        to come says at once that no domain holds it."""
+        for gang, found in self.gangs.items():
+            if not found.planned:
+                self._plan(s, gang, found)
+        return dict(self.refused)
+
     def _plan(self, s: Session, gang: str, found: _Gang) -> None:
         found.planned = True
         here = [ps for ps in found.members if ps.node is None]

@@ -172,6 +172,11 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
         _allocate(s, rt, ps, now, direct=True, targets=targets)
     for ps in to_place:
         _allocate(s, rt, ps, now, targets=targets)
+    for name, refusal in (targets.refusals(s) if targets is not None else {}).items():
+        blocking = BlockingReason(refusal.reason, refusal.message(), refusal.details())
+        if rt.blocking.get(name) != blocking:
+            rt.blocking[name] = blocking
+            rt.dirty = True
     placed = taken(reals)
     allocated = complete = 0
     for group in spec.task_groups:
