@@ -16,10 +16,13 @@ from gangsched.core.constraints import (
     Toleration,
     TolerationOperator,
 )
+from gangsched.core.framework.runner import Framework
 from gangsched.core.model import Node, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.observations import NodeGone, NodeObserved, PodGone, PodObserved
 from gangsched.core.resources import Resources
 from gangsched.core.scheduler import Scheduler
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simworld import SimWorld
 
 NO_SCHEDULE = Taint("dedicated", "gpu", TaintEffect.NO_SCHEDULE)
@@ -235,7 +238,7 @@ def test_diagnosis_of_an_empty_cluster() -> None:
 
 @pytest.mark.parametrize("scoring", [Scoring.BINPACK, Scoring.SPREAD])
 def test_sampling_still_finds_the_only_node_that_fits(scoring: Scoring) -> None:
-    cluster = Cluster(sample_size=1)
+    cluster = Cluster(percentage_of_nodes_to_score=1)
     for i in range(20):
         cluster.upsert_node(make_node(f"n{i:02}", cpu=2))
     cluster.upsert_node(make_node("z-big", cpu=16))
@@ -286,3 +289,49 @@ def test_a_changed_request_is_charged_in_place() -> None:
     s.observe(PodGone(make_pod("p").uid))
     assert s.cluster.nodes["n"].used == Resources.ZERO
     assert s.queues.usage("default") == Resources.ZERO
+
+
+# --- Scoring one node per usage key ----------------------------------------------------
+
+_SHAPES = st.sampled_from([2, 4, 8])
+_CHARGES = st.lists(st.tuples(st.integers(0, 11), st.integers(0, 3), st.integers(0, 2)),
+                    max_size=20)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_SHAPES, min_size=1, max_size=12), _CHARGES,
+       st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), min_size=1, max_size=6),
+       st.sampled_from([Scoring.BINPACK, Scoring.SPREAD]))
+def test_a_placement_scoring_one_node_per_usage_key_chooses_as_scoring_them_all(
+        shapes: list[int], charges: list[tuple[int, int, int]],
+        pods: list[tuple[int, int]], scoring: Scoring) -> None:
+    """Nodes of equal allocatable and usage score alike for the resource scorers, so
+    ``Cluster.place`` scores the first of each (``Framework.usage_scored``): it must
+    choose what scoring every feasible node chooses. Zero-cpu charges make nodes whose
+    room is equal but whose scoring defaults differ."""
+
+    def run(usage_scored: bool) -> list[str | None]:
+        cluster = Cluster()
+        for i, cpu in enumerate(shapes):
+            cluster.upsert_node(make_node(f"n{i:02}", cpu=cpu))
+        for n, (index, cpu, memory) in enumerate(charges):
+            if index < len(shapes):
+                cluster.charge(f"n{index:02}", f"c{n}",
+                               res(cpu) + Resources.from_k8s({"memory": f"{memory}Gi"})
+                               + ONE_POD)
+        chosen = []
+        original = Framework.usage_scored
+        if not usage_scored:
+            Framework.usage_scored = lambda *args: False  # type: ignore[method-assign]
+        try:
+            for n, (cpu, memory) in enumerate(pods):
+                request = res(cpu) + Resources.from_k8s({"memory": f"{memory}Gi"}) + ONE_POD
+                where = cluster.place(request, constraints(), scoring)
+                chosen.append(where)
+                if where is not None:
+                    cluster.charge(where, f"p{n}", request)
+        finally:
+            Framework.usage_scored = original  # type: ignore[method-assign]
+        return chosen
+
+    assert run(True) == run(False)

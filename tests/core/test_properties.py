@@ -47,7 +47,8 @@ def test_invariants_hold_after_every_cycle(cluster: Cluster, operations: list[Op
 @given(clusters(), ops)
 def test_invariants_hold_with_spread_scoring(cluster: Cluster, operations: list[Op]) -> None:
     run(cluster, operations, SchedulerConfig(gang_scoring=Scoring.SPREAD,
-                                             pod_scoring=Scoring.SPREAD, sample_size=2))
+                                             pod_scoring=Scoring.SPREAD,
+                                             percentage_of_nodes_to_score=1))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

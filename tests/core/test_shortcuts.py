@@ -37,7 +37,9 @@ priority) as the first of them was until a plan is made (``reclaim._alike``: tur
 off, each is judged in turn); a GangGroup's preemptor kept while no PodGroup of it and no member
 changes (``preemptors._kept_gang``); a fruitless search not tried again ten seconds
 later when nothing at all changed and no refused eviction came to its end
-(``evictions.unchanged_since``).
+(``evictions.unchanged_since``); a placement scoring one node of each usage key when
+only capacity filters and only resources score (``Framework.usage_scored``: turned off,
+every feasible node is scored).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from gangsched.core import (
 )
 from gangsched.core import cluster as core_cluster
 from gangsched.core.decisions import BindPod, Decision
+from gangsched.core.framework.runner import Framework
 from gangsched.core.model import GroupKey, PodPhase, SchedulerConfig, Scoring
 from gangsched.core.preemptors import Preemptor, for_app
 from gangsched.core.resources import Resources
@@ -106,6 +109,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (reclaim, "_refused"): lambda *args: lambda queue, need: False,
     (preemptors, "_kept_gang"): lambda *args: None,
     (evictions, "unchanged_since"): lambda *args: False,
+    (Framework, "usage_scored"): lambda *args: False,
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""
 

@@ -38,6 +38,9 @@ class ResourceType:
     """Extra field-selector paths (CRD ``selectableFields``), without the leading dot."""
     printer_columns: tuple[dict[str, Any], ...] = ()
     """The version's ``additionalPrinterColumns`` (see :mod:`fakeapi.tables`)."""
+    drops_status_on_create: bool = False
+    """A built-in whose create strategy drops ``status`` (as CRDs with a status
+    subresource do): the PodGroup of the Workload API."""
 
     @property
     def api_version(self) -> str:
@@ -87,6 +90,19 @@ BUILTINS: tuple[ResourceType, ...] = (
     _t("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
        False, short=("crd", "crds"), subs=("status",)),
 )
+
+WORKLOAD_API_GROUP = "scheduling.k8s.io"
+
+
+def workload_api(version: str) -> tuple[ResourceType, ...]:
+    """The Workload API's types at ``version`` (``v1alpha2`` in Kubernetes 1.36): built in,
+    but served only with the ``GenericWorkload`` feature gate on, so not in
+    :data:`BUILTINS` (see :meth:`Registry.serve`). PodGroup has a status subresource and
+    its create drops ``status``; Workload has no status."""
+    podgroups = _t(WORKLOAD_API_GROUP, version, "podgroups", "PodGroup", True, subs=("status",))
+    return (_t(WORKLOAD_API_GROUP, version, "workloads", "Workload", True),
+            dataclasses.replace(podgroups, drops_status_on_create=True))
+
 
 #: Subresource discovery entries that name another kind (the rest repeat the parent's).
 SUBRESOURCE_KINDS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
@@ -167,6 +183,19 @@ class Registry:
             self._add(rtype)
         self._crd_types[crd["metadata"]["name"]] = types
         return types
+
+    def serve(self, types: tuple[ResourceType, ...]) -> None:
+        """Start serving built-in ``types`` that a feature gate turns on (discovery lists
+        them from now on); their objects are kept across :meth:`unserve`, as etcd keeps
+        them when a gate is turned off and on again."""
+        for rtype in types:
+            self._add(rtype)
+
+    def unserve(self, types: tuple[ResourceType, ...]) -> None:
+        """Stop serving ``types`` (404 from now on)."""
+        for rtype in types:
+            if self._types.pop((rtype.group, rtype.version, rtype.plural), None) is not None:
+                self.generation += 1
 
     def unregister_crd(self, name: str) -> list[ResourceType]:
         types = self._crd_types.pop(name, [])

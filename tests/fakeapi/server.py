@@ -341,6 +341,18 @@ class FakeApiServer:
         """etcd compaction up to now: older ``continue`` tokens and watch versions get 410."""
         return self.store.compact()
 
+    def serve_workload_api(self, *versions: str) -> None:
+        """Serve the Workload API (``scheduling.k8s.io`` Workloads and PodGroups) at
+        ``versions`` (default ``v1alpha2``), as a cluster with the ``GenericWorkload``
+        feature gate on does; :meth:`stop_workload_api` turns it off again."""
+        for version in versions or ("v1alpha2",):
+            self.store.registry.serve(resources.workload_api(version))
+
+    def stop_workload_api(self, *versions: str) -> None:
+        """Stop serving the Workload API at ``versions`` (default ``v1alpha2``)."""
+        for version in versions or ("v1alpha2",):
+            self.store.registry.unserve(resources.workload_api(version))
+
     def install_crds_from_dir(self, path: str | pathlib.Path) -> builtins.list[str]:
         """Create (or replace) every CRD in the ``*.yaml``/``*.yml`` files of a folder."""
         names = []

@@ -236,7 +236,7 @@ class Store:
         md["generation"] = 1
         obj: Obj = {"apiVersion": rtype.api_version, "kind": rtype.kind, "metadata": md}
         obj.update((k, v) for k, v in body.items() if k not in obj)
-        if rtype.has_status and not rtype.builtin:
+        if rtype.has_status and (not rtype.builtin or rtype.drops_status_on_create):
             obj.pop("status", None)
         obj = self._admit(rtype, obj, None)
         name = md.get("name") or ""

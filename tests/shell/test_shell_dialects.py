@@ -288,8 +288,8 @@ async def test_dialects_that_disagree_get_a_precise_event(fake_api_factory: Any,
             'the pod names two gangs: PodGroup "koord-gang" (koordinator: '
             "metadata.annotations[gang.scheduling.koordinator.sh/name]) and PodGroup "
             '"sample-group" (kueue: metadata.labels[kueue.x-k8s.io/pod-group-name]); it joins '
-            "the koordinator one (precedence native > yunikorn > koordinator > coscheduling > "
-            "volcano > kueue)")
+            "the koordinator one (precedence native > workload > yunikorn > koordinator > "
+            "coscheduling > volcano > kueue)")
         # The precedence decided: the Koordinator gang of one is made and bound.
         await wait_for(lambda: bound(api, ["both"]), what="bound in the koordinator gang")
         assert api.try_get("podgroups", "default", "koord-gang", api_version=GANGSCHED)

@@ -721,6 +721,43 @@ async def local_volume_job_claim_missing(w: World) -> None:
     await wait_for(lambda: w.bound(*w.real_pod_names()), what="both bound once it exists")
 
 
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+
+
+def native_condition(w: World, name: str) -> Obj:
+    """The PodGroupScheduled condition of a Kubernetes PodGroup ({} while absent)."""
+    return condition(w.api.try_get("podgroups", NS, name, api_version=WORKLOAD_API),
+                     "PodGroupScheduled")
+
+
+async def workload_gang(w: World) -> None:
+    w.apply(w.objects("PodGroup"))
+    *first, last = w.real_pod_names()
+    w.apply_pods(*first)
+    await w.pending_with("WaitingForGang", *first, message="waiting for minCount pods from a "
+                         "gang to appear in scheduling queue (minCount 4)")
+    await w.settle()
+    assert w.unbound(*first) and w.binds() == 0
+    assert native_condition(w, "training") == {}  # not attempted before the quorum
+    w.apply_pods(last)
+    await wait_for(lambda: w.bound(*first, last), what="all four bound")
+    assert w.binds() == 4
+    found = await wait_for(lambda: native_condition(w, "training"), what="condition written")
+    assert (found["status"], found["reason"], found["message"]) == (
+        "True", "Scheduled", "4 pods of the group scheduled")
+
+
+async def workload_gang_pods_first(w: World) -> None:
+    pods = w.real_pod_names()
+    w.apply(w.objects("Pod"))
+    await w.pending_with("PodGroupNotFound", *pods, message="waiting for pod's pod group "
+                         '"training" to appear in scheduling queue')
+    await w.event(pods[0], "PodGroupNotFound", "Pod")
+    assert w.unbound(*pods)
+    w.apply(w.objects("PodGroup"))
+    await wait_for(lambda: w.bound(*pods), what="all four bound once it exists")
+
+
 def case(folder: str, scenario: Scenario, variant: str = "",
          nodes: tuple[int, str] = ROOMY) -> Any:
     return pytest.param(folder, scenario, nodes, id=f"{folder}-{variant}" if variant else folder)
@@ -747,6 +784,8 @@ CASES = [
     case("11-spread-gang", spread_gang),
     case("12-local-volume-job", local_volume_job),
     case("12-local-volume-job", local_volume_job_claim_missing, "claim-missing"),
+    case("13-workload-gang", workload_gang),
+    case("13-workload-gang", workload_gang_pods_first, "pods-first"),
 ]
 
 
@@ -763,6 +802,7 @@ async def test_example(fake_api_factory: Any, tmp_path: pathlib.Path, folder: st
     count, cpu = nodes
     api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=count, cpu=cpu,
                                         memory="4Gi")
+    api.serve_workload_api()  # Kubernetes 1.36 with GenericWorkload on, as example 13 needs
     op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
     try:
         await scenario(World(api, op, manifests(folder)))

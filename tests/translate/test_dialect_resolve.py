@@ -8,7 +8,7 @@ from gangsched.translate.dialects import NONE, PodMeta, resolve
 from gangsched.translate.pods import pod_with_membership
 from k8s_objects import make_pod
 
-ORDER = "precedence native > yunikorn > koordinator > coscheduling > volcano > kueue"
+ORDER = "precedence native > workload > yunikorn > koordinator > coscheduling > volcano > kueue"
 
 NATIVE_GROUP = ({"gangsched.io/pod-group": "native-pg"}, {})
 YUNIKORN = ({"applicationId": "yk-app"}, {"yunikorn.apache.org/task-group-name": "workers"})

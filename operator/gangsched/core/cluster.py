@@ -20,11 +20,13 @@ Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
    (name-sorted) candidates, skipping a prefix known to be too full for this request
    shape (the *watermark*, valid until some capacity is released; a watermark past
    every candidate fails the pod before its PreFilter runs, as the capacity check
-   alone would); spread rotates its starting point. The scan stops after
-   ``sample_size`` feasible nodes, as kube-scheduler's ``percentageOfNodesToScore``
-   does; every filter is exact, only the choice among feasible nodes is sampled;
+   alone would); spread rotates its starting point. The scan stops once it has found
+   as many feasible nodes as kube-scheduler's ``numFeasibleNodesToFind`` would
+   (:func:`feasible_nodes_to_find`: every node of a cluster under 100 nodes, an
+   adaptive share of a larger one unless ``percentageOfNodesToScore`` is set); every
+   filter is exact, only the choice among feasible nodes is sampled;
 4. Score plugins over the feasible nodes found, normalized and weighted; ties go to
-   scan order;
+   scan order, where kube-scheduler draws at random (see :func:`select_host`);
 5. Reserve and PreBind plugins (none in the default registry) on the chosen node: a
    refusal fails the placement; PreBind's decisions are kept in ``pre_bound`` and the
    scheduler emits them just before the pod's Binding.
@@ -42,7 +44,7 @@ A diagnosis counts the nodes that would fit but are reserved as ``Reserved``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from gangsched.core.diagnosis import FIT_PLUGIN, FITS, RESERVED, Diagnosis, reserved_reason
 from gangsched.core.domains import DomainIndex
@@ -76,8 +78,11 @@ def static_failure(node: Node, constraints: Constraints) -> str | None:
 class Cluster:
     """All nodes with their usage, and placement over them."""
 
-    def __init__(self, sample_size: int = 32, profile: ProfileConfig = DEFAULT_PROFILE) -> None:
-        """``profile`` is validated here: an invalid one raises ``ConstraintError``."""
+    def __init__(self, percentage_of_nodes_to_score: int = 0,
+                 profile: ProfileConfig = DEFAULT_PROFILE) -> None:
+        """``profile`` is validated here: an invalid one raises ``ConstraintError``.
+        ``percentage_of_nodes_to_score`` is kube-scheduler's setting of that name (0:
+        its adaptive default; see :func:`feasible_nodes_to_find`)."""
         self.nodes: dict[str, NodeState] = {}
         self.profile = profile
         self._frameworks: dict[Scoring, Framework] = {}
@@ -95,7 +100,10 @@ class Cluster:
         """Labels of the namespaces observed (for namespaceSelector)."""
         self.pre_bound: dict[str, list[object]] = {}
         """Decisions PreBind plugins asked for, by pod uid, emitted before its Binding."""
-        self.sample_size = max(1, sample_size)
+        self.percentage_of_nodes_to_score = min(100, max(
+            0, profile.percentage_of_nodes_to_score or percentage_of_nodes_to_score))
+        """kube-scheduler's ``percentageOfNodesToScore``: the profile's, else the one
+        given; 0 for the adaptive default."""
         self.free_epoch = 0
         """Bumped whenever capacity is released or added: cached "does not fit" is stale."""
         self._release_epoch = 0
@@ -163,6 +171,7 @@ class Cluster:
             or old.taints != node.taints
             or old.unschedulable != node.unschedulable
             or old.ready != node.ready
+            or old.unreachable != node.unreachable
         ):
             self._nodes_changed()
             self._freed()
@@ -208,6 +217,13 @@ class Cluster:
     def touches(self) -> TouchLog:
         """The nodes whose usage changed, in order (for what is kept node by node)."""
         return self._touches
+
+    @property
+    def sample_size(self) -> int:
+        """How many feasible nodes a placement finds before it scores them (see
+        :func:`feasible_nodes_to_find`), at least 1."""
+        return max(1, feasible_nodes_to_find(self.percentage_of_nodes_to_score,
+                                             len(self.nodes)))
 
     def node_state(self, name: str) -> NodeState | None:
         return self.nodes.get(name)
@@ -532,9 +548,17 @@ class Cluster:
         first_fit = -1
         fits = request.fits_in
         sample = self.sample_size
+        if not extra and fwk.usage_scored(info, self):
+            first_fit = _scan_by_usage(nodes, order, fits, blocked, sample, feasible)
+            order = range(0)
+        room: dict[str, bool] = {}
+        """Whether the request fits, by usage key: asked once per key."""
         for i in order:
             state = nodes[i % count]
-            if not fits(state.free):
+            fit = room.get(state.usage_key)
+            if fit is None:
+                fit = room[state.usage_key] = fits(state.free)
+            if not fit:
                 continue
             if first_fit < 0:
                 first_fit = i  # reserved or not: the watermark is about capacity only
@@ -563,8 +587,7 @@ class Cluster:
             chosen = feasible[0].node.name
         else:
             fwk.pre_score(cycle, info, self, feasible)
-            totals = fwk.score(cycle, info, feasible)
-            chosen = feasible[totals.index(max(totals))].node.name  # the first of the best
+            chosen = select_host(feasible, fwk.score(cycle, info, feasible))
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
 
     def fit(self, info: PodInfo, scoring: Scoring, *, judged: bool = True) -> str | Diagnosis:
@@ -733,6 +756,69 @@ class Cluster:
             tally = self._tallies[key] = Tally.full(epoch, self._touches,
                                                     self.sorted_nodes(), judge)
         return tally.diagnosis(self.reserved_for if blocked else "")
+
+
+def _scan_by_usage(nodes: Sequence[NodeState], order: range, fits: Callable[[Resources], bool],
+                   blocked: frozenset[str] | None, sample: int,
+                   feasible: list[NodeState]) -> int:
+    """:meth:`Cluster.place`'s scan for a pod whose only dynamic filter is capacity and
+    whose scores follow from the nodes' usage keys alone: it counts ``sample`` feasible
+    nodes as the plain scan does, but appends to ``feasible`` only the first node of
+    each usage key. The others would score the same as that one and come after it in
+    scan order, so they could only tie and lose; nodes of a key known to fit or not are
+    not asked again. Returns the position of the first node with room (-1: none)."""
+    count = len(nodes)
+    first_fit = -1
+    found = 0
+    verdicts: dict[str, bool] = {}
+    scored: set[str] = set()
+    for i in order:
+        state = nodes[i % count]
+        key = state.usage_key
+        fit = verdicts.get(key)
+        if fit is None:
+            fit = verdicts[key] = fits(state.free)
+        if not fit:
+            continue
+        if first_fit < 0:
+            first_fit = i
+        if blocked is not None and state.node.name in blocked:
+            continue
+        found += 1
+        if key not in scored:
+            scored.add(key)
+            feasible.append(state)
+        if found >= sample:
+            break
+    return first_fit
+
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def feasible_nodes_to_find(percentage: int, nodes: int) -> int:
+    """How many feasible nodes a placement looks for among ``nodes`` before it scores
+    them, as kube-scheduler's ``numFeasibleNodesToFind`` (pkg/scheduler/schedule_one.go):
+    every node when there are fewer than 100; else ``percentage`` of them (0: the
+    adaptive 50% less 1% per 125 nodes, at least 5%), and never fewer than 100."""
+    if nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return nodes
+    if percentage <= 0:
+        percentage = max(50 - nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def select_host(nodes: Sequence[NodeState], totals: Sequence[int]) -> str:
+    """The node with the highest total; among equals, the first in scan order.
+
+    A deliberate difference: kube-scheduler's ``selectHost`` (schedule_one.go) draws one
+    of the best at random. Here the same observations give the same decisions (the
+    simulator, the tests and a restart replay them), and equals still share the load:
+    spread scoring scans from a point that moves on after each placement, as
+    kube-scheduler's ``nextStartNodeIndex`` does, and bin-packing fills the first of
+    equal nodes before it opens the next, which is what packing asks."""
+    return nodes[totals.index(max(totals))].node.name
 
 
 def _still(diagnosis: Diagnosis) -> bool:

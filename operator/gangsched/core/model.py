@@ -112,6 +112,10 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     ready: bool = True
+    unreachable: bool = False
+    """Not ready because its ``Ready`` condition is ``Unknown`` (the kubelet stopped
+    reporting): the node lifecycle controller taints such a node
+    ``node.kubernetes.io/unreachable``, not ``node.kubernetes.io/not-ready``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,8 +377,11 @@ class SchedulerConfig:
     pod_scoring: Scoring = Scoring.BINPACK
     """How ordinary pods and real gang members placed outside a placeholder pick nodes."""
 
-    sample_size: int = 32
-    """How many feasible nodes are scored per placement (not all nodes are scanned)."""
+    percentage_of_nodes_to_score: int = 0
+    """kube-scheduler's ``percentageOfNodesToScore``: the share of the nodes a placement
+    looks for feasible ones among before scoring them, in a cluster of 100 nodes or more
+    (a smaller one is searched whole). 0: kube-scheduler's adaptive default, 50% less 1%
+    per 125 nodes, at least 5% and at least 100 nodes."""
 
     default_queue_policy: SortPolicy = SortPolicy.PRIORITY
     """Sort policy of the implicit ``default`` queue when no Queue object defines it."""

@@ -43,6 +43,11 @@ class PlacedPod:
     labels: Mapping[str, str]
     placement: Placement
     node: str
+    terminating: bool = False
+    """Being deleted (``deletionTimestamp`` set): it still holds its node and counts for
+    pod (anti-)affinity, but not in :meth:`PodIndex.per_node` (topology spread), as
+    kube-scheduler's ``countPodsMatchSelector`` bypasses terminating pods
+    (podtopologyspread/common.go, kubernetes#87621)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +113,8 @@ class PodIndex:
 
     def per_node(self, selector: LabelSelector, namespace: str) -> Mapping[str, int]:
         """How many placed pods of ``namespace`` ``selector`` matches, per node name (nodes
-        without any left out). Read-only; valid until the next add or remove."""
+        without any left out), terminating pods left out (see :class:`PlacedPod`).
+        Read-only; valid until the next add or remove."""
         key = (selector, namespace)
         found = self._counts.get(key)
         if found is not None:
@@ -119,7 +125,7 @@ class PodIndex:
             self._counted_any.clear()
         found = {}
         for pod in self.matching(selector):
-            if pod.namespace == namespace:
+            if pod.namespace == namespace and not pod.terminating:
                 found[pod.node] = found.get(pod.node, 0) + 1
         self._counts[key] = found
         pairs = selector.equalities()
@@ -131,6 +137,8 @@ class PodIndex:
 
     def _count(self, pod: PlacedPod, delta: int) -> None:
         """Keep :meth:`per_node` counts up to date for ``pod`` coming (1) or going (-1)."""
+        if pod.terminating:
+            return
         labels = pod.labels
         keys = [key for pair in labels.items() for key in self._counted_by_pair.get(pair, ())]
         keys += self._counted_any

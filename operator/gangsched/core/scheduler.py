@@ -31,6 +31,7 @@ every collection is iterated in a defined order and ties are broken by
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -113,7 +114,7 @@ class Scheduler:
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
-        self.cluster = Cluster(self.config.sample_size, self.config.profile)
+        self.cluster = Cluster(self.config.percentage_of_nodes_to_score, self.config.profile)
         self.queues = QueueTree(self.config.default_queue_policy)
         self.pods: dict[PodUID, PodState] = {}
         self.pod_by_name: dict[str, PodUID] = {}
@@ -264,6 +265,8 @@ class Scheduler:
             ps.update(pod)
             self.charge(ps, held)
         else:
+            if ps.node is not None and pod.terminating != ps.pod.terminating:
+                self._terminating_changed(ps, pod)
             ps.update(pod)
         if pod.node_name is not None and pod.active:
             if ps.node != pod.node_name:
@@ -288,6 +291,15 @@ class Scheduler:
         self.refresh_pending(ps)
         self.touch_owner(ps)
         self.pressure.track(ps)
+
+    def _terminating_changed(self, ps: PodState, pod: Pod) -> None:
+        """A charged pod began (or, in a stale observation, stopped) terminating: it
+        keeps its node's capacity until it is gone, but topology spread no longer counts
+        it (see :class:`~gangsched.core.podindex.PlacedPod`)."""
+        placed = self.cluster.pod_index.pods.get(ps.uid)
+        if placed is not None:
+            self.cluster.pod_index.add(dataclasses.replace(placed, terminating=pod.terminating))
+            self.cluster.retry()
 
     def _pod_gone(self, uid: PodUID) -> None:
         ps = self.pods.pop(uid, None)
@@ -416,7 +428,8 @@ class Scheduler:
         self.pressure.track(ps)
         pod = ps.pod
         self.cluster.charge(node, ps.uid, ps.request,
-                            PlacedPod(pod.uid, pod.namespace, ps.info.labels, pod.placement, node))
+                            PlacedPod(pod.uid, pod.namespace, ps.info.labels, pod.placement, node,
+                                      pod.terminating))
         if ps.pod.volumes.any:
             self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
         queue = self.queue_of(ps)

@@ -20,7 +20,8 @@ fullest rack is scored first). :func:`plan` decides for the gang's members toget
 4. The simulation places the members in order, each with the profile's whole filter
    pipeline (static filters, capacity, host ports, pod (anti-)affinity, spread...) over
    the domain's nodes only, scored as :meth:`~gangsched.core.cluster.Cluster.place`
-   scores (sampling ``sample_size`` feasible nodes), each member charged tentatively so
+   scores (as many feasible nodes as ``sample_size``; nodes of equal usage scored once
+   when only their usage tells them apart), each member charged tentatively so
    that the next one sees it; every tentative charge is undone before returning. Nodes
    reserved for another gang are skipped. Volumes are checked per member, not the
    members' claims against one another.
@@ -40,6 +41,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gangsched.core.cluster import select_host
 from gangsched.core.diagnosis import FIT_PLUGIN
 from gangsched.core.domains import Domain, levels
 from gangsched.core.model import Scoring, TopologyRequest
@@ -367,6 +369,9 @@ def _place_one(cluster: Cluster, fwk: Framework, trial: _Trial, info: PodInfo,
     fits = request.fits_in
     feasible: list[NodeState] = []
     sample = cluster.sample_size
+    by_usage = not extra and fwk.usage_scored(info, cluster)
+    keys: set[str] = set()
+    found = 0
     for state in nodes:
         name = state.node.name
         if name not in allowed or not fits(state.free):
@@ -377,20 +382,26 @@ def _place_one(cluster: Cluster, fwk: Framework, trial: _Trial, info: PodInfo,
             if not f.filter(cycle, info, state).ok:
                 break
         else:
+            found += 1
+            if by_usage:  # equal usage keys score alike: the first of them wins
+                if state.usage_key in keys:
+                    if found >= sample:
+                        break
+                    continue
+                keys.add(state.usage_key)
             feasible.append(state)
-            if len(feasible) >= sample:
+            if found >= sample:
                 break
     if not feasible:
         return _why(cluster, fwk, cycle, info, nodes, allowed, blocked)
     if len(feasible) == 1:
-        best = feasible[0]
+        best = feasible[0].node.name
     else:
         fwk.pre_score(cycle, info, cluster, feasible)
-        totals = fwk.score(cycle, info, feasible)
-        best = feasible[totals.index(max(totals))]
+        best = select_host(feasible, fwk.score(cycle, info, feasible))
     uid = info.uid or f"topology-member-{position}"
-    trial.charge(best, info, uid, cluster.neighbour_bound(info))
-    return (best.node.name,)
+    trial.charge(cluster.nodes[best], info, uid, cluster.neighbour_bound(info))
+    return (best,)
 
 
 def _why(cluster: Cluster, fwk: Framework, cycle: fw.CycleState, info: PodInfo,

@@ -77,6 +77,14 @@ NEEDED: frozenset[Permission] = frozenset([
     *_grant(VOLCANO, ("podgroups",), {
         "list": "start-up: Volcano gangs (404 while the CRD is not installed)",
         "watch": "follow their changes"}),
+    # Kubernetes' own gangs (the Workload API, feature-gated: its version is asked of
+    # discovery, which needs no grant). Not workloads: a PodGroup carries a copy of its
+    # template's policy and constraints, so the Workload is never read.
+    *_grant("scheduling.k8s.io", ("podgroups",), {
+        "list": "start-up: Kubernetes-native gangs (when the Workload API is served)",
+        "watch": "follow their changes"}),
+    *_grant("scheduling.k8s.io", ("podgroups/status",), {
+        "patch": "the PodGroup's scheduling condition, as kube-scheduler writes it"}),
     *_grant("", ("namespaces",), {
         "list": "start-up: namespace labels, which namespaceSelector in pod affinity matches",
         "watch": "follow namespaces created, deleted and relabelled"}),

@@ -750,7 +750,7 @@ class Runtime:
                 ns, name = d.key.split("/", 1)
                 self.status.want(StatusTarget(GROUP, VERSION, "applications", ns, name), body)
         elif isinstance(d, SetPodGroupStatus) and self.foreign.owns(d.key):
-            self.foreign.want_status(d)
+            self.foreign.want_status(d, now)
         elif isinstance(d, SetPodGroupStatus):
             self.transitions.podgroup(d)
             gobj = self.groups.get(d.key)
@@ -785,7 +785,8 @@ class Runtime:
 
     def _record(self, d: RecordEvent) -> None:
         now = self.clock()
-        body = retarget_event(render.event_body(d, now=now, instance=self.settings.identity))
+        body = retarget_event(render.event_body(d, now=now, instance=self.settings.identity),
+                              self.foreign.versions)
         name = render.event_name(d)
         micro = times.format_micro_time(now)
         self.reports.submit(lambda: self.events.record(name, body, now, micro))
@@ -920,6 +921,7 @@ class Runtime:
         why = self.pods_first_errors.get(d.uid)
         if why is not None and d.reason in ("ApplicationNotFound", "PodGroupNotFound"):
             d = dataclasses.replace(d, message=f"{d.message}; {why}")
+        d = self.foreign.reword(d)  # a Workload API PodGroup's members: kube-scheduler's words
         report = self.pending.offer(d, now)
         if report is not None:
             self._report_pending(report, now)

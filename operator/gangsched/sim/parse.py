@@ -35,10 +35,10 @@ from gangsched.translate.profile import profile_from_k8s
 
 TOP = ("settings", "nodes", "queues", "applications", "podGroups", "pods", "events")
 SETTINGS = ("until", "gcAfterSeconds", "scheduler")
-SCHEDULER = ("sampleSize", "gangScoring", "podScoring", "defaultQueuePolicy", "actions",
-             "overcommitFactor", "starvationThresholdSeconds", "reservationTimeoutSeconds",
-             "deadlockBackoffSeconds", "nominationTimeoutSeconds", "evictionBackoffSeconds",
-             "profile", "placeholders")
+SCHEDULER = ("percentageOfNodesToScore", "gangScoring", "podScoring", "defaultQueuePolicy",
+             "actions", "overcommitFactor", "starvationThresholdSeconds",
+             "reservationTimeoutSeconds", "deadlockBackoffSeconds", "nominationTimeoutSeconds",
+             "evictionBackoffSeconds", "profile", "placeholders")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
         "taints")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
@@ -122,8 +122,9 @@ class _Builder:
             sched = r.mapping(sched_raw, spath, SCHEDULER)
             if sched is not None:
                 config = SchedulerConfig(
-                    sample_size=r.integer(sched, spath, "sampleSize", config.sample_size,
-                                          minimum=1),
+                    percentage_of_nodes_to_score=r.integer(
+                        sched, spath, "percentageOfNodesToScore",
+                        config.percentage_of_nodes_to_score, minimum=0),
                     gang_scoring=r.choice(sched, spath, "gangScoring", enum_parser(Scoring),
                                           config.gang_scoring),
                     pod_scoring=r.choice(sched, spath, "podScoring", enum_parser(Scoring),

@@ -16,14 +16,17 @@ from gangsched.core import constraints, model, resources
 from gangsched.translate import fields, k8s_constraints
 
 
-def _ready(status: Mapping[str, Any]) -> bool:
+def _ready(status: Mapping[str, Any]) -> str:
+    """The ``Ready`` condition's status: ``"True"``, ``"False"``, ``"Unknown"``; ``""``
+    when the node has none (or a malformed list)."""
     conditions = status.get("conditions")
     if not isinstance(conditions, list):
-        return False
+        return ""
     for condition in conditions:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
-            return condition.get("status") == "True"
-    return False
+            found = condition.get("status")
+            return found if isinstance(found, str) else ""
+    return ""
 
 
 def _read(obj: Mapping[str, Any]) -> tuple[model.Node, list[str]]:
@@ -51,13 +54,15 @@ def _read(obj: Mapping[str, Any]) -> tuple[model.Node, list[str]]:
         False,
     )
     broken = bool(problems.messages)
+    ready = _ready(status)
     node = model.Node(
         name=name if isinstance(name, str) else "",
         allocatable=resources.Resources.ZERO if broken else allocatable,
         labels=node_labels,
         taints=taints,
         unschedulable=unschedulable,
-        ready=not broken and _ready(status),
+        ready=not broken and ready == "True",
+        unreachable=not broken and ready == "Unknown",
     )
     return node, problems.messages
 
@@ -67,7 +72,8 @@ def node_from_k8s(obj: Mapping[str, Any]) -> model.Node:
 
     ``allocatable`` is ``status.allocatable`` as it is (a node without it has nothing,
     including no pod slots); ``ready`` is whether the ``Ready`` condition has status
-    ``"True"`` (no condition: not ready); ``unschedulable`` is ``spec.unschedulable``.
+    ``"True"`` (no condition: not ready); ``unreachable`` whether it is ``"Unknown"`` (the
+    kubelet stopped reporting); ``unschedulable`` is ``spec.unschedulable``.
     Taint ``timeAdded`` is ignored. A node with any problem (see :func:`node_problems`)
     is not ready and has nothing allocatable.
     """

@@ -265,6 +265,7 @@ def pod_with_membership(
             labels=pod_labels,
             annotations=annotations,
             priority_class=priority_class if isinstance(priority_class, str) else "",
+            scheduling_group=spec.get("schedulingGroup"),
         )
     )
     for problem in membership.problems:

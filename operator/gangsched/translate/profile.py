@@ -25,7 +25,8 @@ single profile object with ``plugins`` and ``pluginConfig``::
 Arguments read: NodeResourcesFit ``scoringStrategy`` (``LeastAllocated``,
 ``MostAllocated``; ``resources`` with weights), NodeResourcesBalancedAllocation
 ``resources``, PodTopologySpread ``defaultingType`` and ``defaultConstraints``,
-InterPodAffinity ``hardPodAffinityWeight`` and ``ignorePreferredTermsOfExistingPods``.
+InterPodAffinity ``hardPodAffinityWeight`` and ``ignorePreferredTermsOfExistingPods``;
+and ``percentageOfNodesToScore``, the profile's or else the configuration's.
 Anything wrong raises :class:`~gangsched.translate.fields.TranslationError` or
 :class:`~gangsched.core.constraints.ConstraintError` whose message starts with the path
 of the field, e.g. ``plugins.score.enabled[0]: unknown plugin "Foo" (accepted: ...)``.
@@ -124,12 +125,23 @@ def _args(name: str, raw: object, path: str) -> object:
     raise fields.TranslationError(f"{path}: {name} takes no arguments in gangsched")
 
 
+def _percentage(raw: object, path: str) -> int:
+    """``percentageOfNodesToScore``: absent or null is 0 (the adaptive default), else a
+    whole number from 0 to 100 (kube-scheduler's validation)."""
+    if raw is None:
+        return 0
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 100:
+        raise fields.TranslationError(f"{path}: must be a whole number from 0 to 100, got {raw!r}")
+    return raw
+
+
 def profile_from_k8s(raw: object) -> ProfileConfig:
     """Read and validate a profile (see the module docstring); ``None`` is the default."""
     if raw is None:
         return ProfileConfig()
     obj: Mapping[str, Any] = fields.mapping(raw, "profile")
     prefix = ""
+    percentage = _percentage(obj.get("percentageOfNodesToScore"), "percentageOfNodesToScore")
     if "profiles" in obj:
         profiles = fields.sequence(obj.get("profiles"), "profiles")
         if len(profiles) != 1:
@@ -137,6 +149,8 @@ def profile_from_k8s(raw: object) -> ProfileConfig:
                 f"profiles: gangsched runs exactly one profile, got {len(profiles)}")
         obj = fields.mapping(profiles[0], "profiles[0]")
         prefix = "profiles[0]."
+        percentage = (_percentage(obj.get("percentageOfNodesToScore"),
+                                  f"{prefix}percentageOfNodesToScore") or percentage)
     plugins = fields.mapping(obj.get("plugins"), f"{prefix}plugins")
     multi = _plugin_set(plugins.get("multiPoint"), f"{prefix}plugins.multiPoint")
     points = []
@@ -156,7 +170,7 @@ def profile_from_k8s(raw: object) -> ProfileConfig:
         entry = fields.mapping(item, path)
         name = fields.string(entry.get("name"), f"{path}.name")
         args.append((name, _args(name, entry.get("args"), f"{path}.args")))
-    config = ProfileConfig(multi, tuple(points), tuple(args))
+    config = ProfileConfig(multi, tuple(points), tuple(args), percentage)
     try:
         Cluster(profile=config)
     except constraints.ConstraintError as error:

@@ -165,15 +165,28 @@ def placeholder_pod(
     }
 
 
+_FIT_ERROR = re.compile(r"\d+/\d+ nodes are available")
+"""The start of kube-scheduler's ``FitError`` message."""
+
+
 def pod_scheduled_condition(d: decisions.PodPending, *, now: float) -> dict[str, Any]:
     """The ``PodScheduled=False`` pod condition kube-scheduler would write for ``d``:
-    reason ``Unschedulable``, message ``"<reason>: <message>"``; for a gated pod reason
-    ``SchedulingGated`` with the API server's message."""
+    reason ``Unschedulable``; for a gated pod reason ``SchedulingGated`` with the API
+    server's message.
+
+    The message of a pod that no node fits is kube-scheduler's ``FitError`` text as it
+    is, ``0/N nodes are available: ...`` (pkg/scheduler/framework/types.go
+    ``FitError.Error``, written by ``handleSchedulingFailure``): tools and people match
+    on that prefix. A pod that waits for something kube-scheduler has no words for (its
+    gang, its queue's quota) reads ``"<reason>: <message>"``."""
     if d.reason == decisions.SCHEDULING_GATED:
         reason, message = d.reason, d.message
     else:
         reason = "Unschedulable"
-        message = f"{d.reason}: {d.message}" if d.message else d.reason
+        if _FIT_ERROR.match(d.message):
+            message = d.message
+        else:
+            message = f"{d.reason}: {d.message}" if d.message else d.reason
     return {
         "type": "PodScheduled",
         "status": "False",

@@ -69,8 +69,9 @@ def cluster(nodes: Iterable[Node], placed: Iterable[tuple[Mapping[str, Any], str
         found.upsert_namespace(name, ns_labels)
     for obj, where in placed:
         p = info(obj)
+        terminating = obj.get("metadata", {}).get("deletionTimestamp") is not None
         found.charge(where, p.uid, p.request,
-                     PlacedPod(p.uid, p.namespace, p.labels, p.placement, where))
+                     PlacedPod(p.uid, p.namespace, p.labels, p.placement, where, terminating))
     return found
 
 

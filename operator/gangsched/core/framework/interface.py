@@ -186,6 +186,17 @@ class ScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class UsageScorePlugin(ScorePlugin, Protocol):
+    def usage_only(self, pod: PodInfo, snapshot: Snapshot) -> bool:
+        """Before the feasible nodes are known: will this plugin either skip ``pod`` at
+        PreScore, or score every node from what :attr:`NodeState.usage_key` holds
+        (allocatable and what is requested there) alone, with a normalization that
+        gives equal scores to equal raw scores? Then nodes of equal usage keys score
+        alike, and placement scores one of each. False is always safe."""
+        ...
+
+
+@runtime_checkable
 class BatchScorePlugin(ScorePlugin, Protocol):
     def score_nodes(self, state: CycleState, pod: PodInfo,
                     nodes: Sequence[NodeState]) -> list[int]:

@@ -17,6 +17,11 @@ def nonzero(request: Resources) -> tuple[int, int]:
 
 
 
+def _canonical(amounts: Resources) -> str:
+    """``amounts`` as text, the same for equal vectors whatever their order."""
+    return ",".join(f"{name}={amount}" for name, amount in sorted(amounts.items()))
+
+
 class NodeState:
     """A node and what is placed on it. ``free`` is kept equal to allocatable - used.
 
@@ -25,7 +30,7 @@ class NodeState:
     """
 
     __slots__ = ("alloc_cpu", "alloc_memory", "free", "node", "nonzero_cpu", "nonzero_memory",
-                 "pods", "ports", "used")
+                 "pods", "ports", "usage_key", "used")
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -41,12 +46,24 @@ class NodeState:
         self.nonzero_memory = 0
         """cpu and memory requested, a pod without a request counting as
         kube-scheduler's scoring defaults (see :func:`nonzero`)."""
+        self.usage_key = ""
+        """What capacity and the resource scorers read of the node (allocatable, what
+        is used and requested there), as one string: nodes with equal keys have the
+        same room and score alike for those scorers (see ``Cluster.place``). A string,
+        whose hash is kept, so that a look-up by it costs less than the fit it spares.
+        Kept as usage moves."""
+        self._rekey()
 
     def set_node(self, node: Node) -> None:
         """Take a newer version of the node (usage is kept)."""
         self.node = node
         self.alloc_cpu = node.allocatable.get(CPU)
         self.alloc_memory = node.allocatable.get(MEMORY)
+        self._rekey()
+
+    def _rekey(self) -> None:
+        self.usage_key = (f"{_canonical(self.node.allocatable)}|{_canonical(self.used)}"
+                          f"|{self.nonzero_cpu}|{self.nonzero_memory}")
 
     def add(self, uid: str, request: Resources) -> None:
         """Charge ``request`` for pod ``uid`` (once per uid)."""
@@ -58,6 +75,7 @@ class NodeState:
         cpu, memory = nonzero(request)
         self.nonzero_cpu += cpu
         self.nonzero_memory += memory
+        self._rekey()
 
     def remove(self, uid: str) -> Resources | None:
         """Release what pod ``uid`` holds; None if it holds nothing here."""
@@ -69,6 +87,7 @@ class NodeState:
         cpu, memory = nonzero(held)
         self.nonzero_cpu -= cpu
         self.nonzero_memory -= memory
+        self._rekey()
         return held
 
     def score(self, request: Resources) -> float:

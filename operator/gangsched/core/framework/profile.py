@@ -45,6 +45,10 @@ class ProfileConfig:
     points: tuple[tuple[str, PluginSet], ...] = ()
     args: tuple[tuple[str, object], ...] = ()
     """Validated plugin arguments by plugin name (each plugin's own args value)."""
+    percentage_of_nodes_to_score: int = 0
+    """``percentageOfNodesToScore`` of the configuration (the profile's own, else the
+    top level's): 0 leaves the scheduler's setting, else 1..100 (see
+    :func:`gangsched.core.cluster.feasible_nodes_to_find`)."""
 
     def point(self, name: str) -> PluginSet:
         for point, found in self.points:

@@ -72,6 +72,10 @@ class Framework:
         self.pre_binders: list[fw.PreBindPlugin] = [
             _as(made[n], fw.PreBindPlugin) for n in at["preBind"]]
         self._pre_scored = frozenset(at["preScore"])
+        self._usage_scorers: list[fw.UsageScorePlugin] | None = [
+            plugin for plugin, _ in self.scorers if isinstance(plugin, fw.UsageScorePlugin)]
+        if len(self._usage_scorers) < len(self.scorers):
+            self._usage_scorers = None  # a scorer that cannot tell: never by usage alone
 
     def plugin(self, name: str) -> fw.Plugin | None:
         return self.plugins.get(name)
@@ -126,6 +130,13 @@ class Framework:
                 if status.code is fw.Code.SKIP:
                     continue
             state.scorers.append((plugin, weight))
+
+    def usage_scored(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Do the scores of ``pod`` follow from the nodes' usage keys alone (see
+        :class:`~gangsched.core.framework.interface.UsageScorePlugin`)? False when a
+        scorer cannot tell."""
+        scorers = self._usage_scorers
+        return scorers is not None and all(p.usage_only(pod, snapshot) for p in scorers)
 
     def score(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState]) -> list[int]:
         """The weighted sum of normalized scores per node, in the order of ``nodes``."""

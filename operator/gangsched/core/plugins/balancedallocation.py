@@ -37,6 +37,10 @@ class BalancedAllocation:
     def __init__(self, args: BalancedArgs) -> None:
         self.args = args
 
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Scores read allocatable and what is used on the node: always."""
+        return True
+
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         if any(pod.request.get(name) for name, _ in self.args.resources):

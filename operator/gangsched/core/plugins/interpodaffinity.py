@@ -59,12 +59,29 @@ class _FilterState:
     existing_anti: dict[Pair, int] = field(default_factory=dict)
     affinity: dict[Pair, int] = field(default_factory=dict)
     anti: dict[Pair, int] = field(default_factory=dict)
+    matches_own_terms: bool = False
+    """Does the pod match all its own required affinity terms (the first of a group)?"""
 
 
 def _selects(term: AffinityTerm, own_ns: str, pod: PlacedPod,
              ns_labels: Mapping[str, Mapping[str, str]]) -> bool:
     return (term.selector is not None and term.selects_namespace(own_ns, pod.namespace, ns_labels)
             and term.selector.matches(pod.labels))
+
+
+def _matches_own_terms(pod: PodInfo, ns_labels: Mapping[str, Mapping[str, str]]) -> bool:
+    """Does ``pod`` match every one of its required affinity terms, its own namespace
+    judged by each term's ``namespaces`` and ``namespaceSelector`` against the labels of
+    the namespaces observed? As kube-scheduler's ``podMatchesAllAffinityTerms``
+    (interpodaffinity/filtering.go), whose PreFilter first merges the namespaces a
+    term's ``namespaceSelector`` selects into its ``namespaces``
+    (``mergeAffinityTermNamespacesIfNotEmpty``): a term that selects the pod's own
+    namespace by label lets the first pod of a self-affine group in. No terms: False."""
+    terms = pod.placement.affinity
+    return bool(terms) and all(
+        t.selector is not None and t.selector.matches(pod.labels)
+        and t.selects_namespace(pod.namespace, pod.namespace, ns_labels)
+        for t in terms)
 
 
 def _add(counts: dict[Pair, int], snapshot: fw.Snapshot, node: str, key: str, by: int) -> None:
@@ -96,6 +113,7 @@ class InterPodAffinity:
         if not p.affinity and not p.anti_affinity and not found.existing_anti:
             return fw.SKIP
         if p.affinity:
+            found.matches_own_terms = _matches_own_terms(pod, ns_labels)
             first = p.affinity[0]
             if first.selector is not None:
                 for other in index.matching(first.selector):
@@ -144,12 +162,17 @@ class InterPodAffinity:
             return True
         # No pod anywhere matches: the first of a group may go where it is alone,
         # if it matches its own terms.
-        return not found.affinity and all(
-            t.selector is not None and t.selector.matches(pod.labels)
-            and t.selects_namespace(pod.namespace, pod.namespace, {})
-            for t in pod.placement.affinity)
+        return not found.affinity and found.matches_own_terms
 
     # --- scoring ---------------------------------------------------------------------------
+
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Skips a pod without preferred terms when placed pods have no term that
+        scores (required anti-affinity only), as :meth:`pre_score` does."""
+        index = snapshot.pod_index
+        p = pod.placement
+        return (not p.affinity_preferred and not p.anti_affinity_preferred
+                and index.terms == index.required_anti)
 
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:

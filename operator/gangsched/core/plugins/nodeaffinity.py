@@ -32,6 +32,10 @@ class NodeAffinity:
             return fw.unresolvable(REASON)
         return fw.SUCCESS
 
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Skips a pod without preferred node affinity."""
+        return not pod.placement.node_preferred
+
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         return fw.SUCCESS if pod.placement.node_preferred else fw.SKIP

@@ -91,6 +91,10 @@ class NodeResourcesFit:
             return fw.SUCCESS
         return fw.unschedulable(*insufficient(pod, node))
 
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Scores read allocatable and what is requested on the node: always."""
+        return True
+
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         cpu, memory = nonzero(pod.request)

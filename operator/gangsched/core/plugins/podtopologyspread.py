@@ -234,6 +234,10 @@ class PodTopologySpread:
 
     # --- scoring ---------------------------------------------------------------------------
 
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Skips a pod without ScheduleAnyway constraints (its own or the defaults)."""
+        return not self.constraints_of(pod, WhenUnsatisfiable.SCHEDULE_ANYWAY)
+
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> fw.Status:
         constraints = self.constraints_of(pod, WhenUnsatisfiable.SCHEDULE_ANYWAY)
@@ -284,7 +288,7 @@ class PodTopologySpread:
                 value = labels.get(key2)
                 if value is not None:
                     total += counts2.get(value, 0) * weight2 + skew2 - 1
-                out.append(round(total))
+                out.append(go_round(total))
             return out
         for node in nodes:
             labels = node.node.labels
@@ -296,7 +300,7 @@ class PodTopologySpread:
                 value = labels.get(key)
                 if value is not None:
                     total += counts.get(value, 0) * weight + max_skew - 1
-            out.append(round(total))
+            out.append(go_round(total))
         return out
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
@@ -312,6 +316,15 @@ class PodTopologySpread:
                 scores[i] = fw.MAX_NODE_SCORE
             else:
                 scores[i] = fw.MAX_NODE_SCORE * (high + low - value) // high
+
+
+def go_round(value: float) -> int:
+    """``value`` rounded half away from zero, as Go's ``math.Round`` (kube-scheduler's
+    ``PodTopologySpread.Score`` returns ``int64(math.Round(score))``); Python's ``round``
+    rounds half to even (2.5 gives 2, Go gives 3)."""
+    if value >= 0:
+        return math.floor(value + 0.5)
+    return -math.floor(-value + 0.5)
 
 
 def factory(args: object | None) -> PodTopologySpread:

@@ -47,12 +47,19 @@ class TaintToleration:
             return fw.SUCCESS
         return fw.unresolvable(reason(bad[0].key, bad[0].value))
 
-    def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
-                  nodes: Sequence[NodeState]) -> fw.Status:
+    def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
+        """Skips whenever no node has a PreferNoSchedule taint."""
+        return not self._any_prefers_not(snapshot)
+
+    def _any_prefers_not(self, snapshot: fw.Snapshot) -> bool:
         if snapshot.node_epoch != self._epoch:
             self._any = any(_prefers_not(node) for node in snapshot.sorted_nodes())
             self._epoch = snapshot.node_epoch
-        if self._any and any(_prefers_not(node) for node in nodes):
+        return self._any
+
+    def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
+                  nodes: Sequence[NodeState]) -> fw.Status:
+        if self._any_prefers_not(snapshot) and any(_prefers_not(node) for node in nodes):
             return fw.SUCCESS
         return fw.SKIP
 

@@ -1,15 +1,18 @@
 """Gang dialects: the labels and annotations other gang schedulers use, read as gangsched's.
 
-A job written for YuniKorn, Koordinator, coscheduling (scheduler-plugins), Volcano or Kueue
-runs unchanged: each dialect module reads its own names from a pod and says which gang
-the pod belongs to, as a :class:`Claim`. :mod:`.resolve` then picks one claim by the
-documented precedence and reports every disagreement between them.
+A job written for YuniKorn, Koordinator, coscheduling (scheduler-plugins), Volcano or Kueue,
+or for Kubernetes' own gang scheduling (the Workload API), runs unchanged: each dialect
+module reads its own names from a pod and says which gang the pod belongs to, as a
+:class:`Claim`. :mod:`.resolve` then picks one claim by the documented precedence and
+reports every disagreement between them.
 
 =============  ====================================  =========================================
 dialect        a pod joins                           the gang is defined by
 =============  ====================================  =========================================
 native         ``gangsched.io/app`` + task group,    the Application / PodGroup; or, pods
                or ``gangsched.io/pod-group``         first, ``gangsched.io/task-groups``
+workload       ``spec.schedulingGroup`` names a      that PodGroup (read; its scheduling
+               ``scheduling.k8s.io`` PodGroup        condition written back)
 yunikorn       Application ``dns_name(app-id)``,     ``yunikorn.apache.org/task-groups`` and
                task group ``task-group-name``        ``schedulingPolicyParameters`` on a pod
 koordinator    PodGroup ``dns_name(gang name)``      ``min-available`` (+ ``waiting-time``,
@@ -22,9 +25,10 @@ kueue          PodGroup ``dns_name(group name)``     ``pod-group-total-count`` o
 Gangs defined on pods become gangsched custom resources: the shell creates the
 Application or PodGroup from the first pod that carries the definition, owned by that pod
 (not as controller), exactly like the native pods-first flow. The PodGroups of
-coscheduling and Volcano are read where they are; the core knows them under *foreign
-keys* (:func:`foreign_key`), ``"<namespace>/<dialect>:<name>"``, which no Kubernetes name
-can spell, so they never clash with a gangsched PodGroup of the same name.
+coscheduling, Volcano and Kubernetes (``scheduling.k8s.io``) are read where they are;
+the core knows them under *foreign keys* (:func:`foreign_key`),
+``"<namespace>/<dialect>:<name>"``, which no Kubernetes name can spell, so they never
+clash with a gangsched PodGroup of the same name.
 
 Everything here is pure and never raises on what users wrote: wrong values become
 ``problems`` (the pod is then invalid, with the message), ``definition_error`` (the gang
@@ -43,13 +47,14 @@ from gangsched.core import model, naming
 from gangsched.translate import fields, labels
 
 NATIVE = "native"
+WORKLOAD = "workload"
 YUNIKORN = "yunikorn"
 KOORDINATOR = "koordinator"
 COSCHEDULING = "coscheduling"
 VOLCANO = "volcano"
 KUEUE = "kueue"
 
-PRECEDENCE = (NATIVE, YUNIKORN, KOORDINATOR, COSCHEDULING, VOLCANO, KUEUE)
+PRECEDENCE = (NATIVE, WORKLOAD, YUNIKORN, KOORDINATOR, COSCHEDULING, VOLCANO, KUEUE)
 """When a pod speaks several dialects, the first one here decides (see :mod:`.resolve`)."""
 
 APPLICATION = "Application"
@@ -65,7 +70,8 @@ _FOREIGN = re.compile(r"([a-z]+):(.*)")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PodMeta:
-    """What the dialects read from a pod: its identity, labels and annotations."""
+    """What the dialects read from a pod: its identity, labels and annotations, and
+    ``spec.schedulingGroup`` as it is in the object (``None`` when absent)."""
 
     namespace: str
     name: str
@@ -73,6 +79,7 @@ class PodMeta:
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     annotations: Mapping[str, str] = dataclasses.field(default_factory=dict)
     priority_class: str = ""
+    scheduling_group: object = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -275,6 +282,7 @@ def lenient_meta(obj: Mapping[str, Any]) -> PodMeta:
         labels=strings(meta.get("labels")),
         annotations=strings(meta.get("annotations")),
         priority_class=text(priority_class),
+        scheduling_group=spec.get("schedulingGroup"),
     )
 
 

@@ -1,14 +1,17 @@
 """One gang per pod: the documented precedence between dialects, and their disagreements.
 
 Every dialect reads the pod (:func:`claims`); then, by :data:`~.PRECEDENCE`
-(native > yunikorn > koordinator > coscheduling > volcano > kueue):
+(native > workload > yunikorn > koordinator > coscheduling > volcano > kueue):
 
 * the first dialect that names a gang decides which gang the pod joins. Why this order:
-  gangsched's own names are explicit; YuniKorn's task groups are the richest definition
-  (roles, placeholders, a timeout style) and a pod only has them when written for it;
-  Koordinator's annotations override a coscheduling PodGroup in Koordinator itself; the
-  PodGroups of coscheduling and Volcano live elsewhere and may not even exist here; and
-  Kueue is first an admission system, often paired with one of the others;
+  gangsched's own names are explicit; ``spec.schedulingGroup`` is a field of the pod's
+  spec that Kubernetes itself schedules by, immutable and set by the workload's
+  controller (the Job controller, JobSet, LeaderWorkerSet); YuniKorn's task groups
+  are the richest definition (roles, placeholders, a timeout style) and a pod only has
+  them when written for it; Koordinator's annotations override a coscheduling PodGroup
+  in Koordinator itself; the PodGroups of coscheduling and Volcano live elsewhere and
+  may not even exist here; and Kueue is first an admission system, often paired with
+  one of the others;
 * the gang's custom resource is made from the first dialect naming *that same gang* that
   carries a definition (a Koordinator label without ``min-available`` next to a Kueue
   total count: Kueue's count defines it);
@@ -42,11 +45,13 @@ from gangsched.translate.dialects import (
     kueue,
     native,
     volcano,
+    workload,
     yunikorn,
 )
 
 READERS: tuple[Callable[[PodMeta], Claim | None], ...] = (
     native.read,
+    workload.read,
     yunikorn.read,
     koordinator.read,
     coscheduling.read,
