@@ -249,11 +249,16 @@ def _too_few_places(cluster: Cluster, members: Sequence[PodInfo],
     need = len(members)
     places = 0
     seen: set[str] = set()
+    copies: dict[str, int] = {}
+    """Copies by usage key: nodes of equal usage have equal room."""
     for state in nodes:
         if state.node.name not in allowed:
             continue
-        free = state.free
-        here = min(free.get(name) // amount for name, amount in asked)
+        here = copies.get(state.usage_key)
+        if here is None:
+            free = state.free
+            here = copies[state.usage_key] = min(free.get(name) // amount
+                                                 for name, amount in asked)
         if here > 0:
             if apart is not None:
                 value = state.node.labels.get(apart)
