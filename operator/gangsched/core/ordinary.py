@@ -2,7 +2,9 @@
 
 Pods with neither an Application nor a PodGroup are units of their own; real pods of an
 application without a placeholder to take, and members of a PodGroup that is already
-satisfied, are placed the same way (:func:`place`).
+satisfied, are placed the same way (:func:`place`); a member of a gang that asks for a
+topology is placed inside the domain its gang's placed members share
+(:func:`~gangsched.core.gangplace.fit_alone`).
 """
 
 from __future__ import annotations

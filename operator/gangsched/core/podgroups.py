@@ -19,6 +19,11 @@ bound. Then all assumed members of the whole GangGroup are bound in the same cyc
   assumed. An enqueued group earmarks in its queue what it still needs of its minimum.
 * A deadlock victim (:mod:`~gangsched.core.deadlock`) gives back what it assumed and
   goes back to ``Pending`` until its backoff ends.
+* A PodGroup that asks for a topology (or whose members require pod affinity to one
+  another) has its members assumed on the nodes of the one domain planned for the whole
+  group (:mod:`~gangsched.core.gangplace`), or none assumed, with the ``Topology``
+  blocking reason, when no domain holds it; members placed after the gang is satisfied
+  stay in its domain.
 """
 
 from __future__ import annotations

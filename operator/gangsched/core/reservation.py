@@ -21,6 +21,11 @@ Once admitted, each task group's ``minMember`` members hold room in one of two w
   A placeholder asked for before its member appeared is still used: the member takes
   it after the reservation (:mod:`~gangsched.core.swap`).
 
+A task group that asks for a topology (or whose members require pod affinity to one
+another) is planned whole first (:mod:`~gangsched.core.gangplace`): its held members and
+placeholders go to the nodes of the one domain chosen for the whole group, or wait with
+the ``Topology`` blocking reason, naming the domains tried, when none holds it.
+
 With ``SchedulerConfig.placeholders`` = ``always`` every member gets a placeholder, as
 in YuniKorn. The placeholder timer starts at the first allocation or held member (or,
 after a restart that lost the persisted start, the first cycle that sees one). The gang
