@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup, make_queue, res
@@ -499,3 +500,85 @@ def test_preemption_evicts_only_in_a_rack_where_the_whole_gang_then_fits(
         assert where(w) == ["r2"] * 4
     else:
         assert gone & {"cheap-n0", "cheap-n1"}
+
+
+# --- cost ----------------------------------------------------------------------------------
+
+def test_gangs_without_a_topology_never_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    original = topology.plan
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(topology, "plan", counted)
+    for gang in GANGS:
+        w = racks(ISSUE)
+        gang(w, TopologyRequest())
+        w.settle(1, cycles=12)
+        recreate_member(w, 3)
+        w.settle(10, cycles=12)
+    assert calls == []
+    w = racks(ISSUE)
+    app_gang(w, TopologyRequest(required=RACK))
+    w.settle(1, cycles=12)
+    assert calls  # (the count sees plans)
+
+
+def test_a_refused_gang_is_simulated_again_only_once_room_is_freed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    simulated: list[int] = []
+    original = topology._simulate
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        simulated.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(topology, "_simulate", counted)
+    w = racks(FULL)
+    group_gang(w, TopologyRequest(required=RACK))
+    w.settle(1, cycles=3)
+    first = len(simulated)
+    for i in range(5):
+        w.step(2.0 + i)
+    assert len(simulated) == first
+    w.delete("filler-n2")
+    w.settle(10, cycles=6)
+    assert where(w) == ["r2"] * 4
+
+
+# --- gang groups and the swap ----------------------------------------------------------
+
+def test_each_podgroup_of_a_gang_group_keeps_to_its_own_rack() -> None:
+    """Two PodGroups bound together, each requiring a rack: a (three members) lands
+    whole in r2, the only rack that holds it, b (one) in the tightest, r1."""
+    w = racks(ISSUE)
+    asked = TopologyRequest(required=RACK)
+    for name, other, count in (("a", "b", 3), ("b", "a", 1)):
+        w.add_group(dataclasses.replace(
+            make_podgroup(name, count, gang_group=(f"default/{other}",)), topology=asked))
+        for i in range(count):
+            w.add_pod(make_pod(f"{name}-{i}", cpu="1500m", pod_group=name))
+    w.settle(1, cycles=12)
+    assert [w.nodes[str(w.node_of(f"a-{i}"))].labels[RACK] for i in range(3)] == ["r2"] * 3
+    assert w.nodes[str(w.node_of("b-0"))].labels[RACK] == "r1"
+
+
+def test_a_member_that_does_not_fit_its_placeholders_node_stays_in_the_rack() -> None:
+    """r1 holds one placeholder of 1.5 cpu, not two: both go to n2 in r2. The real
+    members ask 2.5 cpu, more than their task group's minResource: the second does not
+    fit n2 once its placeholder is gone, and is placed elsewhere inside r2 (n3), not on
+    n0 in r1, which has room for it and is the fuller node."""
+    w = racks({"n0": "1500m", "n1": "4"})
+    group = make_group("workers", 2, cpu="1500m", memory="1Gi",
+                       topology=TopologyRequest(required=RACK))
+    w.add_app(make_app("train", group))
+    w.settle(0, cycles=4)
+    homes = {p.node_name for p in w.placeholders()}
+    assert {w.nodes[str(n)].labels[RACK] for n in homes} == {"r2"}
+    assert len(homes) == 1  # bin-packing: both on one node of r2
+    for i in range(2):
+        w.add_pod(make_pod(f"train-{i}", cpu="2500m", app="train", task_group="workers"))
+    w.settle(1, cycles=12)
+    assert where(w, count=2) == ["r2", "r2"]

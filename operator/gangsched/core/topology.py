@@ -13,10 +13,11 @@ fullest rack is scored first). :func:`plan` decides for the gang's members toget
    finds it again. Members spanning two domains of a level rule the level out.
 3. Domains whose summed free room (:class:`~gangsched.core.domains.DomainIndex`) is
    below the members' total request are pruned without a simulation. The rest are
-   taken tightest first: least room left once the gang is in (summed over the resources
-   the gang asks for, each relative to the gang's ask), ties by domain value. Since the
-   whole gang goes into the domain, the first whose simulation succeeds is the tightest
-   that fits, and no other is simulated.
+   taken tightest first: least room left once the gang is in, measured on the
+   resource the domain has least of relative to the gang's ask (its bottleneck: room
+   for the gang once more is 1, however much memory or pod slots stay free), ties by
+   domain value. Since the whole gang goes into the domain, the first whose simulation
+   succeeds is the tightest that fits, and no other is simulated.
 4. The simulation places the members in order, each with the profile's whole filter
    pipeline (static filters, capacity, host ports, pod (anti-)affinity, spread...) over
    the domain's nodes only, scored as :meth:`~gangsched.core.cluster.Cluster.place`
@@ -163,8 +164,7 @@ def plan(cluster: Cluster, topology: TopologyRequest, members: Sequence[PodInfo]
         for value in candidates:
             free = sums.get(value, {})
             if all(free.get(name, 0) >= amount for name, amount in asked):
-                slack = sum((free.get(name, 0) - amount) / amount for name, amount in asked)
-                ranked.append((slack, value))
+                ranked.append((_left(free, asked), value))
             else:
                 pruned += 1
                 if len(tried) < 64:
@@ -182,6 +182,16 @@ def plan(cluster: Cluster, topology: TopologyRequest, members: Sequence[PodInfo]
         if not candidates:
             tried.append((key, "no node carries this label"))
     return _refuse(topology, len(members), tried, pruned)
+
+
+def _left(free: Mapping[str, int], asked: list[tuple[str, int]]) -> float:
+    """The room a domain would have left once the gang is in, in units of the gang's
+    ask, on the resource that is shortest (its bottleneck): a domain with room for
+    the gang once more scores 1, whatever plenty it has of other resources. A gang
+    that asks for nothing leaves every domain as it is: 0."""
+    if not asked:
+        return 0.0
+    return min(free.get(name, 0) / amount for name, amount in asked) - 1
 
 
 def _refuse(topology: TopologyRequest, count: int, tried: list[tuple[str, str]],
@@ -351,7 +361,7 @@ def _tightest(inside: Mapping[str, list[NodeState]], part: Sequence[PodInfo]) ->
     for value, states in inside.items():
         free = {name: sum(max(0, s.free.get(name)) for s in states) for name, _ in asked}
         if all(free[name] >= amount for name, amount in asked):
-            ranked.append((sum((free[n] - a) / a for n, a in asked), value))
+            ranked.append((_left(free, asked), value))
     ranked.sort()
     return [value for _, value in ranked]
 
