@@ -372,8 +372,14 @@ def test_a_refusal_details_every_domain_tried() -> None:
     assert isinstance(found, topology.Refusal)
     details = found.details()
     assert set(details) == {"domain rack=r1", "domain rack=r2"}
-    assert "short of" in details["domain rack=r1"]
+    assert "room for 0 of its 3 members" in details["domain rack=r1"]
     assert "room for 2 of its 3 members" in details["domain rack=r2"]
+    mixed = members(2, "1500m") + members(1, "2")  # two shapes: free room is summed
+    found = topology.plan(cluster, TopologyRequest(required=RACK), mixed, (),
+                          Scoring.BINPACK)
+    assert isinstance(found, topology.Refusal)
+    assert "short of" in found.details()["domain rack=r1"]
+    assert "Insufficient cpu" in found.details()["domain rack=r2"]
 
 
 def test_members_see_one_another_in_the_simulation() -> None:
@@ -552,7 +558,8 @@ def test_a_refused_gang_is_simulated_again_only_once_room_is_freed(
 
 def test_each_podgroup_of_a_gang_group_keeps_to_its_own_rack() -> None:
     """Two PodGroups bound together, each requiring a rack: a (three members) lands
-    whole in r2, the only rack that holds it, b (one) in the tightest, r1."""
+    whole in r2, the only rack that holds it; then b (one member) goes to the rack it
+    strands the fewest places in: r2, left with one place, rather than r1 with two."""
     w = racks(ISSUE)
     asked = TopologyRequest(required=RACK)
     for name, other, count in (("a", "b", 3), ("b", "a", 1)):
@@ -562,7 +569,7 @@ def test_each_podgroup_of_a_gang_group_keeps_to_its_own_rack() -> None:
             w.add_pod(make_pod(f"{name}-{i}", cpu="1500m", pod_group=name))
     w.settle(1, cycles=12)
     assert [w.nodes[str(w.node_of(f"a-{i}"))].labels[RACK] for i in range(3)] == ["r2"] * 3
-    assert w.nodes[str(w.node_of("b-0"))].labels[RACK] == "r1"
+    assert w.nodes[str(w.node_of("b-0"))].labels[RACK] == "r2"
 
 
 def test_a_member_that_does_not_fit_its_placeholders_node_stays_in_the_rack() -> None:
@@ -582,3 +589,36 @@ def test_a_member_that_does_not_fit_its_placeholders_node_stays_in_the_rack() ->
         w.add_pod(make_pod(f"train-{i}", cpu="2500m", app="train", task_group="workers"))
     w.settle(1, cycles=12)
     assert where(w, count=2) == ["r2", "r2"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(moves=st.lists(st.tuples(st.integers(min_value=0, max_value=5),
+                                st.integers(min_value=0, max_value=4), st.booleans()),
+                      max_size=30))
+def test_places_kept_as_usage_moves_equal_a_fresh_count(
+        moves: list[tuple[int, int, bool]]) -> None:
+    """Per domain, the places kept from the touch log equal a count made afresh."""
+    cluster = Cluster()
+    for i in range(6):
+        cluster.upsert_node(make_node(f"n{i}", cpu=8, labels={RACK: f"r{i % 3}"}))
+    shape = res(cpu="1500m") + Resources({"pods": 1})
+    info = PodInfo(shape)
+
+    def ask(index: domains.DomainIndex) -> dict[str, int] | None:
+        return index.places(RACK, shape, info.constraints, cluster.candidates(info.constraints),
+                            cluster.sorted_nodes(), cluster.node_epoch, cluster.touches,
+                            cluster.nodes)
+
+    kept = domains.DomainIndex()
+    ask(kept)
+    held: dict[str, str] = {}
+    for step, (node, cpu, add) in enumerate(moves):
+        name = f"n{node}"
+        if add or not held:
+            uid = f"p{step}"
+            cluster.charge(name, uid, res(cpu=cpu))
+            held[uid] = name
+        else:
+            uid = sorted(held)[step % len(held)]
+            cluster.release(held.pop(uid), uid, Resources.ZERO)
+        assert ask(kept) == ask(domains.DomainIndex())

@@ -11,7 +11,12 @@ key. :class:`DomainIndex` keeps, per key asked for:
   (:class:`~gangsched.core.tally.TouchLog`): O(nodes touched) per question, not
   O(nodes). The sums are an upper bound of what a gang can use in a domain (static
   filters are not applied), which is what pruning needs: a domain whose sum cannot hold
-  the gang's total request is never simulated.
+  the gang's total request is never simulated;
+* per pod shape (request and constraints), the *places* per domain: how many pods of
+  the shape its nodes allowed by the constraints have room for, each node on its own,
+  kept the same way. Identical members fit a domain only if it has as many places as
+  members, and the places left once they are in are the capacity the gang strands
+  there (the measure of a tight fit for a gang of one shape).
 
 Also here: :func:`effective`, the topology a task group or PodGroup really asks for,
 counting *self-affinity* (members with required pod affinity to one another on a key
@@ -102,6 +107,21 @@ class _Sums(Follower):
     sums: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _Places(Follower):
+    """Places for one pod shape per domain value of one key, kept from the touch log."""
+
+    asked: list[tuple[str, int]] = field(default_factory=list)
+    copies: dict[str, int] = field(default_factory=dict)
+    """Copies of the shape each node allowed by its constraints has room for."""
+    sums: dict[str, int] = field(default_factory=dict)
+
+
+def copies(free: Resources, asked: list[tuple[str, int]]) -> int:
+    """How many pods asking ``asked`` (positive amounts) ``free`` has room for."""
+    return max(0, min(free.get(name) // amount for name, amount in asked))
+
+
 def _counted(state: NodeState) -> Resources:
     node = state.node
     if not node.ready or node.unschedulable:
@@ -121,6 +141,7 @@ class DomainIndex:
         self._layouts: dict[str, _Layout] = {}
         self._sums: dict[str, _Sums] = {}
         self._static: dict[Constraints, tuple[int, frozenset[str]]] = {}
+        self._places: dict[tuple[str, Resources, Constraints], _Places] = {}
         self.refusals: dict[str, tuple[object, object]] = {}
         """Per gang, the last refusal and what it depended on (kept by the hooks,
         :mod:`~gangsched.core.gangplace`)."""
@@ -164,6 +185,42 @@ class DomainIndex:
                 _add(here, counted, 1)
         self._sums[key] = sums
         return sums.sums
+
+    def places(self, key: str, request: Resources, constraints: Constraints,
+               candidates: list[NodeState], nodes: list[NodeState], epoch: int,
+               log: TouchLog, lookup: Mapping[str, NodeState]) -> dict[str, int] | None:
+        """Per domain value of ``key``, how many pods of ``request`` its nodes passing
+        the static filters for ``constraints`` (``candidates``) have room for, each node
+        counted on its own: kept per shape as usage changes (O(nodes touched) per
+        question). None for a request of nothing (room is never short)."""
+        asked = [(name, amount) for name, amount in request.items() if amount > 0]
+        if not asked:
+            return None
+        layout = self.layout(key, nodes, epoch)
+        shape = (key, request, constraints)
+        found = self._places.get(shape)
+        if found is not None and found.current(epoch, log):
+            for name in found.touched(log):
+                before = found.copies.get(name)
+                state = lookup.get(name)
+                if before is None or state is None:
+                    continue  # not allowed by the constraints, or in no domain
+                now = found.copies[name] = copies(state.free, asked)
+                value = layout.of_node[name]
+                found.sums[value] += now - before
+            return found.sums
+        if len(self._places) >= 64:
+            del self._places[next(iter(self._places))]  # the oldest
+        found = _Places(epoch, log.generation, len(log.names), max(1, len(candidates)), asked)
+        found.sums = dict.fromkeys(layout.nodes, 0)
+        for state in candidates:
+            name = state.node.name
+            home = layout.of_node.get(name)
+            if home is not None:
+                here = found.copies[name] = copies(state.free, asked)
+                found.sums[home] += here
+        self._places[shape] = found
+        return found.sums
 
     def allowed(self, constraints: Constraints, candidates: list[NodeState],
                 epoch: int) -> frozenset[str]:

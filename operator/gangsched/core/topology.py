@@ -16,8 +16,12 @@ fullest rack is scored first). :func:`plan` decides for the gang's members toget
    taken tightest first: least room left once the gang is in, measured on the
    resource the domain has least of relative to the gang's ask (its bottleneck: room
    for the gang once more is 1, however much memory or pod slots stay free), ties by
-   domain value. Since the whole gang goes into the domain, the first whose simulation
-   succeeds is the tightest that fits, and no other is simulated.
+   domain value. For a gang whose members are all of one shape, a domain's *places*
+   (:meth:`~gangsched.core.domains.DomainIndex.places`: pods of the shape its nodes have
+   room for, each node on its own) prune it first when fewer than the members, and
+   the places left once the gang is in rank it before that measure: the fewest places
+   stranded first. Since the whole gang goes into the domain, the first whose
+   simulation succeeds is the tightest that fits, and no other is simulated.
 4. The simulation places the members in order, each with the profile's whole filter
    pipeline (static filters, capacity, host ports, pod (anti-)affinity, spread...) over
    the domain's nodes only, scored as :meth:`~gangsched.core.cluster.Cluster.place`
@@ -159,12 +163,28 @@ def plan(cluster: Cluster, topology: TopologyRequest, members: Sequence[PodInfo]
             candidates = list(layout.nodes)
         sums = index.free(key, cluster.sorted_nodes(), cluster.node_epoch,
                           cluster.touches, cluster.nodes)
+        shape = _one_shape(members)
+        places = None if shape is None else index.places(
+            key, shape.request, shape.constraints, cluster.candidates(shape.constraints),
+            cluster.sorted_nodes(), cluster.node_epoch, cluster.touches, cluster.nodes)
         asked = [(name, amount) for name, amount in total.items() if amount > 0]
-        ranked: list[tuple[float, str]] = []
+        ranked: list[tuple[float, float, str]] = []
+        need = len(members)
         for value in candidates:
             free = sums.get(value, {})
-            if all(free.get(name, 0) >= amount for name, amount in asked):
-                ranked.append((_left(free, asked), value))
+            if places is not None:
+                here = places.get(value, 0)
+                if here >= need:
+                    ranked.append((here - need, _left(free, asked), value))
+                else:
+                    pruned += 1
+                    if len(tried) < 64:
+                        tried.append((f"{key}={value}",
+                                      f"room for {here} of its {need} members of "
+                                      f"{members[0].request.format_short()} on the nodes "
+                                      "their constraints allow"))
+            elif all(free.get(name, 0) >= amount for name, amount in asked):
+                ranked.append((0, _left(free, asked), value))
             else:
                 pruned += 1
                 if len(tried) < 64:
@@ -174,8 +194,9 @@ def plan(cluster: Cluster, topology: TopologyRequest, members: Sequence[PodInfo]
                                   f"free room short of the gang's {total.format_short()} "
                                   f"by {short.format_short()}"))
         ranked.sort()
-        for _, value in ranked:
-            found = _simulate(cluster, topology, members, layout.nodes[value], known, scoring)
+        for _, _, value in ranked:
+            found = _simulate(cluster, topology, members, layout.nodes[value], known, scoring,
+                              counted=places is not None)
             if isinstance(found, tuple):
                 return Plan(Domain(key, value), found)
             tried.append((f"{key}={value}", found))
@@ -211,16 +232,29 @@ def _refuse(topology: TopologyRequest, count: int, tried: list[tuple[str, str]],
     return Refusal(text, tuple(tried))
 
 
+def _one_shape(members: Sequence[PodInfo]) -> PodInfo | None:
+    """The first member when every member has its request and constraints, else None."""
+    if not members:
+        return None
+    first = members[0]
+    for info in members:
+        if info.request != first.request or info.constraints != first.constraints:
+            return None
+    return first
+
+
 def _simulate(cluster: Cluster, topology: TopologyRequest, members: Sequence[PodInfo],
               nodes: list[NodeState], placed: Sequence[str],
-              scoring: Scoring) -> tuple[str | None, ...] | str:
+              scoring: Scoring, *, counted: bool = False) -> tuple[str | None, ...] | str:
     """Each member's node inside ``nodes`` (with slices, inside one slice domain per
-    slice), or why one of them fits nowhere there. Nothing changes in the end."""
+    slice), or why one of them fits nowhere there. ``counted``: the domain's places
+    for the members' one shape are known to be enough. Nothing changes in the end."""
     trial = _Trial(cluster)
     fwk = cluster.framework(scoring)
     try:
         if topology.slice_key is None or topology.slice_size <= 0:
-            short = _too_few_places(cluster, members, nodes)
+            short = (None if counted and (not members or _apart(members[0]) is None)
+                     else _too_few_places(cluster, members, nodes))
             if short is not None:
                 return short
             chosen: list[str | None] = []
