@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gangsched.core.placement import domain_search as topology
 from gangsched.core.placement.cluster import Diagnosis
 from gangsched.core.state.queues import QuotaCheck
 from gangsched.core.values.decisions import (
@@ -57,6 +58,14 @@ def old_constraints() -> BlockingReason:
     """A status written by an earlier version, with filter names as details."""
     return BlockingReason("Constraints", "0/5 nodes fit cpu=2: 3 NodeSelector, 2 Taints",
                           {"NodeSelector": "3", "Taints": "2"})
+
+
+def topology_refusal() -> BlockingReason:
+    """A gang that fits no rack, as the core words it (the order is the core's)."""
+    refusal = topology.Refusal("the gang's 4 members fit in no single domain of rack", (
+        ("rack=r2", "member 3 of 4: 0/2 nodes are available: 2 Insufficient cpu"),
+        ("rack=r1", "free room short of the gang's cpu=8, pods=4 by cpu=3")))
+    return BlockingReason(refusal.reason, refusal.message(), refusal.details())
 
 
 CASES = [
@@ -108,6 +117,13 @@ CASES = [
                                 "not exist yet", {"missing": "default/b"}),
                  ["blocked by WaitingForGang (a member of its gang is missing):",
                   "missing: default/b"], id="WaitingForGang"),
+    pytest.param(topology_refusal(), [
+        "blocked by Topology (no single domain of the topology it requires holds the whole "
+        "gang):",
+        "domains tried:",
+        "rack=r2: member 3 of 4: 0/2 nodes are available: 2 Insufficient cpu",
+        "rack=r1: free room short of the gang's cpu=8, pods=4 by cpu=3",
+    ], id="Topology"),
     pytest.param(BlockingReason("PlaceholderCreateFailed", "forbidden: exceeded quota",
                                 {"code": "403"}),
                  ["blocked by PlaceholderCreateFailed:", "forbidden: exceeded quota",

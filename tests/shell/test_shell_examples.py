@@ -830,10 +830,7 @@ CASES = [
     case("13-workload-gang", workload_gang),
     case("13-workload-gang", workload_gang_pods_first, "pods-first"),
     case("14-rack-gang", rack_gang, nodes=RACKS),
-    pytest.param("14-rack-gang", rack_gang_in_one_rack, RACKS, id="14-rack-gang-one-rack",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "the core places gang members one by one until topology-aware "
-                     "placement lands (issue 25); today they split over r1 and r2"))),
+    case("14-rack-gang", rack_gang_in_one_rack, "one-rack", nodes=RACKS),
 ]
 
 

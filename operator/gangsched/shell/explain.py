@@ -64,6 +64,7 @@ DETAILS = {
     "cluster": "all nodes have",
     "short": "short of",
     "reason": "reason",
+    "domains not shown": "more domains tried",
 }
 """Labels of the detail keys the core writes, in the order they are printed; other keys
 (a reason added later) follow by name."""
@@ -79,6 +80,7 @@ HEADLINES = {
     "Preempting": "victims are being preempted to make room for it",
     "WaitingForGang": "a member of its gang is missing",
     "Unsatisfiable": "it can never fit the nodes as they are; it waits for nodes to be added",
+    "Topology": "no single domain of the topology it requires holds the whole gang",
 }
 
 PREEMPTION_SCOPE = (
@@ -268,11 +270,21 @@ def _blocking(indent: str, blocking: object) -> list[str]:
                  else f"{count} {name}"
                  for name, count in sorted(nodes.items(), key=lambda kv: (-_int(kv[1]), kv[0]))]
         out.append(f"{indent}  nodes: " + ", ".join(parts))
+    tried = {k.removeprefix(DOMAIN): details.pop(k) for k in list(details)
+             if k.startswith(DOMAIN)}
     for key in [*(k for k in DETAILS if k in details), *sorted(set(details) - set(DETAILS))]:
         out.append(f"{indent}  {DETAILS.get(key, key)}: {details[key]}")
+    if tried:
+        out.append(f"{indent}  domains tried:")
+        out.extend(f"{indent}    {name}: {why}" for name, why in tried.items())
     if reason in ROOM_REASONS:
         out.append(f"{indent}  preemption: {PREEMPTION_SCOPE}")
     return out
+
+
+DOMAIN = "domain "
+"""The detail keys of a ``Topology`` blocking reason: ``domain rack=r1`` and why that
+domain cannot hold the gang, in the order the core tried them (tightest first)."""
 
 
 def _int(text: str) -> int:

@@ -38,6 +38,7 @@ BLOCKING_REASONS = frozenset(
         "WaitingForGang",
         "Invalid",
         "Unsatisfiable",
+        "Topology",
     }
 )
 """The CRDs' enum of ``blockingReason.reason``."""

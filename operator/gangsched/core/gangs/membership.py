@@ -88,7 +88,15 @@ def pod_observed(s: Session, obs: PodObserved) -> None:
 def _terminating_changed(s: Session, ps: PodState, pod: Pod) -> None:
     """A charged pod began (or, in a stale observation, stopped) terminating: it keeps
     its node's capacity until it is gone, but topology spread no longer counts it (see
-    :class:`~gangsched.core.framework.podindex.PlacedPod`)."""
+    :class:`~gangsched.core.framework.podindex.PlacedPod`), as kube-scheduler's does not.
+
+    A placeholder is the exception: while it terminates, the real member taking its
+    place is on its way to that node (the swap holds the room), so it goes on counting
+    for that member. Left out, a gang spread one per node saw the nodes of the
+    placeholders still leaving as empty, and turned its next member away from its own
+    placeholder's node."""
+    if pod.placeholder:
+        return
     placed = s.cluster.pod_index.pods.get(ps.uid)
     if placed is not None:
         s.cluster.pod_index.add(dataclasses.replace(placed, terminating=pod.terminating))

@@ -2,7 +2,9 @@
 
 Pods with neither an Application nor a PodGroup are units of their own; real pods of an
 application without a placeholder to take, and members of a PodGroup that is already
-satisfied, are placed the same way (:func:`place`).
+satisfied, are placed the same way (:func:`place`); a member of a gang that asks for a
+topology is placed inside the domain its gang's placed members share
+(:func:`~gangsched.core.gangs.gangplace.fit_alone`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.best_effort as backfill_logic
+from gangsched.core.gangs import gangplace
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.state.records import PodState
 from gangsched.core.values import naming
@@ -106,8 +109,8 @@ def place(s: Session, ps: PodState, now: float, reason: str,
     epoch = s.cluster.retry_epoch(ps.info)
     if ps.blocked_epoch == epoch:
         return False  # nothing changed since it last fit nowhere
-    found = s.cluster.fit(ps.info, scoring or s.config.pod_scoring,
-                          judged=ps.blocked_epoch >= 0)
+    found = gangplace.fit_alone(s, ps, scoring or s.config.pod_scoring,
+                                judged=ps.blocked_epoch >= 0)
     if not isinstance(found, str):
         ps.blocked_epoch = epoch
         s.mark_pending(ps, found.reason, found.message(ps.request))

@@ -19,6 +19,11 @@ bound. Then all assumed members of the whole GangGroup are bound in the same cyc
   assumed. An enqueued group earmarks in its queue what it still needs of its minimum.
 * A deadlock victim (:mod:`~gangsched.core.preemption.deadlock`) gives back what it assumed and
   goes back to ``Pending`` until its backoff ends.
+* A PodGroup that asks for a topology (or whose members require pod affinity to one
+  another) has its members assumed on the nodes of the one domain planned for the whole
+  group (:mod:`~gangsched.core.gangs.gangplace`), or none assumed, with the ``Topology``
+  blocking reason, when no domain holds it; members placed after the gang is satisfied
+  stay in its domain.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.earmarks as earmarks
 import gangsched.core.gangs.ordinary as ordinary_logic
+from gangsched.core.gangs import gangplace
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.state.records import GroupRuntime, PodState, in_order, placement_order
 from gangsched.core.values.decisions import BlockingReason, EventType, ObjectRef
@@ -351,6 +357,8 @@ def _pending_by_group(s: Session, gang: list[GroupRuntime]) -> dict[GroupKey, li
 def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) -> None:
     """Assume pending members until one does not fit (Strict stops; NonStrict too)."""
     queue = g.spec.queue
+    targets = gangplace.group_targets(s, g, [ps for ps in pending if not ps.pod.invalid
+                                             and s.reached(ps.backoff_until)])
     for ps in pending:
         if ps.pod.invalid or not s.reached(ps.backoff_until):
             continue
@@ -361,7 +369,9 @@ def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) ->
             return
         # A member that fits nowhere (as most of a waiting gang's do, cycle after cycle)
         # is told so from the verdicts kept node by node, without a pass over the nodes.
-        node = s.cluster.fit(ps.info, s.config.gang_scoring)
+        planned = targets.fit(s, ps, str(g.spec.key)) if targets is not None else None
+        node = planned if planned is not None else s.cluster.fit(ps.info,
+                                                                 s.config.gang_scoring)
         if not isinstance(node, str):
             g.blocking = BlockingReason(node.reason, node.message(ps.request),
                                         node.details())

@@ -21,6 +21,11 @@ Once admitted, each task group's ``minMember`` members hold room in one of two w
   A placeholder asked for before its member appeared is still used: the member takes
   it after the reservation (:mod:`~gangsched.core.gangs.swap`).
 
+A task group that asks for a topology (or whose members require pod affinity to one
+another) is planned whole first (:mod:`~gangsched.core.gangs.gangplace`): its held members and
+placeholders go to the nodes of the one domain chosen for the whole group, or wait with
+the ``Topology`` blocking reason, naming the domains tried, when none holds it.
+
 With ``SchedulerConfig.placeholders`` = ``always`` every member gets a placeholder, as
 in YuniKorn. The placeholder timer starts at the first allocation or held member (or,
 after a restart that lost the persisted start, the first cycle that sees one). The gang
@@ -42,6 +47,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gangsched.core.gangs import gangplace
 from gangsched.core.placement.cluster import ONE_POD
 from gangsched.core.state.records import AppRuntime, PodState, placement_order
 from gangsched.core.values import naming
@@ -163,12 +169,20 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
             rt.create_asked[name] = now
             s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
                                            group.min_resource))
-    for ps in standing:
-        _allocate(s, rt, ps, now, direct=True)
     expected_names = {name for group_names in names.values() for name in group_names}
-    for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
-        if ps.pod.name in expected_names and ps.release_reason is None:
-            _allocate(s, rt, ps, now)
+    to_place = [ps for ps in sorted(pending, key=lambda p: (p.pod.task_group or "",
+                                                             p.pod.member_index))
+                if ps.pod.name in expected_names and ps.release_reason is None]
+    targets = gangplace.app_targets(s, rt, standing + to_place)
+    for ps in standing:
+        _allocate(s, rt, ps, now, direct=True, targets=targets)
+    for ps in to_place:
+        _allocate(s, rt, ps, now, targets=targets)
+    for name, refusal in (targets.refusals(s) if targets is not None else {}).items():
+        blocking = BlockingReason(refusal.reason, refusal.message(), refusal.details())
+        if rt.blocking.get(name) != blocking:
+            rt.blocking[name] = blocking
+            rt.dirty = True
     placed = taken(reals)
     allocated = complete = 0
     for group in spec.task_groups:
@@ -305,11 +319,15 @@ def _names(rt: AppRuntime, group: str, count: int) -> list[str]:
 
 
 def place_pending(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> None:
-    """Allocate the app's pending, unreleased placeholders again (after a failed bind)."""
+    """Allocate the app's pending, unreleased placeholders again (after a failed bind),
+    inside their task group's domain when it asks for a topology."""
     expected_names = {name for name, _, _ in expected_placeholders(rt)}
-    for ps in sorted(pending, key=lambda p: (p.pod.task_group or "", p.pod.member_index)):
-        if ps.pod.name in expected_names and ps.release_reason is None:
-            _allocate(s, rt, ps, now)
+    to_place = [ps for ps in sorted(pending, key=lambda p: (p.pod.task_group or "",
+                                                             p.pod.member_index))
+                if ps.pod.name in expected_names and ps.release_reason is None]
+    targets = gangplace.app_targets(s, rt, to_place)
+    for ps in to_place:
+        _allocate(s, rt, ps, now, targets=targets)
 
 
 def remaining_ask(spec: AppSpec, observed: dict[str, PodState],
@@ -395,9 +413,11 @@ def admit(s: Session, rt: AppRuntime, remaining: Resources) -> None:
 
 
 def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float, *,
-              direct: bool = False) -> None:
+              direct: bool = False, targets: gangplace.Targets | None = None) -> None:
     """Place a placeholder (bound at once), or with ``direct`` a pending real member (held
-    in memory only, bound with the rest of the gang)."""
+    in memory only, bound with the rest of the gang). ``targets``: the nodes planned for
+    the members of task groups that ask for a topology (:mod:`~gangsched.core.gangs.gangplace`);
+    such a member goes to its planned node, or waits with its gang's refusal."""
     spec = rt.spec
     group = ps.pod.task_group or ""
     epoch = s.cluster.retry_epoch(ps.info)
@@ -411,7 +431,9 @@ def _allocate(s: Session, rt: AppRuntime, ps: PodState, now: float, *,
             s.mark_pending(ps, "QueueQuota", message)
         rt.dirty = True
         return
-    found = s.cluster.fit(ps.info, s.config.gang_scoring, judged=ps.blocked_epoch >= 0)
+    planned = targets.fit(s, ps, group) if targets is not None else None
+    found = planned if planned is not None else s.cluster.fit(
+        ps.info, s.config.gang_scoring, judged=ps.blocked_epoch >= 0)
     if not isinstance(found, str):
         ps.blocked_epoch = epoch
         diagnosis = found

@@ -59,6 +59,7 @@ from gangsched.core.placement.diagnosis import (
     Diagnosis,
     reserved_reason,
 )
+from gangsched.core.placement.domains import DomainIndex
 from gangsched.core.placement.node_book import NodeBook
 from gangsched.core.placement.tally import Judge, Room, Tally, copies
 from gangsched.core.plugins import balancedallocation, noderesources, podtopologyspread
@@ -110,6 +111,8 @@ class Cluster(NodeBook):
         """kube-scheduler's ``percentageOfNodesToScore``: the profile's, else the one
         given; 0 for the adaptive default."""
         NodeBook.__init__(self)
+        self.domains = DomainIndex()
+        """Topology domains per label key and their free room (gang placement)."""
 
     @property
     def sample_size(self) -> int:

@@ -166,6 +166,11 @@ class NodeBook:
     def node_epoch(self) -> int:
         return self._node_epoch
 
+    @property
+    def touches(self) -> TouchLog:
+        """The nodes whose usage changed, in order (for what is kept node by node)."""
+        return self._touches
+
     def touch_mark(self) -> tuple[int, int, int]:
         """Where the log of nodes whose usage changed stands now (see :meth:`touched_since`)."""
         log = self._touches

@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, cast
 
 from gangsched.core.gangs.podgroups import gang_of
 from gangsched.core.gangs.reservation import members, taken, waiting_members
+from gangsched.core.placement import domain_search as topology
+from gangsched.core.placement import domains
 from gangsched.core.placement.cluster import ONE_POD, Constraints, PodInfo
 from gangsched.core.state.pendings import FOR_ROOM
 from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState, placement_order
@@ -52,8 +54,10 @@ if TYPE_CHECKING:
     from gangsched.core.state.session import Session
     from gangsched.core.values.model import PodGroupSpec
 
-BLOCKED = frozenset({"Capacity", "QueueQuota"})
-"""Blocking reasons of a gang that other work's room could cure."""
+BLOCKED = frozenset({"Capacity", "QueueQuota", "Topology"})
+"""Blocking reasons of a gang that other work's room could cure (``Topology``: no
+domain of the key the gang requires has room for it whole; victims are then chosen
+inside one domain)."""
 
 POD_BLOCKED = FOR_ROOM
 """Pending reasons of a single pod that other work could cure: those of a gang, and
@@ -104,6 +108,9 @@ class Preemptor:
     owners: frozenset[str] = frozenset()
     """The Application or PodGroup keys its placements are owned by: nodes reserved for
     a starving gang (the ``reserve`` action) take only that gang's pods."""
+    confined: tuple[topology.Confined, ...] = ()
+    """Its parts (task groups, PodGroups) that require one domain of a key: victims are
+    chosen only where each part then fits in one domain."""
 
     @property
     def name(self) -> str:
@@ -313,6 +320,7 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
     items: list[Item] = []
     direct = (waiting_members(rt, reals)
               if s.config.placeholders is PlaceholderPolicy.MISSING else {})
+    confined: list[topology.Confined] = []
     for group in sorted(spec.task_groups, key=lambda g: g.name):
         missing = group.min_member - allocated.get(group.name, 0) - running.get(group.name, 0)
         request = group.min_resource + ONE_POD
@@ -320,7 +328,14 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
         item = Item(request, constraints, PodInfo.of(
             request, constraints, group.placement, namespace=spec.namespace,
             owner=spec.key))
+        start = len(items)
         items.extend([item] * max(0, missing))
+        required = domains.effective(group.topology, group.placement, spec.namespace).required
+        if required is not None and len(items) > start:
+            placed = tuple(ps.node for ps in (*placeholders, *reals)
+                           if ps.node is not None and ps.pod.task_group == group.name
+                           and ps.pod.active and ps.release_reason is None)
+            confined.append(topology.Confined(required, start, len(items), placed))
         # Pending members stand for the rest, as their placeholders would.
         asked = sum(1 for ps in pending if ps.pod.task_group == group.name)
         pending.extend(direct.get(group.name, [])[:max(0, missing - asked)])
@@ -328,7 +343,7 @@ def for_app(s: Session, rt: AppRuntime, now: float) -> Preemptor | None:
         key=app_key(spec.key), kind=Kind.APP, target=app_ref(rt), queue=spec.queue,
         priority=app_priority(s, rt), creation=spec.creation, items=items,
         gangs=frozenset({app_key(spec.key)}), earmark=rt.earmark, pods=pending,
-        owners=frozenset({spec.key}),
+        owners=frozenset({spec.key}), confined=tuple(confined),
     )
 
 
@@ -425,18 +440,40 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
     if found.made is None:
         items: list[Item] = []
         pending_all: list[PodState] = []
+        confined: list[topology.Confined] = []
         for pending, need in wanted:
             pending.sort(key=placement_order)
+            start = len(items)
             items.extend(Item(ps.request, ps.constraints, ps.info) for ps in pending[:need])
             pending_all.extend(pending)
+            part = _confined(s, pending[:need], start)
+            if part is not None:
+                confined.append(part)
         found.made = Preemptor(
             key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
             queue=first.spec.queue, priority=gang_priority(s, gang),
             creation=min(g.spec.creation for g in gang), items=items,
             gangs=frozenset(group_key(g.spec.key) for g in gang), pods=pending_all,
-            owners=frozenset(g.spec.key for g in gang),
+            owners=frozenset(g.spec.key for g in gang), confined=tuple(confined),
         )
     return found.made
+
+
+def _confined(s: Session, pending: list[PodState], start: int) -> topology.Confined | None:
+    """The part of a GangGroup's preemptor made of ``pending`` (one PodGroup's members,
+    its items from ``start``), when its PodGroup requires one domain of a key."""
+    if not pending or pending[0].pod.pod_group is None:
+        return None
+    g = s.groups.get(pending[0].pod.pod_group)
+    if g is None:
+        return None
+    first = pending[0].pod
+    required = domains.effective(g.spec.topology, first.placement, g.spec.namespace).required
+    if required is None:
+        return None
+    placed = tuple(ps.node for uid in s.group_members.get(g.spec.key, ())
+                   if (ps := s.pods[uid]).node is not None and ps.pod.active)
+    return topology.Confined(required, start, start + len(pending), placed)
 
 
 def _kept_gang(gang: list[GroupRuntime]) -> _GangMade | None:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gangsched.core.gangs.podgroups import gang_of
+from gangsched.core.placement import domain_search as topology
 from gangsched.core.preemption.freed import Freed as Freed  # kept here: callers name it so
 from gangsched.core.preemption.preemptors import (
     STARTED,
@@ -57,7 +58,13 @@ from gangsched.core.preemption.preemptors import (
     group_ref,
     pod_key,
 )
-from gangsched.core.preemption.simulation import enough_places_of, fit, relevant_nodes, scoring_for
+from gangsched.core.preemption.simulation import (
+    closed_nodes,
+    enough_places_of,
+    fit,
+    relevant_nodes,
+    scoring_for,
+)
 from gangsched.core.state.records import PodState
 from gangsched.core.values.decisions import ObjectRef
 from gangsched.core.values.resources import PODS, Resources
@@ -333,6 +340,10 @@ def select(
             found = quota.ok and enough_places_of(s, pre.shapes, freed.extra, pre.owners)
             if found is None:
                 found = fit(s, pre.items, freed.extra, scoring, pre.owners) is not None
+            if found and pre.confined:  # each part that requires a domain fits in one
+                found = topology.room_in_a_domain(
+                    s.cluster, [(i.request, i.constraints) for i in pre.items], pre.confined,
+                    freed.extra, closed_nodes(s, pre.owners))
             known[key] = found
         return found
 

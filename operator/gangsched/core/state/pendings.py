@@ -24,12 +24,14 @@ from typing import NamedTuple
 from gangsched.core.values.model import AppKey, GroupKey, PodUID
 from gangsched.core.values.resources import PODS, Resources
 
-FOR_ROOM = frozenset({"Capacity", "QueueQuota", "Constraints"})
+FOR_ROOM = frozenset({"Capacity", "QueueQuota", "Constraints", "Topology"})
 """Pending reasons that other work's room could cure: such pods are preemptors (see
 :mod:`gangsched.core.preemption.preemptors`), and the scheduler keeps them apart
 (``Scheduler.waiting_for_room``) so that finding them costs what they are, not the
 whole backlog. ``Constraints`` cures so only for a pod whose fit depends on other pods
-(host ports, pod anti-affinity, spread): the preemptors ask."""
+(host ports, pod anti-affinity, spread): the preemptors ask. ``Topology``: a gang that
+fits no domain of the key it requires (:mod:`gangsched.core.placement.domain_search`);
+victims are then chosen inside one domain."""
 
 _SLOT = Resources({PODS: 1})
 """What a pod that requests nothing asks for (its pod slot)."""
