@@ -162,3 +162,37 @@ def test_the_room_kept_for_the_next_member_is_what_was_held() -> None:
     w.delete("x")
     w.settle(3)
     assert invariants.over_committed(w.scheduler) == []
+
+
+@pytest.mark.parametrize("code", [500, 429, 0])
+def test_the_room_is_kept_when_the_real_pods_bind_fails(code: int) -> None:
+    """The placeholder is gone and the real pod's bind to its node fails (500, 429, the
+    connection cut): the room stays its gang's while the pod backs off, and the pod is
+    bound there on its next try; the pod of no gang waiting for room gets none of it."""
+    w = reserved(APP, 4)
+    first = swap_started(w)
+    w.add_pod(make_pod("y", cpu=2))  # of no gang, waiting for any room
+    w.fail_binds["x"] = code
+    w.delete(first)
+    for t in range(2, 6):
+        w.settle(t, cycles=2)
+        assert w.node_of("y") is None, "another pod took the room of a failed swap bind"
+        assert invariants.over_committed(w.scheduler) == []
+    w.settle(20)
+    assert w.node_of("x") == "n0"
+    assert w.node_of("y") is None
+
+
+def test_a_failed_swap_binds_room_is_given_up_when_nobody_takes_it() -> None:
+    """The real pod whose bind failed is deleted meanwhile: after its backoff the room
+    held for it goes back, and the waiting pod of no gang gets it."""
+    w = reserved(APP, 4)
+    first = swap_started(w)
+    w.add_pod(make_pod("y", cpu=2))
+    w.fail_binds["x"] = 500
+    w.delete(first)
+    w.settle(2, cycles=2)
+    assert w.node_of("x") is None and w.node_of("y") is None
+    w.delete("x")
+    w.settle(30)
+    assert w.node_of("y") == "n0"

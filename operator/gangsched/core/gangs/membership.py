@@ -199,6 +199,8 @@ def bind_failed(s: Session, obs: BindFailed, *, volumes: bool = False) -> None:
         delay = s.config.bind_backoff_initial * 2 ** (ps.failures - 1)
         ps.backoff_until = s.now + min(delay, s.config.bind_backoff_max)
         s.mark_pending(ps, "VolumeBindFailed" if volumes else "BindFailed", text)
+        if obs.code != 404:
+            swap_logic.bind_failed(s, ps, obs.node)
     s.refresh_pending(ps)
     s.touch_owner(ps)
 

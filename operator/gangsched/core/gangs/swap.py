@@ -228,7 +228,8 @@ def _sync(s: Session, sw: Swap) -> None:
     real = s.pods.get(sw.real) if sw.real is not None else None
     need = real.request if real is not None and sw.there else sw.request
     want = Resources.ZERO
-    if sw.node in s.cluster.nodes and (real is not None or ph is not None):
+    if sw.node in s.cluster.nodes and (real is not None or ph is not None
+                                       or not s.reached(sw.keep_until)):
         want = (need - standing).clamp_non_negative()
     if want == sw.held:
         return
@@ -320,7 +321,7 @@ def complete_swaps(s: Session, now: float) -> None:
             if rt.admitted and rt.state is not AppState.RESUMING and not rt.placeholders_expired:
                 _hand_over(s, rt, sw)
             if sw.real is None:
-                if sw.placeholder not in s.pods:
+                if sw.placeholder not in s.pods and s.reached(sw.keep_until):
                     _drop(s, sw)  # nobody took it: the room is released
                 continue
         if sw.placeholder in s.pods:
@@ -369,3 +370,26 @@ def _complete(s: Session, sw: Swap, now: float) -> None:
     elif ordinary_logic.place(s, ps, now, "PlaceholderReplacedElsewhere"):
         s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                 f"did not fit on node {node} after its placeholder left; placed elsewhere")
+
+
+BOUND_AGAIN = "bind:"
+"""Prefix of the key of a swap kept for a real pod whose bind failed (no placeholder)."""
+
+
+def bind_failed(s: Session, ps: PodState, node: str) -> None:
+    """The bind of ``ps``, a real gang member that took its placeholder's place, to
+    ``node`` failed (not 409: it is not bound). Its room there stays its gang's: a swap
+    with no placeholder holds it, and is handed to a pending member of the task group
+    (this one, once its backoff has run) or given up a second after that backoff if none
+    takes it. Without it, the room a placeholder held for the gang went to whoever
+    came next, and the job ran part of its executors until some other room freed up."""
+    pod = ps.pod
+    if pod.app is None or pod.placeholder or not ps.swapped or node not in s.cluster.nodes:
+        return
+    key = PodUID(BOUND_AGAIN + ps.uid)
+    sw = s.swaps.get(key)
+    if sw is None:
+        sw = Swap(key, pod.name, node, pod.app, pod.task_group or "", ps.request, None)
+        s.swaps[key] = sw
+    sw.keep_until = max(ps.backoff_until, s.now) + 1.0
+    _sync(s, sw)  # asks whether keep_until is reached: a cycle wakes then

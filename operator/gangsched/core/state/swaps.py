@@ -35,3 +35,7 @@ class Swap:
     elsewhere, and the room held is the placeholder's own, for the gang)."""
     held: Resources = Resources.ZERO
     """Charged on ``node`` now, under :data:`HOLD` + the placeholder's uid."""
+    keep_until: float = 0.0
+    """With neither its real pod nor its placeholder left, the room is still kept for
+    the gang until this instant: a real pod whose bind failed after its swap retries
+    after its backoff (see :func:`gangsched.core.gangs.swap.bind_failed`)."""
