@@ -119,7 +119,8 @@ class Outcome:
     """Gangs of two pods or more placed whole."""
     topology_gangs: int
     within: int
-    """Topology gangs whose members all landed in one domain of their required key."""
+    """Topology gangs whose members all landed in one domain of their required key (each
+    task group of an Application in one domain: each asks on its own)."""
 
     @property
     def micros_per_gang(self) -> float:
@@ -136,6 +137,7 @@ def measure(nodes: int, pods: int) -> Outcome:
     result = core.run_workload(workload, pods, on_bind=record)
     labels = {node.name: node.labels for node in workload.nodes}
     members: dict[str, list[str]] = {}
+    task_group = {pod.uid: pod.task_group for pod in workload.pods}
     for pod in workload.pods:
         key: AppKey | GroupKey | None = pod.app or pod.pod_group
         if key is not None:
@@ -147,8 +149,12 @@ def measure(nodes: int, pods: int) -> Outcome:
         gangs += 1
         request = asked.get(key)
         if request is not None and request.required is not None:
-            domains = {labels[placed[uid]].get(request.required) for uid in uids}
-            within += len(domains) == 1
+            # Each task group (and PodGroup) asks on its own: one domain per task group.
+            groups: dict[str | None, set[str | None]] = {}
+            for uid in uids:
+                groups.setdefault(task_group.get(uid), set()).add(
+                    labels[placed[uid]].get(request.required))
+            within += all(len(domains) == 1 for domains in groups.values())
     return Outcome(result, gangs, len(asked), within)
 
 
