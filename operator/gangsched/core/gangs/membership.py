@@ -181,8 +181,11 @@ def bind_failed(s: Session, obs: BindFailed, *, volumes: bool = False) -> None:
     the observation of the bound pod follows. Any other code (404: the pod is gone,
     its deletion follows) backs off, doubling from ``bind_backoff_initial`` up to
     ``bind_backoff_max``, and the pod waits with reason ``BindFailed`` (the same
-    message for the same error, so repeated failures make one Event series). A
-    failure for a pod the core did not ask to bind is ignored.
+    message for the same error, so repeated failures make one Event series). A real
+    gang member that took its placeholder's place keeps that room for its gang while it
+    backs off (other than on a 404), and tries again sooner
+    (:func:`gangsched.core.gangs.swap.bind_failed`). A failure for a pod the core did not
+    ask to bind is ignored.
     """
     ps = s.pods.get(obs.uid)
     if ps is None or not ps.assumed:

@@ -34,6 +34,12 @@ for the next pending member of G, which takes it over; with none by the time P i
 the room is released. A swap is given up, its room released, when its application goes
 or is completed, killed or rejected, or its node goes.
 
+If X's Binding fails once P is gone (not 409: X is not bound), the room stays the
+gang's: a swap with no placeholder (key ``bind:<X's uid>``) holds it while X backs off
+(a shorter backoff, :data:`HELD_RETRY`), and hands it to X, or another pending member of
+G, on the next try; with no taker a second after the backoff, it is released. This hold
+lives in memory only: a restart in between loses it.
+
 After a restart the swaps are rebuilt from what is observed: a pending real member with
 no free placeholder takes over a placeholder of its task group that is being deleted
 (terminating, or asked to go) and that no swap holds yet, if it fits there once that
