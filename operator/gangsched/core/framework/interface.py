@@ -11,7 +11,9 @@ profile is built, which points each enabled plugin serves.
 * :class:`FilterPlugin` -- a cheap per-node check. A plugin whose ``static`` is True
   depends only on the node and the pod's :class:`Constraints`: its verdicts are cached
   per constraint set until a node changes. Filters must be exact: a node a filter
-  rejects is never returned, whatever sampling the scoring does.
+  rejects is never returned, whatever sampling the scoring does. A filter that is also
+  a :class:`BatchFilterPlugin` judges a run of nodes in one call (the same verdicts),
+  and says what a node costs it, so that a scan runs the cheap filters first.
 * :class:`ScorePlugin` -- ``pre_score`` (may :data:`SKIP`), ``score`` per feasible node
   (0..100 after ``normalize``), weighted by the profile. A scorer that is also a
   :class:`BatchScorePlugin` scores every node in one call (the same values, without a
@@ -28,7 +30,7 @@ Plugins read the cluster through :class:`Snapshot` and nodes through
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -105,13 +107,21 @@ class CycleState:
     ``data`` is keyed by plugin name; ``decisions`` collects what PreBind plugins ask for.
     """
 
-    __slots__ = ("data", "decisions", "filters", "scorers")
+    __slots__ = ("data", "decisions", "filters", "scan", "scorers", "usage_scorers")
 
     def __init__(self) -> None:
         self.data: dict[str, object] = {}
         self.decisions: list[object] = []
         self.filters: list[FilterPlugin] = []
         """The dynamic filters not skipped by their PreFilter, in profile order."""
+        self.scan: list[tuple[FilterPlugin, BatchFilter | None]] = []
+        """The same filters in the order a scan runs them (cheapest a node first), each
+        with its batch form when it has one. Every filter must pass, so the nodes that
+        pass them all are the same in any order; a diagnosis, which names the first
+        filter a node fails, keeps the profile's order (:attr:`filters`)."""
+        self.usage_scorers: frozenset[str] = frozenset()
+        """The scorers not skipped whose scores follow from the nodes' usage keys alone
+        for this pod (see :class:`UsageScorePlugin`): scored once per usage key."""
         self.scorers: list[tuple[ScorePlugin, int]] = []
         """The scorers not skipped by their PreScore, with their weights."""
 
@@ -176,6 +186,27 @@ class FilterPlugin(Plugin, Protocol):
     static: bool
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeState) -> Status: ...
+
+
+BatchFilter = Callable[["CycleState", PodInfo, list[NodeState]], list[NodeState]]
+
+
+@runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    scan_cost: int
+    """What judging a node costs, relative to other filters (a label look-up 10, a
+    look-up of the node's own usage 20, volume matching 90; a filter that is not a
+    batch filter counts 50). A scan runs the filters cheapest first."""
+
+    def filter_nodes(self, state: CycleState, pod: PodInfo,
+                     nodes: list[NodeState]) -> list[NodeState]:
+        """The nodes of ``nodes`` that :meth:`filter` passes, in their order: exactly
+        those (``nodes`` itself when all pass). The list given is not changed."""
+        ...
+
+
+SCAN_COST = 50
+"""The scan cost of a filter that is not a :class:`BatchFilterPlugin`."""
 
 
 @runtime_checkable

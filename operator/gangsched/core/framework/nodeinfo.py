@@ -29,11 +29,14 @@ class NodeState:
     other schedulers included).
     """
 
-    __slots__ = ("_nonzero_of", "alloc_cpu", "alloc_memory", "free", "node", "nonzero_cpu",
-                 "nonzero_memory", "pods", "ports", "usage_key", "used")
+    __slots__ = ("_nonzero_of", "alloc_cpu", "alloc_memory", "free", "labels", "node",
+                 "nonzero_cpu", "nonzero_memory", "pods", "ports", "usage_key", "used")
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        self.labels = node.labels
+        """The node's labels (``node.labels``, one attribute look-up nearer: filters and
+        scorers read them once per node judged)."""
         self.alloc_cpu = node.allocatable.get(CPU)
         self.alloc_memory = node.allocatable.get(MEMORY)
         """Allocatable cpu and memory, read on every score (see :meth:`set_node`)."""
@@ -59,6 +62,7 @@ class NodeState:
     def set_node(self, node: Node) -> None:
         """Take a newer version of the node (usage is kept)."""
         self.node = node
+        self.labels = node.labels
         self.alloc_cpu = node.allocatable.get(CPU)
         self.alloc_memory = node.allocatable.get(MEMORY)
         self._rekey()

@@ -61,6 +61,13 @@ class Framework:
         self.static_filters = [p for p in filters if p.static]
         self.dynamic_filters = [p for p in filters if not p.static]
         self.static_names = tuple(p.name for p in self.static_filters)
+        self._scan: list[tuple[fw.FilterPlugin, fw.BatchFilter | None]] = sorted(
+            ((p, p.filter_nodes if isinstance(p, fw.BatchFilterPlugin) else None)
+             for p in self.dynamic_filters),
+            key=lambda item: (item[0].scan_cost if isinstance(item[0], fw.BatchFilterPlugin)
+                              else fw.SCAN_COST))
+        """The dynamic filters in scan order: cheapest a node first, ties in profile
+        order (``sorted`` is stable)."""
         self.scorers: list[tuple[fw.ScorePlugin, int]] = [
             (_as(made[n], fw.ScorePlugin), resolved.weights[n]) for n in at["score"]]
         self._score_all: dict[str, ScoreAll] = {
@@ -74,6 +81,8 @@ class Framework:
         self._pre_scored = frozenset(at["preScore"])
         self._usage_scorers: list[fw.UsageScorePlugin] | None = [
             plugin for plugin, _ in self.scorers if isinstance(plugin, fw.UsageScorePlugin)]
+        self._by_usage = {plugin.name: plugin for plugin in self._usage_scorers}
+        """The scorers that can tell when usage keys alone score a pod, by name."""
         if len(self._usage_scorers) < len(self.scorers):
             self._usage_scorers = None  # a scorer that cannot tell: never by usage alone
 
@@ -109,7 +118,12 @@ class Framework:
                 skipped.add(plugin.name)
             elif not status.ok:
                 return state, fw.Status(status.code, status.reasons, plugin.name)
-        state.filters = [p for p in self.dynamic_filters if p.name not in skipped]
+        if skipped:
+            state.filters = [p for p in self.dynamic_filters if p.name not in skipped]
+            state.scan = [item for item in self._scan if item[0].name not in skipped]
+        else:
+            state.filters = list(self.dynamic_filters)
+            state.scan = list(self._scan)
         return state, fw.SUCCESS
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
@@ -122,14 +136,20 @@ class Framework:
 
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
                   nodes: Sequence[NodeState]) -> None:
-        """Choose the scorers for ``nodes``: those whose PreScore does not skip."""
+        """Choose the scorers for ``nodes``: those whose PreScore does not skip; and
+        among them those that score from usage keys alone (``usage_scorers``)."""
         state.scorers = []
+        by_usage: list[str] = []
         for plugin, weight in self.scorers:
             if plugin.name in self._pre_scored:
                 status = plugin.pre_score(state, pod, snapshot, nodes)
                 if status.code is fw.Code.SKIP:
                     continue
             state.scorers.append((plugin, weight))
+            usage = self._by_usage.get(plugin.name)
+            if usage is not None and usage.usage_only(pod, snapshot):
+                by_usage.append(plugin.name)
+        state.usage_scorers = frozenset(by_usage)
 
     def usage_scored(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
         """Do the scores of ``pod`` follow from the nodes' usage keys alone (see
@@ -139,24 +159,43 @@ class Framework:
         return scorers is not None and all(p.usage_only(pod, snapshot) for p in scorers)
 
     def score(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState]) -> list[int]:
-        """The weighted sum of normalized scores per node, in the order of ``nodes``."""
+        """The weighted sum of normalized scores per node, in the order of ``nodes``.
+
+        A scorer in ``state.usage_scorers`` scores one node per usage key and its
+        normalized scores are spread to the nodes of that key: equal keys give equal
+        raw scores, and its normalization gives equal values equal scores whatever
+        their number (see :class:`~gangsched.core.framework.interface.UsageScorePlugin`),
+        so every node gets exactly what scoring it would give."""
         scorers = state.scorers
-        score_all = self._score_all
         if len(scorers) == 1:  # one scorer: its order is the answer, weights aside
-            plugin, weight = scorers[0]
-            batch = score_all.get(plugin.name)
-            scores = (batch(state, pod, nodes) if batch is not None
-                      else [plugin.score(state, pod, node) for node in nodes])
-            plugin.normalize(state, pod, scores)
-            return scores
+            return self._normalized(state, pod, nodes, scorers[0][0])
         totals = [0] * len(nodes)
         for plugin, weight in scorers:
-            batch = score_all.get(plugin.name)
-            scores = (batch(state, pod, nodes) if batch is not None
-                      else [plugin.score(state, pod, node) for node in nodes])
-            plugin.normalize(state, pod, scores)
-            totals = [total + value * weight for total, value in zip(totals, scores, strict=True)]
+            scores = self._normalized(state, pod, nodes, plugin)
+            if weight == 1:
+                totals = [total + value for total, value in zip(totals, scores, strict=True)]
+            else:
+                totals = [total + value * weight
+                          for total, value in zip(totals, scores, strict=True)]
         return totals
+
+    def _normalized(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState],
+                    plugin: fw.ScorePlugin) -> list[int]:
+        """``plugin``'s normalized scores of ``nodes``, in order (see :meth:`score`)."""
+        batch = self._score_all.get(plugin.name)
+        if plugin.name in state.usage_scorers and len(nodes) > 1:
+            keyed = {node.usage_key: node for node in nodes}
+            if len(keyed) < len(nodes):
+                firsts = list(keyed.values())
+                scores = (batch(state, pod, firsts) if batch is not None
+                          else [plugin.score(state, pod, node) for node in firsts])
+                plugin.normalize(state, pod, scores)
+                by_key = dict(zip(keyed, scores, strict=True))
+                return [by_key[node.usage_key] for node in nodes]
+        scores = (batch(state, pod, nodes) if batch is not None
+                  else [plugin.score(state, pod, node) for node in nodes])
+        plugin.normalize(state, pod, scores)
+        return scores
 
     def reserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:
         """Reserve in order; on a refusal, unreserve (in reverse) and return it."""

@@ -82,6 +82,20 @@ def static_failure(node: Node, constraints: Constraints) -> str | None:
     return None if status.ok else status.plugin
 
 
+_RUN = 16
+"""Nodes judged in a run beyond the feasible nodes still wanted (and a quarter more):
+a run costs a call per filter, a node judged past the last one wanted a filter's work."""
+
+
+def _run(nodes: list[NodeState], start: int, stop: int, count: int) -> list[NodeState]:
+    """``nodes[i % count]`` for ``start <= i < stop`` (``stop - start <= count``)."""
+    if stop <= count:
+        return nodes[start:stop]
+    if start >= count:
+        return nodes[start - count:stop - count]
+    return nodes[start:] + nodes[:stop - count]
+
+
 class Cluster(NodeBook):
     """All nodes with their usage (:class:`NodeBook`), and placement over them."""
 
@@ -303,13 +317,13 @@ class Cluster(NodeBook):
         cycle, status = fwk.pre_filter(info, self)
         if not status.ok:
             return None
-        extra = [f for f in cycle.filters if f.name != FIT_PLUGIN]
+        scan = [item for item in cycle.scan if item[0].name != FIT_PLUGIN]
         blocked = self._blocked(owner if pod is None else info.owner)
         if scoring is Scoring.BINPACK:
-            order = range(start, count)
+            end = count
         else:
             start = self._cursor.get(constraints, 0) % count
-            order = range(start, start + count)
+            end = start + count
         feasible: list[NodeState] = []
         first_fit = -1
         fits = request.fits_in
@@ -321,40 +335,37 @@ class Cluster(NodeBook):
         """The usage keys of the feasible nodes kept for scoring, when the scores follow
         from usage keys alone: a later feasible node of the same key would score the
         same as the first and lose the tie, so it is counted but not kept."""
-        for i in order:
-            state = nodes[i % count]
-            key = state.usage_key
-            fit = room.get(key)
-            if fit is None:
-                fit = room[key] = fits(state.free)
-            if not fit:
-                continue
-            if first_fit < 0:
-                first_fit = i  # reserved or not: the watermark is about capacity only
-            if blocked is not None and state.node.name in blocked:
-                continue
-            if extra:
-                for f in extra:  # a plain loop: this runs once per node scanned
-                    if not f.filter(cycle, info, state).ok:
-                        break
-                else:
-                    found += 1
-                    if scored is None:
-                        feasible.append(state)
-                    elif key not in scored:
-                        scored.add(key)
-                        feasible.append(state)
-                    if found >= sample:
-                        break
-                continue
-            found += 1
-            if scored is None:
-                feasible.append(state)
-            elif key not in scored:
-                scored.add(key)
-                feasible.append(state)
-            if found >= sample:
-                break
+        at = start
+        while at < end and found < sample:
+            # The nodes are judged a run at a time, each filter over the run: the nodes
+            # found are the first ``sample`` feasible ones in scan order, as one by one.
+            want = sample - found
+            stop = min(end, at + want + (want >> 2) + _RUN)
+            run = _run(nodes, at, stop, count)
+            for key, state in {state.usage_key: state for state in run}.items():
+                if key not in room:
+                    room[key] = fits(state.free)
+            passing = [state for state in run if room[state.usage_key]]
+            if passing and first_fit < 0:
+                # reserved or not: the watermark is about capacity only
+                first_fit = at + run.index(passing[0])
+            if blocked is not None and passing:
+                passing = [state for state in passing if state.node.name not in blocked]
+            for plugin, batch in scan:
+                if not passing:
+                    break
+                passing = (batch(cycle, info, passing) if batch is not None else
+                           [state for state in passing if plugin.filter(cycle, info, state).ok])
+            for state in passing:
+                found += 1
+                if scored is None:
+                    feasible.append(state)
+                elif state.usage_key not in scored:
+                    scored.add(state.usage_key)
+                    feasible.append(state)
+                if found >= sample:
+                    break
+            at = stop
         if scoring is Scoring.BINPACK:
             self._watermarks[(constraints, request)] = (first_fit if first_fit >= 0 else count,
                                                         len(self._released))

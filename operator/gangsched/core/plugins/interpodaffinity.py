@@ -96,6 +96,7 @@ def _add(counts: dict[Pair, int], snapshot: fw.Snapshot, node: str, key: str, by
 class InterPodAffinity:
     name = NAME
     static = False
+    scan_cost = 10
 
     def __init__(self, args: AffinityArgs) -> None:
         self.args = args
@@ -133,7 +134,7 @@ class InterPodAffinity:
         found = state.data.get(NAME)
         if not isinstance(found, _FilterState):
             return fw.SUCCESS
-        labels = node.node.labels
+        labels = node.labels
         p = pod.placement
         if p.affinity and not self._affinity_ok(found, pod, labels):
             return _AFFINITY
@@ -148,6 +149,27 @@ class InterPodAffinity:
         if existing and not existing.keys().isdisjoint(labels.items()):
             return _EXISTING_ANTI_AFFINITY
         return fw.SUCCESS
+
+    def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
+                     nodes: list[NodeState]) -> list[NodeState]:
+        """:meth:`filter` over ``nodes``: each check a look-up of one label per node."""
+        found = state.data.get(NAME)
+        if not isinstance(found, _FilterState):
+            return nodes
+        p = pod.placement
+        if p.affinity:
+            nodes = [n for n in nodes if self._affinity_ok(found, pod, n.labels)]
+        for pairs, terms in ((found.anti, [t.topology_key for t in p.anti_affinity]),
+                             (found.existing_anti, None)):
+            if not pairs:
+                continue
+            forbidden: dict[str, set[str]] = {}
+            for key, value in pairs:
+                if terms is None or key in terms:
+                    forbidden.setdefault(key, set()).add(value)
+            for key, values in forbidden.items():
+                nodes = [n for n in nodes if n.labels.get(key) not in values]
+        return nodes
 
     @staticmethod
     def _affinity_ok(found: _FilterState, pod: PodInfo, labels: Mapping[str, str]) -> bool:
@@ -217,7 +239,7 @@ class InterPodAffinity:
         by_key = state.read(NAME + "/score")
         if not isinstance(by_key, dict):
             return 0
-        labels = node.node.labels
+        labels = node.labels
         total = 0
         for key, values in by_key.items():
             value = labels.get(key)

@@ -25,7 +25,7 @@ class NodeAffinity:
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
         c = pod.constraints
-        labels = node.node.labels
+        labels = node.labels
         if c.node_selector and not matches_node_selector(dict(c.node_selector), labels):
             return fw.unresolvable(REASON)
         if not matches_affinity(c.affinity, labels, node.node.name):
@@ -42,7 +42,7 @@ class NodeAffinity:
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
         return sum(p.weight for p in pod.placement.node_preferred
-                   if matches_term(p.term, node.node.labels, node.node.name))
+                   if matches_term(p.term, node.labels, node.node.name))
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
         fw.default_normalize(scores)

@@ -113,6 +113,7 @@ _SKEWED = fw.unschedulable(REASON)
 class PodTopologySpread:
     name = NAME
     static = False
+    scan_cost = 10
 
     def __init__(self, args: SpreadArgs) -> None:
         self.args = args
@@ -227,7 +228,7 @@ class PodTopologySpread:
         found = state.data.get(NAME)
         if not isinstance(found, _Counts):
             return fw.SUCCESS
-        labels = node.node.labels
+        labels = node.labels
         for key, too_many in found.too_many:
             value = labels.get(key)
             if value is None:
@@ -235,6 +236,20 @@ class PodTopologySpread:
             if too_many is None or value in too_many:
                 return _SKEWED
         return fw.SUCCESS
+
+    def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
+                     nodes: list[NodeState]) -> list[NodeState]:
+        """:meth:`filter` over ``nodes``: a node passes when it has every key with a
+        value outside the constraint's skewed domains."""
+        found = state.data.get(NAME)
+        if not isinstance(found, _Counts):
+            return nodes
+        for key, too_many in found.too_many:
+            if too_many is None:
+                return []
+            nodes = [n for n in nodes
+                     if (value := n.labels.get(key)) is not None and value not in too_many]
+        return nodes
 
     # --- scoring ---------------------------------------------------------------------------
 
@@ -257,15 +272,16 @@ class PodTopologySpread:
             # No matching pod anywhere: every node that has every key scores the same
             # (the sum of maxSkew - 1), which adds the same to every node's total.
             every = {c.topology_key for c in constraints}
-            if all(every <= n.node.labels.keys() for n in nodes):
+            if all(every <= n.labels.keys() for n in nodes):
                 return fw.SKIP
-        scored = [n for n in nodes if all(k in n.node.labels for k in keys)] if keys else nodes
+        scored = [n for n in nodes if all(k in n.labels for k in keys)] if keys else nodes
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
         for c, counts in zip(constraints, found, strict=True):
             # Domains of the nodes to score weigh the counts (the counts of other domains
             # are never looked up: no node to score is in them).
-            values = {n.node.labels[c.topology_key] for n in scored
-                      if c.topology_key in n.node.labels}
+            key = c.topology_key
+            values = {n.labels.get(key) for n in scored}
+            values.discard(None)
             tables.append((c, counts, math.log(len(values) + 2)))
         state.write(NAME + "/score", (keys, tables))
         return fw.SUCCESS
@@ -275,37 +291,28 @@ class PodTopologySpread:
 
     def score_nodes(self, state: fw.CycleState, pod: PodInfo,
                     nodes: Sequence[NodeState]) -> list[int]:
+        """Per node, the sum over constraints of ``count * weight + maxSkew - 1`` (each
+        domain's term worked out once, then looked up), rounded as Go rounds; -1 for a
+        node lacking a key every node must have."""
         found = state.read(NAME + "/score")
         if not isinstance(found, tuple):
             return [-1] * len(nodes)
         keys, tables = found
-        terms = [(c.topology_key, counts, weight, c.max_skew) for c, counts, weight in tables]
-        out: list[int] = []
-        if not keys and len(terms) == 2:  # the system defaults: the same sums, unrolled
-            (key1, counts1, weight1, skew1), (key2, counts2, weight2, skew2) = terms
-            for node in nodes:
-                labels = node.node.labels
-                total = 0.0
-                value = labels.get(key1)
-                if value is not None:
-                    total += counts1.get(value, 0) * weight1 + skew1 - 1
-                value = labels.get(key2)
-                if value is not None:
-                    total += counts2.get(value, 0) * weight2 + skew2 - 1
-                out.append(go_round(total))
-            return out
-        for node in nodes:
-            labels = node.node.labels
-            if keys and not all(k in labels for k in keys):
-                out.append(-1)  # ignored: scores 0 after normalization
-                continue
-            total = 0.0
-            for key, counts, weight, max_skew in terms:
-                value = labels.get(key)
-                if value is not None:
-                    total += counts.get(value, 0) * weight + max_skew - 1
-            out.append(go_round(total))
-        return out
+        raw: list[float] = [0.0] * len(nodes)
+        for c, counts, weight in tables:
+            key, skew = c.topology_key, c.max_skew
+            # The same float operations, in the same order, as term by term per node.
+            terms = {value: count * weight + skew - 1 for value, count in counts.items()}
+            empty = 0 * weight + skew - 1
+            term = terms.get
+            raw = [total if (value := n.labels.get(key)) is None
+                   else total + term(value, empty)
+                   for total, n in zip(raw, nodes, strict=True)]
+        rounded = {value: go_round(value) for value in set(raw)}
+        if keys:
+            return [rounded[total] if all(k in n.labels for k in keys) else -1
+                    for total, n in zip(raw, nodes, strict=True)]
+        return [rounded[total] for total in raw]
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
         kept = [s for s in scores if s >= 0]
@@ -313,13 +320,11 @@ class PodTopologySpread:
             scores[:] = [0] * len(scores)
             return
         low, high = min(kept), max(kept)
-        for i, value in enumerate(scores):
-            if value < 0:
-                scores[i] = 0
-            elif high == 0:
-                scores[i] = fw.MAX_NODE_SCORE
-            else:
-                scores[i] = fw.MAX_NODE_SCORE * (high + low - value) // high
+        if high == 0:
+            scores[:] = [0 if value < 0 else fw.MAX_NODE_SCORE for value in scores]
+            return
+        top = fw.MAX_NODE_SCORE
+        scores[:] = [0 if value < 0 else top * (high + low - value) // high for value in scores]
 
 
 def go_round(value: float) -> int:

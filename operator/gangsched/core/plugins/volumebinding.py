@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.model import Node
 from gangsched.core.volumes import binding
 from gangsched.core.volumes.catalog import VolumeCatalog
 
@@ -41,6 +42,7 @@ class _State:
 class VolumeBinding:
     name = NAME
     static = False
+    scan_cost = 90
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         if not pod.volumes.claims:
@@ -59,6 +61,14 @@ class VolumeBinding:
         reason, _ = binding.match(found.catalog, found.claims, node.node)
         return fw.SUCCESS if reason is None else _REJECT(reason)
 
+    def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
+                     nodes: list[NodeState]) -> list[NodeState]:
+        """:meth:`filter` over ``nodes`` (the costliest filter: a scan runs it last)."""
+        found = state.read(NAME)
+        if not isinstance(found, _State):
+            return nodes
+        return binding.match_nodes(found.catalog, found.claims, nodes, _node_of)
+
     # Reserve, Unreserve and PreBind stand at their extension points (a profile may list
     # or disable them as in kube-scheduler), but the work is done by the scheduler once it
     # takes the node (:mod:`gangsched.core.placement.volume_assumptions`): the assumption is
@@ -75,6 +85,10 @@ class VolumeBinding:
 
     def pre_bind(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:
         return fw.SUCCESS
+
+
+def _node_of(state: NodeState) -> Node:
+    return state.node
 
 
 def factory(args: object | None) -> VolumeBinding:

@@ -39,7 +39,9 @@ Capacity assumed by this cycle's other pods is not subtracted from CSIStorageCap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gangsched.core.values.constraints import matches_affinity
 from gangsched.core.values.decisions import AnnotateClaim, BindVolume, VolumeWrite
@@ -168,6 +170,64 @@ def match(catalog: VolumeCatalog, claims: Claims,
             return reason, ()
         plan.append(Assumption(claim.key, "", node.name))
     return None, tuple(plan)
+
+
+T = TypeVar("T")
+
+
+def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
+                node_of: Callable[[T], Node]) -> list[T]:
+    """The nodes of ``nodes`` (each read through ``node_of``) for which :func:`match`
+    finds a plan, in order: the same
+    verdicts, with what does not depend on the node worked out once per claim.
+
+    For an unbound claim without a selected node, a node can serve it only if a free
+    static volume of its class may be there (:meth:`VolumeCatalog.free_hosts`) or the
+    class may provision for it; when provisioning does not depend on the node (no
+    ``allowedTopologies``, no tracked capacity) its verdict is one for all nodes. Nodes
+    failing that are dropped at once; :func:`match` judges the rest, unless every claim
+    is served alike everywhere (no static volume of its class, provisioned anywhere),
+    which needs no further look."""
+    if claims.bound or any(claim.selected_node for claim in claims.delayed):
+        return [n for n in nodes if match(catalog, claims, node_of(n))[0] is None]
+    decided = True
+    for claim in claims.delayed:
+        if (catalog.claim_refs.get(claim.key) is not None
+                or catalog.assumed_claim.get(claim.key) is not None):
+            decided = False  # its own volume, or an assumption: match says
+            continue
+        provisions = _provisions_anywhere(catalog, claim)
+        reach = catalog.free_hosts(claim.storage_class or "")
+        if reach is None or provisions is None:
+            decided = False
+        elif not reach:
+            if not provisions:
+                return []
+        else:
+            decided = False
+            if not provisions:
+                nodes = [n for n in nodes if reach.get(node_of(n).labels.get(HOSTNAME, ""))]
+        if not nodes:
+            return nodes
+    if decided:
+        return nodes
+    return [n for n in nodes if match(catalog, claims, node_of(n))[0] is None]
+
+
+def _provisions_anywhere(catalog: VolumeCatalog, claim: PersistentVolumeClaim) -> bool | None:
+    """:func:`provision_failure` when it is the same for every node: False when the
+    class is missing or has no real provisioner, True when it provisions with neither
+    ``allowedTopologies`` nor tracked capacity; None when the node decides."""
+    storage_class = catalog.classes.get(claim.storage_class or "")
+    if storage_class is None or not storage_class.provisions:
+        return False
+    if storage_class.allowed_topologies.required_terms is not None:
+        return None
+    if claim.request > 0:
+        driver = catalog.csidrivers.get(storage_class.provisioner)
+        if driver is not None and driver.storage_capacity:
+            return None
+    return True
 
 
 def provision_failure(catalog: VolumeCatalog, claim: PersistentVolumeClaim,

@@ -184,12 +184,20 @@ class VolumeCatalog:
     def may_have_free(self, storage_class: str, hostname: str) -> bool:
         """Could a free volume of ``storage_class`` reach node ``hostname``? False only when
         the class has no volume without a plain hostname affinity and none free there."""
+        reach = self.free_hosts(storage_class)
+        return reach is None or bool(reach.get(hostname))
+
+    def free_hosts(self, storage_class: str) -> dict[str, set[str]] | None:
+        """The hostnames free volumes of ``storage_class`` may be found on (each with
+        those volumes), when every volume of the class names its node alone (local
+        volumes); None when some volume may reach other nodes (then any node may have
+        one). Empty: the class has no volume at all."""
         by_host = self._index.get(storage_class)
         if by_host is None:
-            return False
+            return {}
         if by_host.get(""):
-            return True
-        return bool(self._free.get(storage_class, {}).get(hostname))
+            return None
+        return self._free.get(storage_class, {})
 
     def candidates(self, storage_class: str, hostname: str) -> Iterator[PersistentVolume]:
         """The volumes of ``storage_class`` that may reach the node ``hostname``: those
