@@ -21,6 +21,7 @@ _REJECT = fw.Rejections()
 class NodeVolumeLimits:
     name = NAME
     static = False
+    scan_cost = 20
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         if not pod.volumes.claims and not pod.volumes.csi_inline:
@@ -34,6 +35,22 @@ class NodeVolumeLimits:
             return fw.SUCCESS
         reason = limits.exceeded(catalog, pod.namespace, pod.volumes, node.node.name)
         return fw.SUCCESS if reason is None else _REJECT(reason)
+
+
+    def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
+                     nodes: list[NodeState]) -> list[NodeState]:
+        """:meth:`filter` over ``nodes``: a node without limits (no CSINode, or one
+        without counts) passes at a look-up."""
+        catalog = state.read(NAME)
+        if not isinstance(catalog, VolumeCatalog):
+            return nodes
+        csinodes = catalog.csinodes
+        if not csinodes:
+            return nodes
+        namespace, volumes, exceeded = pod.namespace, pod.volumes, limits.exceeded
+        return [n for n in nodes
+                if (found := csinodes.get(n.node.name)) is None or not found.limits
+                or exceeded(catalog, namespace, volumes, n.node.name) is None]
 
 
 def factory(args: object | None) -> NodeVolumeLimits:

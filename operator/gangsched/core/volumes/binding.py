@@ -122,12 +122,18 @@ def _fits(volume: PersistentVolume, claim: PersistentVolumeClaim, node: Node) ->
     deleted, the claim's selector matching its labels, every access mode asked for,
     enough capacity and a node affinity the node satisfies. (Class and phase are the
     caller's: the candidates are of the claim's class, and Available.)"""
+    return (_fits_free(volume, claim)
+            and matches_affinity(volume.node_affinity, node.labels, node.name))
+
+
+def _fits_free(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """:func:`_fits` but the node affinity: for a free volume whose affinity names the
+    node judged (see :func:`match_nodes`)."""
     return (volume.volume_mode == claim.volume_mode and not volume.terminating
             and volume.invalid is None
             and (claim.selector is None or claim.selector.matches(volume.labels))
             and volume.capacity >= claim.request
-            and claim.access_modes <= volume.access_modes
-            and matches_affinity(volume.node_affinity, node.labels, node.name))
+            and claim.access_modes <= volume.access_modes)
 
 
 def _prebound_usable(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
@@ -178,40 +184,65 @@ T = TypeVar("T")
 def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
                 node_of: Callable[[T], Node]) -> list[T]:
     """The nodes of ``nodes`` (each read through ``node_of``) for which :func:`match`
-    finds a plan, in order: the same
-    verdicts, with what does not depend on the node worked out once per claim.
+    finds a plan, in order: the same verdicts, with what does not depend on the node
+    worked out once per claim.
 
-    For an unbound claim without a selected node, a node can serve it only if a free
-    static volume of its class may be there (:meth:`VolumeCatalog.free_hosts`) or the
-    class may provision for it; when provisioning does not depend on the node (no
-    ``allowedTopologies``, no tracked capacity) its verdict is one for all nodes. Nodes
-    failing that are dropped at once; :func:`match` judges the rest, unless every claim
-    is served alike everywhere (no static volume of its class, provisioned anywhere),
-    which needs no further look."""
+    An unbound claim without a selected node, volume or assumption of its own is served
+    on every node when its class provisions alike everywhere (no ``allowedTopologies``,
+    no tracked capacity): a static volume or a new one. When its class cannot provision,
+    only a free static volume serves it; if every volume of the class names its node
+    alone (local volumes, :meth:`VolumeCatalog.free_hosts`), the nodes are those with
+    a free volume that fits the claim (:func:`_fits` but the node affinity, which names
+    the node) -- exactly, for a pod with that one claim; with several, the nodes
+    without a free volume are dropped and :func:`match` judges the rest, as it does
+    whenever a verdict depends on more."""
     if claims.bound or any(claim.selected_node for claim in claims.delayed):
         return [n for n in nodes if match(catalog, claims, node_of(n))[0] is None]
-    decided = True
+    alone = len(claims.delayed) == 1  # no two claims of the pod compete for a volume
+    undecided = False
     for claim in claims.delayed:
         if (catalog.claim_refs.get(claim.key) is not None
                 or catalog.assumed_claim.get(claim.key) is not None):
-            decided = False  # its own volume, or an assumption: match says
+            undecided = True  # its own volume, or an assumption: match says
             continue
         provisions = _provisions_anywhere(catalog, claim)
+        if provisions is True:
+            continue
         reach = catalog.free_hosts(claim.storage_class or "")
-        if reach is None or provisions is None:
-            decided = False
-        elif not reach:
-            if not provisions:
-                return []
+        if provisions is None or reach is None:
+            undecided = True
+            continue
+        if alone:
+            served = _local_fit(catalog, claim, reach)
+            nodes = [n for n in nodes if served(node_of(n).labels.get(HOSTNAME, ""))]
         else:
-            decided = False
-            if not provisions:
-                nodes = [n for n in nodes if reach.get(node_of(n).labels.get(HOSTNAME, ""))]
+            undecided = True
+            nodes = [n for n in nodes if reach.get(node_of(n).labels.get(HOSTNAME, ""))]
         if not nodes:
             return nodes
-    if decided:
+    if not undecided:
         return nodes
     return [n for n in nodes if match(catalog, claims, node_of(n))[0] is None]
+
+
+def _local_fit(catalog: VolumeCatalog, claim: PersistentVolumeClaim,
+               reach: dict[str, set[str]]) -> Callable[[str], bool]:
+    """Has the node of this hostname a free volume (of ``reach``) that fits ``claim``?
+    Each volume judged once (a local volume is on one node, or on a few)."""
+    volumes = catalog.volumes
+    verdicts: dict[str, bool] = {}
+
+    def served(hostname: str) -> bool:
+        for name in reach.get(hostname, ()):
+            verdict = verdicts.get(name)
+            if verdict is None:
+                volume = volumes.get(name)
+                verdict = verdicts[name] = volume is not None and _fits_free(volume, claim)
+            if verdict:
+                return True
+        return False
+
+    return served
 
 
 def _provisions_anywhere(catalog: VolumeCatalog, claim: PersistentVolumeClaim) -> bool | None:
