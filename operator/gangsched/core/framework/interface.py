@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -207,6 +208,31 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
 
 SCAN_COST = 50
 """The scan cost of a filter that is not a :class:`BatchFilterPlugin`."""
+
+
+@runtime_checkable
+class NodeLocalFilterPlugin(FilterPlugin, Protocol):
+    node_local: bool
+    """True: the verdict reads only the pod and the node's own usage and host ports,
+    which change only as pods are charged or released there."""
+
+
+@runtime_checkable
+class DomainFilterPlugin(FilterPlugin, Protocol):
+    """A filter whose verdicts follow from what PreFilter counted and each node's labels:
+    a placement carried over from the last of the same shape judges again only the
+    domains where the verdicts may differ."""
+
+    def verdict_digest(self, state: CycleState, pod: PodInfo) -> object:
+        """What this cycle's verdicts follow from, beside the node's labels (equal
+        digests: equal verdicts on every node)."""
+        ...
+
+    def changed_domains(self, old: object,
+                        new: object) -> Mapping[str, AbstractSet[str]] | None:
+        """The topology domains (label key -> values) whose nodes may be judged
+        differently under digest ``new`` than under ``old``; None: any node."""
+        ...
 
 
 @runtime_checkable

@@ -30,13 +30,16 @@ class NodeState:
     """
 
     __slots__ = ("_nonzero_of", "alloc_cpu", "alloc_memory", "free", "labels", "node",
-                 "nonzero_cpu", "nonzero_memory", "pods", "ports", "usage_key", "used")
+                 "nonzero_cpu", "nonzero_memory", "order", "pods", "ports", "usage_key", "used")
 
     def __init__(self, node: Node) -> None:
         self.node = node
         self.labels = node.labels
         """The node's labels (``node.labels``, one attribute look-up nearer: filters and
         scorers read them once per node judged)."""
+        self.order = -1
+        """Its position among all nodes by name (set when that order is made): every
+        list of candidates is in this order."""
         self.alloc_cpu = node.allocatable.get(CPU)
         self.alloc_memory = node.allocatable.get(MEMORY)
         """Allocatable cpu and memory, read on every score (see :meth:`set_node`)."""

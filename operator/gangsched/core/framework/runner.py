@@ -68,6 +68,11 @@ class Framework:
                               else fw.SCAN_COST))
         """The dynamic filters in scan order: cheapest a node first, ties in profile
         order (``sorted`` is stable)."""
+        self._domain_filters: dict[str, fw.DomainFilterPlugin] = {
+            p.name: p for p in self.dynamic_filters if isinstance(p, fw.DomainFilterPlugin)}
+        self._node_local = frozenset(
+            p.name for p in self.dynamic_filters
+            if isinstance(p, fw.NodeLocalFilterPlugin) and p.node_local)
         self.scorers: list[tuple[fw.ScorePlugin, int]] = [
             (_as(made[n], fw.ScorePlugin), resolved.weights[n]) for n in at["score"]]
         self._score_all: dict[str, ScoreAll] = {
@@ -125,6 +130,46 @@ class Framework:
             state.filters = list(self.dynamic_filters)
             state.scan = list(self._scan)
         return state, fw.SUCCESS
+
+    def digests(self, state: fw.CycleState, pod: PodInfo,
+                skip: str = "") -> tuple[object, ...] | None:
+        """Per filter of ``state.scan`` (but ``skip``), its verdict digest (None for a
+        node-local one), when every one is either (see
+        :class:`~gangsched.core.framework.interface.DomainFilterPlugin`); else None."""
+        found: list[object] = []
+        for plugin, _ in state.scan:
+            name = plugin.name
+            if name == skip:
+                continue
+            domain = self._domain_filters.get(name)
+            if domain is not None:
+                found.append((name, domain.verdict_digest(state, pod)))
+            elif name in self._node_local:
+                found.append(name)
+            else:
+                return None
+        return tuple(found)
+
+    def changed_domains(self, old: tuple[object, ...],
+                        new: tuple[object, ...]) -> dict[str, set[str]] | None:
+        """The domains whose nodes may be judged differently under the digests ``new``
+        than under ``old`` (both from :meth:`digests` for the same filters); None: any."""
+        if len(old) != len(new):
+            return None
+        changed: dict[str, set[str]] = {}
+        for before, after in zip(old, new, strict=True):
+            if before == after:
+                continue
+            if not (isinstance(before, tuple) and isinstance(after, tuple)
+                    and before[0] == after[0]):
+                return None
+            domain = self._domain_filters.get(str(before[0]))
+            found = None if domain is None else domain.changed_domains(before[1], after[1])
+            if found is None:
+                return None
+            for key, values in found.items():
+                changed.setdefault(key, set()).update(values)
+        return changed
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
         """The first dynamic filter ``node`` fails, else SUCCESS."""

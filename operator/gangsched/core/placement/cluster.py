@@ -61,6 +61,7 @@ from gangsched.core.placement.diagnosis import (
 )
 from gangsched.core.placement.domains import DomainIndex
 from gangsched.core.placement.node_book import NodeBook
+from gangsched.core.placement.scan import Carry, DomainPositions, Found, RunJudge, carry, scan
 from gangsched.core.placement.tally import Judge, Room, Tally, copies
 from gangsched.core.plugins import balancedallocation, noderesources, podtopologyspread
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
@@ -80,20 +81,6 @@ def static_failure(node: Node, constraints: Constraints) -> str | None:
     """The name of the first default static filter ``node`` fails, or None."""
     status = _STATIC.static_filter(PodInfo(Resources.ZERO, constraints), NodeState(node))
     return None if status.ok else status.plugin
-
-
-_RUN = 16
-"""Nodes judged in a run beyond the feasible nodes still wanted (and a quarter more):
-a run costs a call per filter, a node judged past the last one wanted a filter's work."""
-
-
-def _run(nodes: list[NodeState], start: int, stop: int, count: int) -> list[NodeState]:
-    """``nodes[i % count]`` for ``start <= i < stop`` (``stop - start <= count``)."""
-    if stop <= count:
-        return nodes[start:stop]
-    if start >= count:
-        return nodes[start - count:stop - count]
-    return nodes[start:] + nodes[:stop - count]
 
 
 class Cluster(NodeBook):
@@ -127,6 +114,10 @@ class Cluster(NodeBook):
         NodeBook.__init__(self)
         self.domains = DomainIndex()
         """Topology domains per label key and their free room (gang placement)."""
+        self._carried: dict[object, Carry] = {}
+        """The last bin-packing scan of each pod shape (see :meth:`_binpack_scan`)."""
+        self._where: dict[Constraints, DomainPositions] = {}
+        """The candidates' positions by topology domain, per constraint set."""
 
     @property
     def sample_size(self) -> int:
@@ -234,10 +225,7 @@ class Cluster(NodeBook):
             return 0
         start, seen = mark
         if seen < len(self._released):
-            positions = self._positions.get(constraints)
-            if positions is None:
-                positions = self._positions[constraints] = {
-                    state.node.name: i for i, state in enumerate(self.candidates(constraints))}
+            positions = self._positions_of(constraints)
             for name in self._released[seen:]:
                 at = positions.get(name)
                 if at is not None and at < start:
@@ -317,60 +305,26 @@ class Cluster(NodeBook):
         cycle, status = fwk.pre_filter(info, self)
         if not status.ok:
             return None
-        scan = [item for item in cycle.scan if item[0].name != FIT_PLUGIN]
         blocked = self._blocked(owner if pod is None else info.owner)
+        judge = RunJudge(cycle, info, [item for item in cycle.scan if item[0].name != FIT_PLUGIN],
+                      request, blocked)
+        sample = self.sample_size
         if scoring is Scoring.BINPACK:
-            end = count
+            found = self._binpack_scan(fwk, cycle, info, nodes, start, sample, judge)
+            self._watermarks[(constraints, request)] = (
+                found.first_fit if found.first_fit >= 0 else count, len(self._released))
         else:
             start = self._cursor.get(constraints, 0) % count
-            end = start + count
-        feasible: list[NodeState] = []
-        first_fit = -1
-        fits = request.fits_in
-        sample = self.sample_size
-        found = 0
-        room: dict[str, bool] = {}
-        """Whether the request fits, by usage key: asked once per key."""
-        scored: set[str] | None = set() if fwk.usage_scored(info, self) else None
-        """The usage keys of the feasible nodes kept for scoring, when the scores follow
-        from usage keys alone: a later feasible node of the same key would score the
-        same as the first and lose the tie, so it is counted but not kept."""
-        at = start
-        while at < end and found < sample:
-            # The nodes are judged a run at a time, each filter over the run: the nodes
-            # found are the first ``sample`` feasible ones in scan order, as one by one.
-            want = sample - found
-            stop = min(end, at + want + (want >> 2) + _RUN)
-            run = _run(nodes, at, stop, count)
-            for key, state in {state.usage_key: state for state in run}.items():
-                if key not in room:
-                    room[key] = fits(state.free)
-            passing = [state for state in run if room[state.usage_key]]
-            if passing and first_fit < 0:
-                # reserved or not: the watermark is about capacity only
-                first_fit = at + run.index(passing[0])
-            if blocked is not None and passing:
-                passing = [state for state in passing if state.node.name not in blocked]
-            for plugin, batch in scan:
-                if not passing:
-                    break
-                passing = (batch(cycle, info, passing) if batch is not None else
-                           [state for state in passing if plugin.filter(cycle, info, state).ok])
-            for state in passing:
-                found += 1
-                if scored is None:
-                    feasible.append(state)
-                elif state.usage_key not in scored:
-                    scored.add(state.usage_key)
-                    feasible.append(state)
-                if found >= sample:
-                    break
-            at = stop
-        if scoring is Scoring.BINPACK:
-            self._watermarks[(constraints, request)] = (first_fit if first_fit >= 0 else count,
-                                                        len(self._released))
-        else:
+            found = scan(nodes, start, start + count, sample, judge)
+            first_fit = found.first_fit
             self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
+        feasible = found.nodes
+        if len(feasible) > 1 and fwk.usage_scored(info, self):
+            # Scores follow from usage keys alone: a later feasible node of a key would
+            # score the same as the first and lose the tie; only the first is scored.
+            firsts = {state.usage_key: state for state in reversed(feasible)}
+            if len(firsts) < len(feasible):
+                feasible = [state for state in feasible if firsts[state.usage_key] is state]
         if not feasible:
             return None
         if len(feasible) == 1:
@@ -379,6 +333,48 @@ class Cluster(NodeBook):
             fwk.pre_score(cycle, info, self, feasible)
             chosen = select_host(feasible, fwk.score(cycle, info, feasible))
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
+
+    def _binpack_scan(self, fwk: Framework, cycle: fw.CycleState, info: PodInfo,
+                      nodes: list[NodeState], start: int, sample: int, judge: RunJudge) -> Found:
+        """The bin-packing scan from ``start``: carried over from the last pod of the same
+        shape when it can be (see :mod:`~gangsched.core.placement.scan`), else afresh
+        (and kept for the next one)."""
+        digests = None if info.volumes.any else fwk.digests(cycle, info, skip=FIT_PLUGIN)
+        if digests is None:
+            return scan(nodes, start, len(nodes), sample, judge)
+        key = (info.request, info.constraints, info.placement, info.namespace,
+               tuple(sorted(info.labels.items())) if info.labels else ())
+        stamp = (judge.blocked, sample, tuple(plugin.name for plugin, _ in judge.filters))
+        kept = self._carried.get(key)
+        if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp:
+            touched = self.touched_since(kept.mark)
+            domains = (None if touched is None
+                       else fwk.changed_domains(kept.digests, digests))
+            if touched is not None and domains is not None:
+                where = self._where.get(info.constraints)
+                if where is None or where.nodes is not nodes:
+                    where = self._where[info.constraints] = DomainPositions(nodes)
+                positions = self._positions_of(info.constraints)
+                found = carry(kept, start, len(nodes), sample, judge,
+                              [self.nodes[name] for name in touched if name in positions],
+                              domains, where)
+                if found is not None:
+                    kept.mark = self.touch_mark()
+                    kept.digests = digests
+                    return found
+        found = scan(nodes, start, len(nodes), sample, judge, orders=True)
+        if len(self._carried) >= MAX_TALLIES:
+            self._carried.clear()
+        self._carried[key] = Carry((nodes, *stamp), self.touch_mark(), digests, start, found)
+        return found
+
+    def _positions_of(self, constraints: Constraints) -> dict[str, int]:
+        """Each candidate's position among the candidates for ``constraints``, by name."""
+        positions = self._positions.get(constraints)
+        if positions is None:
+            positions = self._positions[constraints] = {
+                state.node.name: i for i, state in enumerate(self.candidates(constraints))}
+        return positions
 
     def fit(self, info: PodInfo, scoring: Scoring, *, judged: bool = True) -> str | Diagnosis:
         """The node for the pod, as :meth:`place` chooses it, or why it fits none, as

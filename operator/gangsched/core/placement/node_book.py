@@ -158,6 +158,8 @@ class NodeBook:
     def sorted_nodes(self) -> list[NodeState]:
         if self._sorted is None:
             self._sorted = [self.nodes[name] for name in sorted(self.nodes)]
+            for order, state in enumerate(self._sorted):
+                state.order = order
         return self._sorted
 
     # --- usage ---------------------------------------------------------------------------

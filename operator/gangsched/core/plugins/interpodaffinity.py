@@ -171,6 +171,29 @@ class InterPodAffinity:
                 nodes = [n for n in nodes if n.labels.get(key) not in values]
         return nodes
 
+    def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
+        """Whether the pod matches its own terms, and the topology pairs with a matching
+        pod for its affinity, its anti-affinity and placed pods' anti-affinity."""
+        found = state.data.get(NAME)
+        if not isinstance(found, _FilterState):
+            return None
+        return (found.matches_own_terms, frozenset(found.affinity), frozenset(found.anti),
+                frozenset(found.existing_anti))
+
+    def changed_domains(self, old: object, new: object) -> dict[str, set[str]] | None:
+        """The pairs counted under one digest and not the other; None when whether any
+        pod matches the affinity (the first of a group's exception) may have changed."""
+        if not (isinstance(old, tuple) and isinstance(new, tuple)):
+            return None
+        if old[0] != new[0] or bool(old[1]) != bool(new[1]):
+            return None
+        changed: dict[str, set[str]] = {}
+        for before, after in zip(old[1:], new[1:], strict=True):
+            if before != after:
+                for key, value in before ^ after:
+                    changed.setdefault(key, set()).add(value)
+        return changed
+
     @staticmethod
     def _affinity_ok(found: _FilterState, pod: PodInfo, labels: Mapping[str, str]) -> bool:
         exist = True

@@ -18,6 +18,7 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 class NodePorts:
     name = NAME
     static = False
+    node_local = True
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         return fw.SUCCESS if pod.placement.ports else fw.SKIP

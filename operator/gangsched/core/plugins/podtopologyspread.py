@@ -14,10 +14,13 @@ constraints (missing required label)`` (unresolvable); one where
 ``count(domain) + self-match - min > maxSkew`` for some constraint fails
 ``node(s) didn't match pod topology spread constraints``.
 
-Score (ScheduleAnyway): for each node to score, ``count * log(domains + 2) + maxSkew - 1``
-summed over constraints, then reversed min-max to 0..100 (fewer matching pods is
-better); nodes lacking a key score 0. PreScore skips when no pod matches and every node
-to score has every key: all would score alike.
+Score (ScheduleAnyway): for each node to score, ``count * log(domains + 2) + (maxSkew - 1)``
+summed over constraints (``scoreForCount``), then reversed min-max to 0..100 (fewer
+matching pods is better); nodes lacking a key score 0. ``domains`` is, as
+``initPreScoreState`` counts it, the number of nodes scored for the hostname, and for
+another key its values among them, a node without the key counting as the value ``""``
+(only the system defaults score such nodes). PreScore skips when no pod matches and
+every node to score has every key: all would score alike.
 
 Cluster default constraints apply to a pod with none of its own (``defaultingType``
 ``System``: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the
@@ -251,6 +254,28 @@ class PodTopologySpread:
                      if (value := n.labels.get(key)) is not None and value not in too_many]
         return nodes
 
+    def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
+        """Per constraint, its key and the domains it refuses (None: every domain)."""
+        found = state.data.get(NAME)
+        return tuple(found.too_many) if isinstance(found, _Counts) else None
+
+    def changed_domains(self, old: object, new: object) -> dict[str, set[str]] | None:
+        """The domains refused under one digest and not the other; None when the
+        constraints differ, or one refuses every domain and the other not."""
+        if not (isinstance(old, tuple) and isinstance(new, tuple)) or len(old) != len(new):
+            return None
+        changed: dict[str, set[str]] = {}
+        for (key, before), (key_after, after) in zip(old, new, strict=True):
+            if key != key_after:
+                return None
+            if before is None or after is None:
+                if before is after:
+                    continue
+                return None
+            if before != after:
+                changed.setdefault(key, set()).update(before ^ after)
+        return changed
+
     # --- scoring ---------------------------------------------------------------------------
 
     def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
@@ -274,15 +299,17 @@ class PodTopologySpread:
             every = {c.topology_key for c in constraints}
             if all(every <= n.labels.keys() for n in nodes):
                 return fw.SKIP
-        scored = [n for n in nodes if all(k in n.labels for k in keys)] if keys else nodes
+        labels = [n.labels for n in nodes]
+        if keys:
+            labels = [lb for lb in labels if all(k in lb for k in keys)]
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
         for c, counts in zip(constraints, found, strict=True):
-            # Domains of the nodes to score weigh the counts (the counts of other domains
-            # are never looked up: no node to score is in them).
+            # The domains of the nodes to score weigh the counts, as initPreScoreState
+            # counts them: for the hostname, the nodes scored; for another key, its
+            # values among them, a node without the key counting as the value "".
             key = c.topology_key
-            values = {n.labels.get(key) for n in scored}
-            values.discard(None)
-            tables.append((c, counts, math.log(len(values) + 2)))
+            size = len(labels) if key == HOSTNAME else len({lb.get(key, "") for lb in labels})
+            tables.append((c, counts, math.log(size + 2)))
         state.write(NAME + "/score", (keys, tables))
         return fw.SUCCESS
 
@@ -298,33 +325,46 @@ class PodTopologySpread:
         if not isinstance(found, tuple):
             return [-1] * len(nodes)
         keys, tables = found
-        raw: list[float] = [0.0] * len(nodes)
+        # Per constraint, each domain's term worked out once: the same float operations
+        # as term by term per node. A node without the key adds 0.0, which leaves a
+        # sum as it was (the terms are never negative: maxSkew is at least 1).
+        parts: list[tuple[str, dict[str | None, float], float]] = []
         for c, counts, weight in tables:
-            key, skew = c.topology_key, c.max_skew
-            # The same float operations, in the same order, as term by term per node.
-            terms = {value: count * weight + skew - 1 for value, count in counts.items()}
-            empty = 0 * weight + skew - 1
-            term = terms.get
-            raw = [total if (value := n.labels.get(key)) is None
-                   else total + term(value, empty)
-                   for total, n in zip(raw, nodes, strict=True)]
+            # scoreForCount: float64(cnt)*weight + float64(maxSkew-1)
+            skew = float(c.max_skew - 1)
+            terms: dict[str | None, float] = {
+                value: count * weight + skew for value, count in counts.items()}
+            terms[None] = 0.0
+            parts.append((c.topology_key, terms, 0 * weight + skew))
+        labels = [n.labels for n in nodes]
+        if len(parts) == 2:  # the system defaults, and most pods' own: one pass
+            (key1, terms1, empty1), (key2, terms2, empty2) = parts
+            get1, get2 = terms1.get, terms2.get
+            raw = [get1(lb.get(key1), empty1) + get2(lb.get(key2), empty2) for lb in labels]
+        else:
+            raw = [0.0] * len(nodes)
+            for key, terms, empty in parts:
+                get = terms.get
+                raw = [total + get(lb.get(key), empty)
+                       for total, lb in zip(raw, labels, strict=True)]
         rounded = {value: go_round(value) for value in set(raw)}
         if keys:
-            return [rounded[total] if all(k in n.labels for k in keys) else -1
-                    for total, n in zip(raw, nodes, strict=True)]
+            return [rounded[total] if all(k in lb for k in keys) else -1
+                    for total, lb in zip(raw, labels, strict=True)]
         return [rounded[total] for total in raw]
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
-        kept = [s for s in scores if s >= 0]
+        values = set(scores)
+        kept = [value for value in values if value >= 0]
         if not kept:
             scores[:] = [0] * len(scores)
             return
         low, high = min(kept), max(kept)
-        if high == 0:
-            scores[:] = [0 if value < 0 else fw.MAX_NODE_SCORE for value in scores]
-            return
         top = fw.MAX_NODE_SCORE
-        scores[:] = [0 if value < 0 else top * (high + low - value) // high for value in scores]
+        # Each distinct score worked out once; an ignored node (below 0) scores 0.
+        scaled = {value: 0 if value < 0 else top if high == 0
+                  else top * (high + low - value) // high for value in values}
+        scores[:] = [scaled[value] for value in scores]
 
 
 def go_round(value: float) -> int:

@@ -1,0 +1,262 @@
+"""The scan of a placement: the first feasible nodes in scan order, judged a run at a time,
+and carried over from the last scan of the same shape when little changed since.
+
+A placement judges the static candidates from a start (the bin-packing watermark, or
+the spread scoring's cursor) until it has found as many feasible nodes as
+kube-scheduler's ``numFeasibleNodesToFind`` (``sample``), and scores those. :func:`scan`
+judges the candidates a run at a time: capacity first (asked once per usage key), then
+the reserved nodes, then each dynamic filter over the run, cheapest a node first (see
+:attr:`~gangsched.core.framework.interface.CycleState.scan`); the nodes found are the
+first ``sample`` feasible ones in scan order, exactly as judged one by one.
+
+Consecutive pods of one shape (a gang's members, a ReplicaSet's pods) would judge the
+same nodes again, most of them alike: between two such placements only the nodes
+charged or released since (the touch log) changed their own usage and ports, and only
+the topology domains where a neighbour-dependent filter's verdict changed (its
+*digest*, see :class:`~gangsched.core.framework.interface.DomainFilterPlugin`) changed
+their verdicts. :class:`Carry` keeps what a bin-packing scan found and, for the next pod
+of the shape, judges again only those nodes, drops what fell before the new start, and
+judges further only if it then holds fewer than ``sample`` nodes: the same nodes as a
+fresh scan. It stands only while the node set (and its labels), the reserved nodes and
+the filters that ran are the same, every filter is either node-local or gives a digest,
+and the pod has no volumes (whose verdicts follow objects of their own); otherwise, or
+when too much changed, the scan is made afresh.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass
+
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.resources import Resources
+
+RUN = 16
+"""Nodes judged in a run beyond the feasible nodes still wanted (and a quarter more):
+a run costs a call per filter, a node judged past the last one wanted a filter's work."""
+
+Filters = list[tuple[fw.FilterPlugin, fw.BatchFilter | None]]
+
+
+def run_of(nodes: list[NodeState], start: int, stop: int, count: int) -> list[NodeState]:
+    """``nodes[i % count]`` for ``start <= i < stop`` (``stop - start <= count``)."""
+    if stop <= count:
+        return nodes[start:stop]
+    if start >= count:
+        return nodes[start - count:stop - count]
+    return nodes[start:] + nodes[:stop - count]
+
+
+class RunJudge:
+    """One pod's verdicts over runs of nodes: capacity (once per usage key), then the
+    reserved nodes, then the dynamic filters in scan order."""
+
+    __slots__ = ("blocked", "cycle", "filters", "fits", "info", "room")
+
+    def __init__(self, cycle: fw.CycleState, info: PodInfo, filters: Filters,
+                 request: Resources, blocked: Set[str] | None) -> None:
+        self.cycle = cycle
+        self.info = info
+        self.filters = filters
+        self.fits = request.fits_in
+        self.blocked = blocked
+        self.room: dict[str, bool] = {}
+        """Whether the request fits, by usage key."""
+
+    def with_room(self, run: list[NodeState]) -> list[NodeState]:
+        """The nodes of ``run`` with room for the request."""
+        room, fits = self.room, self.fits
+        for key, state in {state.usage_key: state for state in run}.items():
+            if key not in room:
+                room[key] = fits(state.free)
+        return [state for state in run if room[state.usage_key]]
+
+    def has_room(self, state: NodeState) -> bool:
+        found = self.room.get(state.usage_key)
+        if found is None:
+            found = self.room[state.usage_key] = self.fits(state.free)
+        return found
+
+    def rest(self, passing: list[NodeState]) -> list[NodeState]:
+        """The nodes of ``passing`` (all with room) not reserved and passing every filter."""
+        blocked = self.blocked
+        if blocked is not None and passing:
+            passing = [state for state in passing if state.node.name not in blocked]
+        cycle, info = self.cycle, self.info
+        for plugin, batch in self.filters:
+            if not passing:
+                break
+            passing = (batch(cycle, info, passing) if batch is not None else
+                       [state for state in passing if plugin.filter(cycle, info, state).ok])
+        return passing
+
+
+@dataclass(slots=True)
+class Found:
+    """What a scan found: the feasible nodes in scan order (at most ``sample``), their
+    :attr:`~NodeState.order` (bin-packing only: empty otherwise), the first position
+    with room for the request (-1: none), and the end of what was judged (the
+    candidates in ``[start, stop)``). Positions are among the candidates; orders among
+    all nodes (the candidates are in that order, so both sort alike)."""
+
+    nodes: list[NodeState]
+    orders: list[int]
+    first_fit: int
+    stop: int
+
+
+def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJudge,
+         found: Found | None = None, *, orders: bool = False) -> Found:
+    """The first ``sample`` feasible nodes of ``nodes`` from ``start`` up to ``end`` (past
+    the last index for a scan that wraps round), added to ``found`` when given (a scan
+    carried on from its ``stop``). ``orders``: keep each node's order."""
+    count = len(nodes)
+    if found is None:
+        found = Found([], [], -1, start)
+    kept, where = found.nodes, found.orders
+    at = found.stop
+    while at < end and len(kept) < sample:
+        # Each filter over the run: the nodes found are the first ``sample`` feasible
+        # ones in scan order, as one by one.
+        want = sample - len(kept)
+        stop = min(end, at + want + (want >> 2) + RUN)
+        run = run_of(nodes, at, stop, count)
+        passing = judge.with_room(run)
+        if passing and found.first_fit < 0:
+            # reserved or not: the watermark is about capacity only
+            found.first_fit = at + run.index(passing[0])
+        passing = judge.rest(passing)
+        if len(passing) > want:
+            passing = passing[:want]
+            stop = at + run.index(passing[-1]) + 1
+        kept += passing
+        if orders:
+            where += [state.order for state in passing]
+        at = stop
+    found.stop = at
+    return found
+
+
+@dataclass(slots=True)
+class Carry:
+    """A bin-packing scan kept for the next pod of its shape (see the module docstring)."""
+
+    stamp: tuple[object, ...]
+    """The candidates list, the reserved nodes skipped, ``sample`` and the filters run."""
+    mark: tuple[int, int, int]
+    """The touch log's position when it was made or last brought up to date."""
+    digests: tuple[object, ...]
+    """Per filter run, its digest (None for a node-local filter)."""
+    start: int
+    found: Found
+
+
+class DomainPositions:
+    """The candidates by topology domain (label key, then value), in order, with their
+    orders: where a changed domain's nodes are."""
+
+    __slots__ = ("_by_key", "nodes")
+
+    def __init__(self, nodes: list[NodeState]) -> None:
+        self.nodes = nodes
+        self._by_key: dict[str, dict[str, tuple[list[int], list[NodeState]]]] = {}
+
+    def of(self, key: str, value: str) -> tuple[list[int], list[NodeState]]:
+        by_value = self._by_key.get(key)
+        if by_value is None:
+            by_value = self._by_key[key] = {}
+            for state in self.nodes:
+                found = state.labels.get(key)
+                if found is not None:
+                    orders, states = by_value.setdefault(found, ([], []))
+                    orders.append(state.order)
+                    states.append(state)
+        return by_value.get(value, ([], []))
+
+
+def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
+          touched: Iterable[NodeState], domains: Mapping[str, Set[str]],
+          where: DomainPositions) -> Found | None:
+    """The scan from ``start`` that :func:`scan` would make, from ``kept`` with the
+    ``touched`` candidates and those in the changed ``domains`` judged again; None when
+    a fresh scan is due (the start moved back, or about as much to judge again)."""
+    found = kept.found
+    if start < kept.start:
+        return None  # room given back before the old start: nodes never judged
+    candidates = where.nodes
+    count = len(candidates)
+    low = candidates[start].order if start < count else _PAST
+    high = candidates[found.stop].order if found.stop < count else _PAST
+    again: dict[int, NodeState] = {
+        state.order: state for state in touched if low <= state.order < high}
+    for key, values in domains.items():
+        for value in values:
+            orders, states = where.of(key, value)
+            first = bisect.bisect_left(orders, low)
+            last = bisect.bisect_left(orders, high)
+            again.update(zip(orders[first:last], states[first:last], strict=True))
+        if len(again) > sample:
+            return None
+    nodes, at = found.nodes, found.orders
+    cut = bisect.bisect_left(at, low)
+    if cut:
+        del nodes[:cut]
+        del at[:cut]
+    if again:
+        if len(again) > RUN:
+            kept_pairs = [(order, state) for order, state in zip(at, nodes, strict=True)
+                          if order not in again]
+        else:
+            kept_pairs = []
+            for order in again:
+                i = bisect.bisect_left(at, order)
+                if i < len(at) and at[i] == order:
+                    del nodes[i]
+                    del at[i]
+        passing = judge.rest(judge.with_room(list(again.values())))
+        if len(again) > RUN:
+            kept_pairs += [(state.order, state) for state in passing]
+            kept_pairs.sort(key=_first)
+            at[:] = [order for order, _ in kept_pairs]
+            nodes[:] = [state for _, state in kept_pairs]
+        else:
+            for state in passing:
+                i = bisect.bisect_left(at, state.order)
+                nodes.insert(i, state)
+                at.insert(i, state.order)
+    if len(nodes) > sample:
+        del nodes[sample:]
+        del at[sample:]
+        found.stop = bisect.bisect_left(candidates, at[-1] + 1, key=_order)
+    found.first_fit = _first_fit(candidates, start, end, judge)
+    kept.start = start
+    if len(nodes) < sample:
+        scan(candidates, start, end, sample, judge, found, orders=True)
+    return found
+
+
+_PAST = 1 << 62
+"""An order past every node's."""
+
+
+def _first(pair: tuple[int, NodeState]) -> int:
+    return pair[0]
+
+
+def _order(state: NodeState) -> int:
+    return state.order
+
+
+def _first_fit(nodes: list[NodeState], start: int, end: int, judge: RunJudge) -> int:
+    """The first position from ``start`` with room for the request, -1 if none."""
+    has_room = judge.has_room
+    for i in range(start, end):
+        if has_room(nodes[i]):
+            return i
+    return -1
+
+
+Digests = Callable[[fw.CycleState, PodInfo], tuple[object, ...] | None]
