@@ -39,7 +39,9 @@ changes (``preemptors._kept_gang``); a fruitless search not tried again ten seco
 later when nothing at all changed and no refused eviction came to its end
 (``evictions.unchanged_since``); a placement scoring one node of each usage key when
 only capacity filters and only resources score (``Framework.usage_scored``: turned off,
-every feasible node is scored).
+every feasible node is scored); a bin-packing scan carried over from the last pod of the
+same shape (``Cluster._binpack_scan``: turned off, every scan is made afresh; see also
+``test_scan_carry.py``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from gangsched.core.actions import enqueue, preempt, reclaim
 from gangsched.core.framework.runner import Framework
 from gangsched.core.gangs import app_allocation, ordinary, reservation
 from gangsched.core.placement import cluster as core_cluster
+from gangsched.core.placement.scan import scan
 from gangsched.core.preemption import evictions, preemptors, shares
 from gangsched.core.preemption.preemptors import Preemptor, for_app
 from gangsched.core.scheduler import Scheduler
@@ -102,6 +105,9 @@ REFERENCE: dict[tuple[object, str], object] = {
     (preemptors, "_kept_gang"): lambda *args: None,
     (evictions, "unchanged_since"): lambda *args: False,
     (Framework, "usage_scored"): lambda *args: False,
+    (core_cluster.Cluster, "_binpack_scan"):
+        lambda self, fwk, cycle, info, nodes, start, sample, judge: scan(
+            nodes, start, len(nodes), sample, judge),
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""
 

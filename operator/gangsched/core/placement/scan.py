@@ -134,7 +134,7 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
             stop = at + run.index(passing[-1]) + 1
         kept += passing
         if orders:
-            where += [state.order for state in passing]
+            where += map(_order, passing)
         at = stop
     found.stop = at
     return found
