@@ -11,6 +11,8 @@ nodes found for weighted scores (:meth:`Framework.score`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
+from operator import add, mul
 from typing import Any
 
 from gangsched.core.framework import interface as fw
@@ -217,11 +219,9 @@ class Framework:
         totals = [0] * len(nodes)
         for plugin, weight in scorers:
             scores = self._normalized(state, pod, nodes, plugin)
-            if weight == 1:
-                totals = [total + value for total, value in zip(totals, scores, strict=True)]
-            else:
-                totals = [total + value * weight
-                          for total, value in zip(totals, scores, strict=True)]
+            if weight != 1:
+                scores = list(map(mul, scores, repeat(weight, len(scores))))
+            totals = list(map(add, totals, scores))
         return totals
 
     def _normalized(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState],
@@ -229,14 +229,15 @@ class Framework:
         """``plugin``'s normalized scores of ``nodes``, in order (see :meth:`score`)."""
         batch = self._score_all.get(plugin.name)
         if plugin.name in state.usage_scorers and len(nodes) > 1:
-            keyed = {node.usage_key: node for node in nodes}
+            keys = [node.usage_key for node in nodes]
+            keyed = {node.usage_key: node for node in nodes}  # a node of each key
             if len(keyed) < len(nodes):
                 firsts = list(keyed.values())
                 scores = (batch(state, pod, firsts) if batch is not None
                           else [plugin.score(state, pod, node) for node in firsts])
                 plugin.normalize(state, pod, scores)
                 by_key = dict(zip(keyed, scores, strict=True))
-                return [by_key[node.usage_key] for node in nodes]
+                return [by_key[key] for key in keys]
         scores = (batch(state, pod, nodes) if batch is not None
                   else [plugin.score(state, pod, node) for node in nodes])
         plugin.normalize(state, pod, scores)

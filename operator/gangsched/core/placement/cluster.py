@@ -84,7 +84,6 @@ def static_failure(node: Node, constraints: Constraints) -> str | None:
     return None if status.ok else status.plugin
 
 
-_USAGE_KEY = operator.attrgetter("usage_key")
 _ORDER = operator.attrgetter("order")
 
 
@@ -327,8 +326,7 @@ class Cluster(NodeBook):
         if len(feasible) > 1 and fwk.usage_scored(info, self):
             # Scores follow from usage keys alone: a later feasible node of a key would
             # score the same as the first and lose the tie; only the first is scored.
-            backwards = feasible[::-1]
-            firsts = dict(zip(map(_USAGE_KEY, backwards), backwards, strict=True))
+            firsts = {state.usage_key: state for state in reversed(feasible)}
             if len(firsts) < len(feasible):
                 feasible = (sorted(firsts.values(), key=_ORDER) if scoring is Scoring.BINPACK
                             else [s for s in feasible if firsts[s.usage_key] is s])

@@ -118,11 +118,14 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
         found = Found([], [], -1, start)
     kept, where = found.nodes, found.orders
     at = found.stop
+    size = 0
     while at < end and len(kept) < sample:
         # Each filter over the run: the nodes found are the first ``sample`` feasible
-        # ones in scan order, as one by one.
+        # ones in scan order, as one by one. A run is as long as the nodes still
+        # wanted (a quarter more, and RUN); when that found too few, twice the last.
         want = sample - len(kept)
-        stop = min(end, at + want + (want >> 2) + RUN)
+        size = max(want + (want >> 2) + RUN, 2 * size)
+        stop = min(end, at + size)
         run = run_of(nodes, at, stop, count)
         passing = judge.with_room(run)
         if passing and found.first_fit < 0:
@@ -134,7 +137,7 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
             stop = at + run.index(passing[-1]) + 1
         kept += passing
         if orders:
-            where += map(_order, passing)
+            where += [state.order for state in passing]
         at = stop
     found.stop = at
     return found
