@@ -63,11 +63,14 @@ class Framework:
         self.static_filters = [p for p in filters if p.static]
         self.dynamic_filters = [p for p in filters if not p.static]
         self.static_names = tuple(p.name for p in self.static_filters)
+        self.scan_costs = {
+            p.name: p.scan_cost if isinstance(p, fw.BatchFilterPlugin) else fw.SCAN_COST
+            for p in self.dynamic_filters}
+        """What judging a node costs each dynamic filter (see ``BatchFilterPlugin``)."""
         self._scan: list[tuple[fw.FilterPlugin, fw.BatchFilter | None]] = sorted(
             ((p, p.filter_nodes if isinstance(p, fw.BatchFilterPlugin) else None)
              for p in self.dynamic_filters),
-            key=lambda item: (item[0].scan_cost if isinstance(item[0], fw.BatchFilterPlugin)
-                              else fw.SCAN_COST))
+            key=lambda item: self.scan_costs[item[0].name])
         """The dynamic filters in scan order: cheapest a node first, ties in profile
         order (``sorted`` is stable)."""
         self._domain_filters: dict[str, fw.DomainFilterPlugin] = {

@@ -311,7 +311,7 @@ class Cluster(NodeBook):
             return None
         blocked = self._blocked(owner if pod is None else info.owner)
         judge = RunJudge(cycle, info, [item for item in cycle.scan if item[0].name != FIT_PLUGIN],
-                      request, blocked)
+                         request, blocked, fwk.scan_costs)
         sample = self.sample_size
         if scoring is Scoring.BINPACK:
             found = self._binpack_scan(fwk, cycle, info, nodes, start, sample, judge)

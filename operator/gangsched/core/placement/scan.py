@@ -50,17 +50,28 @@ def run_of(nodes: list[NodeState], start: int, stop: int, count: int) -> list[No
     return nodes[start:] + nodes[:stop - count]
 
 
-class RunJudge:
-    """One pod's verdicts over runs of nodes: capacity (once per usage key), then the
-    reserved nodes, then the dynamic filters in scan order."""
+ROOM_COST = 15
+"""The scan cost of the capacity check (a look-up by usage key): filters cheaper than it
+(label look-ups) run before it once the first node with room is known."""
 
-    __slots__ = ("blocked", "cycle", "filters", "fits", "info", "room")
+
+class RunJudge:
+    """One pod's verdicts over runs of nodes: capacity (once per usage key), the
+    reserved nodes, and the dynamic filters in scan order."""
+
+    __slots__ = ("blocked", "cycle", "early", "filters", "fits", "info", "late", "room")
 
     def __init__(self, cycle: fw.CycleState, info: PodInfo, filters: Filters,
-                 request: Resources, blocked: Set[str] | None) -> None:
+                 request: Resources, blocked: Set[str] | None,
+                 costs: Mapping[str, int] | None = None) -> None:
         self.cycle = cycle
         self.info = info
         self.filters = filters
+        costs = costs or {}
+        self.early = [item for item in filters
+                      if costs.get(item[0].name, fw.SCAN_COST) < ROOM_COST]
+        """The filters cheaper than the capacity check (``filters`` is in cost order)."""
+        self.late = filters[len(self.early):]
         self.fits = request.fits_in
         self.blocked = blocked
         self.room: dict[str, bool] = {}
@@ -82,11 +93,26 @@ class RunJudge:
 
     def rest(self, passing: list[NodeState]) -> list[NodeState]:
         """The nodes of ``passing`` (all with room) not reserved and passing every filter."""
+        return self._filtered(self._unblocked(passing), self.filters)
+
+    def all(self, run: list[NodeState]) -> list[NodeState]:
+        """The feasible nodes of ``run``: :meth:`rest` of :meth:`with_room`, with the
+        filters cheaper than the capacity check run before it (all must pass: the
+        same nodes in any order)."""
+        passing = self._filtered(run, self.early)
+        if passing:
+            passing = self._unblocked(self.with_room(passing))
+        return self._filtered(passing, self.late)
+
+    def _unblocked(self, passing: list[NodeState]) -> list[NodeState]:
         blocked = self.blocked
         if blocked is not None and passing:
-            passing = [state for state in passing if state.node.name not in blocked]
+            return [state for state in passing if state.node.name not in blocked]
+        return passing
+
+    def _filtered(self, passing: list[NodeState], filters: Filters) -> list[NodeState]:
         cycle, info = self.cycle, self.info
-        for plugin, batch in self.filters:
+        for plugin, batch in filters:
             if not passing:
                 break
             passing = (batch(cycle, info, passing) if batch is not None else
@@ -127,11 +153,14 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
         size = max(want + (want >> 2) + RUN, 2 * size)
         stop = min(end, at + size)
         run = run_of(nodes, at, stop, count)
-        passing = judge.with_room(run)
-        if passing and found.first_fit < 0:
-            # reserved or not: the watermark is about capacity only
-            found.first_fit = at + run.index(passing[0])
-        passing = judge.rest(passing)
+        if found.first_fit < 0:
+            passing = judge.with_room(run)
+            if passing:
+                # reserved or not: the watermark is about capacity only
+                found.first_fit = at + run.index(passing[0])
+            passing = judge.rest(passing)
+        else:
+            passing = judge.all(run)
         if len(passing) > want:
             passing = passing[:want]
             stop = at + run.index(passing[-1]) + 1
@@ -219,7 +248,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
                 if i < len(at) and at[i] == order:
                     del nodes[i]
                     del at[i]
-        passing = judge.rest(judge.with_room(list(again.values())))
+        passing = judge.all(list(again.values()))
         if len(again) > RUN:
             kept_pairs += [(state.order, state) for state in passing]
             kept_pairs.sort(key=_first)
