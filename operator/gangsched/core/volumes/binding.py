@@ -213,8 +213,11 @@ def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
             undecided = True
             continue
         if alone:
-            served = _local_fit(catalog, claim, reach)
-            nodes = [n for n in nodes if served(node_of(n).labels.get(HOSTNAME, ""))]
+            served = catalog.serving_hosts(
+                claim.storage_class or "",
+                (claim.volume_mode, claim.selector, claim.request, claim.access_modes),
+                lambda volume, claim=claim: _fits_free(volume, claim))
+            nodes = [n for n in nodes if node_of(n).labels.get(HOSTNAME, "") in served]
         else:
             undecided = True
             nodes = [n for n in nodes if reach.get(node_of(n).labels.get(HOSTNAME, ""))]
@@ -223,26 +226,6 @@ def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
     if not undecided:
         return nodes
     return [n for n in nodes if match(catalog, claims, node_of(n))[0] is None]
-
-
-def _local_fit(catalog: VolumeCatalog, claim: PersistentVolumeClaim,
-               reach: dict[str, set[str]]) -> Callable[[str], bool]:
-    """Has the node of this hostname a free volume (of ``reach``) that fits ``claim``?
-    Each volume judged once (a local volume is on one node, or on a few)."""
-    volumes = catalog.volumes
-    verdicts: dict[str, bool] = {}
-
-    def served(hostname: str) -> bool:
-        for name in reach.get(hostname, ()):
-            verdict = verdicts.get(name)
-            if verdict is None:
-                volume = volumes.get(name)
-                verdict = verdicts[name] = volume is not None and _fits_free(volume, claim)
-            if verdict:
-                return True
-        return False
-
-    return served
 
 
 def _provisions_anywhere(catalog: VolumeCatalog, claim: PersistentVolumeClaim) -> bool | None:

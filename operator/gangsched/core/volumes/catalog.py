@@ -19,7 +19,7 @@ pods then.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 
 from gangsched.core.values.constraints import NodeAffinity, SelectorOperator
@@ -50,6 +50,13 @@ class Assumption:
     claim: ClaimKey
     volume: str
     node: str
+
+
+@dataclass(slots=True)
+class _Serving:
+    hosts: set[str]
+    generation: int
+    seen: int
 
 
 @dataclass(slots=True)
@@ -91,6 +98,11 @@ class VolumeCatalog:
         self.node_claims: dict[str, dict[ClaimKey, int]] = {}
         self.node_inline: dict[str, dict[str, int]] = {}
         self.epoch = 0
+        self._changed_hosts: list[tuple[str, str]] = []
+        """(class, hostname) of the local volumes whose freedom or fields may have
+        changed, in order (forgotten past a length: then ``_generation`` moves)."""
+        self._generation = 0
+        self._serving: dict[tuple[str, Hashable], _Serving] = {}
 
     # --- observed objects ---------------------------------------------------------------
 
@@ -160,6 +172,7 @@ class VolumeCatalog:
             by_host.get(host, {}).pop(volume.name, None)
         for host in hosts or ():
             self._free.get(volume.storage_class, {}).get(host, set()).discard(volume.name)
+            self._host_changed(volume.storage_class, host)
         ref = volume.claim_ref
         if ref is not None and self.claim_refs.get(ref.key) == volume.name:
             del self.claim_refs[ref.key]
@@ -180,6 +193,42 @@ class VolumeCatalog:
                 by_host.setdefault(host, set()).add(name)
             else:
                 by_host.get(host, set()).discard(name)
+            self._host_changed(volume.storage_class, host)
+
+    def _host_changed(self, storage_class: str, host: str) -> None:
+        log = self._changed_hosts
+        log.append((storage_class, host))
+        if len(log) > 4 * len(self.volumes) + 64:
+            log.clear()
+            self._generation += 1
+
+    def serving_hosts(self, storage_class: str, signature: Hashable,
+                      fits: Callable[[PersistentVolume], bool]) -> set[str]:
+        """The hostnames with a free local volume of ``storage_class`` that ``fits`` (a
+        test that depends on the volume and on ``signature`` alone: the claim's fields).
+        Kept per class and signature, brought up to date host by host as volumes
+        change (read-only for the caller)."""
+        key = (storage_class, signature)
+        found = self._serving.get(key)
+        free = self._free.get(storage_class, {})
+        volumes = self.volumes
+        log = self._changed_hosts
+        if found is None or found.generation != self._generation:
+            if len(self._serving) >= 64:
+                self._serving.clear()
+            hosts = {host for host, names in free.items()
+                     if any(fits(volumes[name]) for name in names if name in volumes)}
+            found = self._serving[key] = _Serving(hosts, self._generation, len(log))
+            return hosts
+        for changed_class, host in log[found.seen:]:
+            if changed_class != storage_class:
+                continue
+            if any(fits(volumes[name]) for name in free.get(host, ()) if name in volumes):
+                found.hosts.add(host)
+            else:
+                found.hosts.discard(host)
+        found.seen = len(log)
+        return found.hosts
 
     def may_have_free(self, storage_class: str, hostname: str) -> bool:
         """Could a free volume of ``storage_class`` reach node ``hostname``? False only when
