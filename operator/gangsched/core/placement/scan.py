@@ -238,22 +238,20 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
         del nodes[:cut]
         del at[:cut]
     if again:
+        passing = judge.all(list(again.values()))
         if len(again) > RUN:
-            kept_pairs = [(order, state) for order, state in zip(at, nodes, strict=True)
-                          if order not in again]
+            nodes[:] = [state for state in nodes if state.order not in again]
+            at[:] = [order for order in at if order not in again]
         else:
-            kept_pairs = []
             for order in again:
                 i = bisect.bisect_left(at, order)
                 if i < len(at) and at[i] == order:
                     del nodes[i]
                     del at[i]
-        passing = judge.all(list(again.values()))
-        if len(again) > RUN:
-            kept_pairs += [(state.order, state) for state in passing]
-            kept_pairs.sort(key=_first)
-            at[:] = [order for order, _ in kept_pairs]
-            nodes[:] = [state for _, state in kept_pairs]
+        if len(passing) > RUN:
+            merged = sorted([*nodes, *passing], key=_order)
+            nodes[:] = merged
+            at[:] = [state.order for state in merged]
         else:
             for state in passing:
                 i = bisect.bisect_left(at, state.order)
@@ -272,10 +270,6 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
 
 _PAST = 1 << 62
 """An order past every node's."""
-
-
-def _first(pair: tuple[int, NodeState]) -> int:
-    return pair[0]
 
 
 def _order(state: NodeState) -> int:
