@@ -267,6 +267,15 @@ class BatchScorePlugin(ScorePlugin, Protocol):
 
 
 @runtime_checkable
+class NormalizedScorePlugin(ScorePlugin, Protocol):
+    def score_normalized(self, state: CycleState, pod: PodInfo,
+                         nodes: Sequence[NodeState]) -> list[int]:
+        """``score`` of each of ``nodes``, then normalized, in one call: exactly
+        the values the two give."""
+        ...
+
+
+@runtime_checkable
 class ReservePlugin(Plugin, Protocol):
     def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status: ...
 

@@ -84,6 +84,10 @@ class Framework:
             plugin.name: plugin.score_nodes for plugin, _ in self.scorers
             if isinstance(plugin, fw.BatchScorePlugin)}
         """The scorers that score every node in one call, by name."""
+        self._normalized_all: dict[str, ScoreAll] = {
+            plugin.name: plugin.score_normalized for plugin, _ in self.scorers
+            if isinstance(plugin, fw.NormalizedScorePlugin)}
+        """The scorers that score and normalize every node in one call, by name."""
         self.reservers: list[fw.ReservePlugin] = [
             _as(made[n], fw.ReservePlugin) for n in at["reserve"]]
         self.pre_binders: list[fw.PreBindPlugin] = [
@@ -241,6 +245,9 @@ class Framework:
                 plugin.normalize(state, pod, scores)
                 by_key = dict(zip(keyed, scores, strict=True))
                 return [by_key[key] for key in keys]
+        fused = self._normalized_all.get(plugin.name)
+        if fused is not None:
+            return fused(state, pod, nodes)
         scores = (batch(state, pod, nodes) if batch is not None
                   else [plugin.score(state, pod, node) for node in nodes])
         plugin.normalize(state, pod, scores)

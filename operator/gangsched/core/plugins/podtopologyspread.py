@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.framework import interface as fw
@@ -316,14 +316,47 @@ class PodTopologySpread:
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
         return self.score_nodes(state, pod, (node,))[0]
 
+    def score_normalized(self, state: fw.CycleState, pod: PodInfo,
+                         nodes: Sequence[NodeState]) -> list[int]:
+        """:meth:`score_nodes` then :meth:`normalize`, each distinct sum rounded and
+        normalized once."""
+        raw, labels, keys = self._sums(state, nodes)
+        if not raw:
+            return [0] * len(nodes)
+        rounded = {value: go_round(value) for value in set(raw)}
+        if keys:  # a node lacking a key every node must have is ignored: 0
+            scores = [rounded[total] if all(k in lb for k in keys) else -1
+                      for total, lb in zip(raw, labels, strict=True)]
+            self.normalize(state, pod, scores)
+            return scores
+        low, high = min(rounded.values()), max(rounded.values())
+        top = fw.MAX_NODE_SCORE
+        final = {value: top if high == 0 else top * (high + low - score) // high
+                 for value, score in rounded.items()}
+        return [final[total] for total in raw]
+
     def score_nodes(self, state: fw.CycleState, pod: PodInfo,
                     nodes: Sequence[NodeState]) -> list[int]:
         """Per node, the sum over constraints of ``count * weight + maxSkew - 1`` (each
         domain's term worked out once, then looked up), rounded as Go rounds; -1 for a
         node lacking a key every node must have."""
+        raw, labels, keys = self._sums(state, nodes)
+        if raw is None:
+            return [-1] * len(nodes)
+        rounded = {value: go_round(value) for value in set(raw)}
+        if keys:
+            return [rounded[total] if all(k in lb for k in keys) else -1
+                    for total, lb in zip(raw, labels, strict=True)]
+        return [rounded[total] for total in raw]
+
+    @staticmethod
+    def _sums(state: fw.CycleState, nodes: Sequence[NodeState]
+              ) -> tuple[list[float] | None, list[Mapping[str, str]], tuple[str, ...]]:
+        """Per node, the sum of its constraints' terms (None without a PreScore state),
+        the nodes' labels, and the keys every node must have."""
         found = state.read(NAME + "/score")
         if not isinstance(found, tuple):
-            return [-1] * len(nodes)
+            return None, [], ()
         keys, tables = found
         # Per constraint, each domain's term worked out once: the same float operations
         # as term by term per node. A node without the key adds 0.0, which leaves a
@@ -347,11 +380,7 @@ class PodTopologySpread:
                 get = terms.get
                 raw = [total + get(lb.get(key), empty)
                        for total, lb in zip(raw, labels, strict=True)]
-        rounded = {value: go_round(value) for value in set(raw)}
-        if keys:
-            return [rounded[total] if all(k in lb for k in keys) else -1
-                    for total, lb in zip(raw, labels, strict=True)]
-        return [rounded[total] for total in raw]
+        return raw, labels, keys
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
         values = set(scores)

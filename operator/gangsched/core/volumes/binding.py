@@ -39,6 +39,7 @@ Capacity assumed by this cycle's other pods is not subtracted from CSIStorageCap
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -136,6 +137,10 @@ def _fits_free(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
             and claim.access_modes <= volume.access_modes)
 
 
+def _fits_for(claim: PersistentVolumeClaim, volume: PersistentVolume) -> bool:
+    return _fits_free(volume, claim)
+
+
 def _prebound_usable(volume: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
     """Is the volume pre-bound to ``claim`` one ``FindMatchingVolume`` returns (on a node
     it reaches)? Neither its class, phase, selector nor access modes are looked at, only
@@ -216,7 +221,7 @@ def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
             served = catalog.serving_hosts(
                 claim.storage_class or "",
                 (claim.volume_mode, claim.selector, claim.request, claim.access_modes),
-                lambda volume, claim=claim: _fits_free(volume, claim))
+                functools.partial(_fits_for, claim))
             nodes = [n for n in nodes if node_of(n).labels.get(HOSTNAME, "") in served]
         else:
             undecided = True
