@@ -46,7 +46,6 @@ A diagnosis counts the nodes that would fit but are reserved as ``Reserved``.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Collection, Mapping, Sequence
 
 from gangsched.core.framework import interface as fw
@@ -82,9 +81,6 @@ def static_failure(node: Node, constraints: Constraints) -> str | None:
     """The name of the first default static filter ``node`` fails, or None."""
     status = _STATIC.static_filter(PodInfo(Resources.ZERO, constraints), NodeState(node))
     return None if status.ok else status.plugin
-
-
-_ORDER = operator.attrgetter("order")
 
 
 class Cluster(NodeBook):
@@ -326,10 +322,12 @@ class Cluster(NodeBook):
         if len(feasible) > 1 and fwk.usage_scored(info, self):
             # Scores follow from usage keys alone: a later feasible node of a key would
             # score the same as the first and lose the tie; only the first is scored.
-            firsts = {state.usage_key: state for state in reversed(feasible)}
-            if len(firsts) < len(feasible):
-                feasible = (sorted(firsts.values(), key=_ORDER) if scoring is Scoring.BINPACK
-                            else [s for s in feasible if firsts[s.usage_key] is s])
+            if found.orders:  # kept with the scan (bin-packing)
+                feasible = found.distinct()
+            else:
+                firsts = {state.usage_key: state for state in reversed(feasible)}
+                if len(firsts) < len(feasible):
+                    feasible = [s for s in feasible if firsts[s.usage_key] is s]
         if not feasible:
             return None
         if len(feasible) == 1:

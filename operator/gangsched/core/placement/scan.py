@@ -26,8 +26,9 @@ when too much changed, the scan is made afresh.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -132,6 +133,51 @@ class Found:
     orders: list[int]
     first_fit: int
     stop: int
+    keys: list[str] = field(default_factory=list)
+    """With ``orders``: each node's usage key when it was judged (a node whose usage
+    changes since is touched, and judged again)."""
+    firsts: dict[str, NodeState] | None = None
+    """The first node of each usage key among ``nodes`` (see :meth:`distinct`), kept
+    up to date through small changes; None: to be worked out again."""
+    counts: dict[str, int] | None = None
+    """How many of ``nodes`` have each usage key (kept with ``firsts``)."""
+
+    def distinct(self) -> list[NodeState]:
+        """The first node of each usage key, in order: what scoring needs when only
+        usage keys score (a later node of a key scores the same and loses the tie)."""
+        firsts = self.firsts
+        if firsts is None:
+            keys, nodes = self.keys, self.nodes
+            self.counts = Counter(keys)
+            firsts = self.firsts = {
+                key: state for key, state in zip(reversed(keys), reversed(nodes), strict=True)}
+        return sorted(firsts.values(), key=_order)
+
+    def _removed(self, key: str, order: int, index: int) -> None:
+        """Node ``order`` of usage key ``key`` left ``nodes`` at ``index``."""
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
+            return
+        left = counts[key] - 1
+        if not left:
+            del counts[key]
+            del firsts[key]
+            return
+        counts[key] = left
+        if firsts[key].order == order:
+            keys = self.keys
+            at = next(i for i in range(index, len(keys)) if keys[i] == key)
+            firsts[key] = self.nodes[at]
+
+    def _added(self, state: NodeState) -> None:
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
+            return
+        key = state.usage_key
+        counts[key] = counts.get(key, 0) + 1
+        first = firsts.get(key)
+        if first is None or first.order > state.order:
+            firsts[key] = state
 
 
 def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJudge,
@@ -167,6 +213,10 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
         kept += passing
         if orders:
             where += [state.order for state in passing]
+            found.keys += [state.usage_key for state in passing]
+            if found.firsts is not None:
+                for state in passing:
+                    found._added(state)
         at = stop
     found.stop = at
     return found
@@ -232,34 +282,55 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
             again.update(zip(orders[first:last], states[first:last], strict=True))
         if len(again) > sample:
             return None
-    nodes, at = found.nodes, found.orders
+    nodes, at, keys = found.nodes, found.orders, found.keys
     cut = bisect.bisect_left(at, low)
     if cut:
         del nodes[:cut]
         del at[:cut]
+        del keys[:cut]
+        found.firsts = found.counts = None
     if again:
         passing = judge.all(list(again.values()))
         if len(again) > RUN:
+            keys[:] = [key for key, order in zip(keys, at, strict=True) if order not in again]
             nodes[:] = [state for state in nodes if state.order not in again]
             at[:] = [order for order in at if order not in again]
+            found.firsts = found.counts = None
         else:
             for order in again:
                 i = bisect.bisect_left(at, order)
                 if i < len(at) and at[i] == order:
+                    key = keys[i]
                     del nodes[i]
                     del at[i]
+                    del keys[i]
+                    found._removed(key, order, i)
         if len(passing) > RUN:
             merged = sorted([*nodes, *passing], key=_order)
             nodes[:] = merged
             at[:] = [state.order for state in merged]
+            keys[:] = [state.usage_key for state in merged]
+            found.firsts = found.counts = None
         else:
             for state in passing:
                 i = bisect.bisect_left(at, state.order)
                 nodes.insert(i, state)
                 at.insert(i, state.order)
+                keys.insert(i, state.usage_key)
+                found._added(state)
     if len(nodes) > sample:
+        counts = found.counts
+        if counts is not None and found.firsts is not None:
+            for key in keys[sample:]:
+                left = counts[key] - 1
+                if left:
+                    counts[key] = left
+                else:
+                    del counts[key]
+                    del found.firsts[key]
         del nodes[sample:]
         del at[sample:]
+        del keys[sample:]
         found.stop = bisect.bisect_left(candidates, at[-1] + 1, key=_order)
     found.first_fit = _first_fit(candidates, start, end, judge)
     kept.start = start
