@@ -61,6 +61,9 @@ class _FilterState:
     anti: dict[Pair, int] = field(default_factory=dict)
     matches_own_terms: bool = False
     """Does the pod match all its own required affinity terms (the first of a group)?"""
+    forbidden: dict[str, set[str]] | None = None
+    """The values, per topology key, of the domains the anti-affinity of the pod or of
+    placed pods forbids (worked out once, for :meth:`InterPodAffinity.filter_nodes`)."""
 
 
 def _selects(term: AffinityTerm, own_ns: str, pod: PlacedPod,
@@ -88,9 +91,10 @@ def _add(counts: dict[Pair, int], snapshot: fw.Snapshot, node: str, key: str, by
     state = snapshot.node_state(node)
     if state is None:
         return
-    value = state.node.labels.get(key)
+    value = state.labels.get(key)
     if value is not None:
-        counts[(key, value)] = counts.get((key, value), 0) + by
+        pair = (key, value)
+        counts[pair] = counts.get(pair, 0) + by
 
 
 class InterPodAffinity:
@@ -159,16 +163,14 @@ class InterPodAffinity:
         p = pod.placement
         if p.affinity:
             nodes = [n for n in nodes if self._affinity_ok(found, pod, n.labels)]
-        for pairs, terms in ((found.anti, [t.topology_key for t in p.anti_affinity]),
-                             (found.existing_anti, None)):
-            if not pairs:
-                continue
-            forbidden: dict[str, set[str]] = {}
-            for key, value in pairs:
-                if terms is None or key in terms:
-                    forbidden.setdefault(key, set()).add(value)
-            for key, values in forbidden.items():
-                nodes = [n for n in nodes if n.labels.get(key) not in values]
+        forbidden = found.forbidden
+        if forbidden is None:
+            # Every pair of the pod's own anti-affinity is of one of its terms' keys.
+            forbidden = found.forbidden = {}
+            for key, value in (*found.anti, *found.existing_anti):
+                forbidden.setdefault(key, set()).add(value)
+        for key, values in forbidden.items():
+            nodes = [n for n in nodes if n.labels.get(key) not in values]
         return nodes
 
     def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
