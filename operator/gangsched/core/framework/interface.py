@@ -234,6 +234,11 @@ class DomainFilterPlugin(FilterPlugin, Protocol):
         differently under digest ``new`` than under ``old``; None: any node."""
         ...
 
+    def refused(self, state: CycleState, pod: PodInfo) -> tuple[str, AbstractSet[str]] | None:
+        """A label key and values of it for which this filter refuses every node, as it
+        refuses every node without the key; None: no such key to tell."""
+        ...
+
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):

@@ -11,6 +11,7 @@ nodes found for weighted scores (:meth:`Framework.score`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from itertools import repeat
 from operator import add, mul
 from typing import Any
@@ -158,6 +159,18 @@ class Framework:
             else:
                 return None
         return tuple(found)
+
+    def refused(self, state: fw.CycleState,
+                pod: PodInfo) -> tuple[str, AbstractSet[str]] | None:
+        """The first label key and values a filter of ``state.scan`` refuses every node
+        for (see ``DomainFilterPlugin.refused``), if any."""
+        for plugin, _ in state.scan:
+            domain = self._domain_filters.get(plugin.name)
+            if domain is not None:
+                found = domain.refused(state, pod)
+                if found is not None:
+                    return found
+        return None
 
     def changed_domains(self, old: tuple[object, ...],
                         new: tuple[object, ...]) -> dict[str, set[str]] | None:

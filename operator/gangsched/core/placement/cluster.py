@@ -307,7 +307,8 @@ class Cluster(NodeBook):
             return None
         blocked = self._blocked(owner if pod is None else info.owner)
         judge = RunJudge(cycle, info, [item for item in cycle.scan if item[0].name != FIT_PLUGIN],
-                         request, blocked, fwk.scan_costs)
+                         request, blocked, fwk.scan_costs,
+                         fwk.refused(cycle, info) if scoring is Scoring.BINPACK else None)
         sample = self.sample_size
         if scoring is Scoring.BINPACK:
             found = self._binpack_scan(fwk, cycle, info, nodes, start, sample, judge)
@@ -349,14 +350,14 @@ class Cluster(NodeBook):
                tuple(sorted(info.labels.items())) if info.labels else ())
         stamp = (judge.blocked, sample, tuple(plugin.name for plugin, _ in judge.filters))
         kept = self._carried.get(key)
+        where = self._where.get(info.constraints)
+        if where is None or where.nodes is not nodes:
+            where = self._where[info.constraints] = DomainPositions(nodes)
         if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp:
             touched = self.touched_since(kept.mark)
             domains = (None if touched is None
                        else fwk.changed_domains(kept.digests, digests))
             if touched is not None and domains is not None:
-                where = self._where.get(info.constraints)
-                if where is None or where.nodes is not nodes:
-                    where = self._where[info.constraints] = DomainPositions(nodes)
                 positions = self._positions_of(info.constraints)
                 found = carry(kept, start, len(nodes), sample, judge,
                               [self.nodes[name] for name in touched if name in positions],
@@ -365,7 +366,7 @@ class Cluster(NodeBook):
                     kept.mark = self.touch_mark()
                     kept.digests = digests
                     return found
-        found = scan(nodes, start, len(nodes), sample, judge, orders=True)
+        found = scan(nodes, start, len(nodes), sample, judge, orders=True, domains=where)
         if len(self._carried) >= MAX_TALLIES:
             self._carried.clear()
         self._carried[key] = Carry((nodes, *stamp), self.touch_mark(), digests, start, found)

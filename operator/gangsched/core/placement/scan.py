@@ -60,14 +60,19 @@ class RunJudge:
     """One pod's verdicts over runs of nodes: capacity (once per usage key), the
     reserved nodes, and the dynamic filters in scan order."""
 
-    __slots__ = ("blocked", "cycle", "early", "filters", "fits", "info", "late", "room")
+    __slots__ = ("blocked", "cycle", "early", "filters", "fits", "info", "late", "refused",
+                 "room")
 
     def __init__(self, cycle: fw.CycleState, info: PodInfo, filters: Filters,
                  request: Resources, blocked: Set[str] | None,
-                 costs: Mapping[str, int] | None = None) -> None:
+                 costs: Mapping[str, int] | None = None,
+                 refused: tuple[str, Set[str]] | None = None) -> None:
         self.cycle = cycle
         self.info = info
         self.filters = filters
+        self.refused = refused
+        """A label key and values of it for which a filter refuses every node (and every
+        node without the key), if one says so (see ``DomainFilterPlugin.refused``)."""
         costs = costs or {}
         self.early = [item for item in filters
                       if costs.get(item[0].name, fw.SCAN_COST) < ROOM_COST]
@@ -181,16 +186,28 @@ class Found:
 
 
 def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJudge,
-         found: Found | None = None, *, orders: bool = False) -> Found:
+         found: Found | None = None, *, orders: bool = False,
+         domains: DomainPositions | None = None) -> Found:
     """The first ``sample`` feasible nodes of ``nodes`` from ``start`` up to ``end`` (past
     the last index for a scan that wraps round), added to ``found`` when given (a scan
-    carried on from its ``stop``). ``orders``: keep each node's order."""
+    carried on from its ``stop``). ``orders``: keep each node's order.
+
+    ``domains`` (``nodes`` by domain; bin-packing only): when the pod's filters refuse
+    most of the nodes for the value of one label (:attr:`RunJudge.refused`: a strict
+    spread over zones where most zones are full), a run past the first node with room
+    is made of the nodes that label does not refuse alone: the others would be judged
+    only to be refused."""
     count = len(nodes)
     if found is None:
         found = Found([], [], -1, start)
     kept, where = found.nodes, found.orders
     at = found.stop
     size = 0
+    sparse = judge.refused if domains is not None else None
+    if sparse is not None and domains is not None:
+        key, refused = sparse
+        if 2 * domains.outside(key, refused) > count:
+            sparse = None  # most nodes have a value it takes: judged as they come
     while at < end and len(kept) < sample:
         # Each filter over the run: the nodes found are the first ``sample`` feasible
         # ones in scan order, as one by one. A run is as long as the nodes still
@@ -198,18 +215,26 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
         want = sample - len(kept)
         size = max(want + (want >> 2) + RUN, 2 * size)
         stop = min(end, at + size)
-        run = run_of(nodes, at, stop, count)
-        if found.first_fit < 0:
-            passing = judge.with_room(run)
-            if passing:
-                # reserved or not: the watermark is about capacity only
-                found.first_fit = at + run.index(passing[0])
-            passing = judge.rest(passing)
-        else:
+        if sparse is not None and domains is not None and found.first_fit >= 0:
+            run = domains.between(sparse[0], sparse[1], nodes[at].order,
+                                  nodes[stop].order if stop < count else _PAST)
             passing = judge.all(run)
-        if len(passing) > want:
-            passing = passing[:want]
-            stop = at + run.index(passing[-1]) + 1
+            if len(passing) > want:
+                passing = passing[:want]
+                stop = bisect.bisect_left(nodes, passing[-1].order + 1, key=_order)
+        else:
+            run = run_of(nodes, at, stop, count)
+            if found.first_fit < 0:
+                passing = judge.with_room(run)
+                if passing:
+                    # reserved or not: the watermark is about capacity only
+                    found.first_fit = at + run.index(passing[0])
+                passing = judge.rest(passing)
+            else:
+                passing = judge.all(run)
+            if len(passing) > want:
+                passing = passing[:want]
+                stop = at + run.index(passing[-1]) + 1
         kept += passing
         if orders:
             where += [state.order for state in passing]
@@ -247,6 +272,9 @@ class DomainPositions:
         self._by_key: dict[str, dict[str, tuple[list[int], list[NodeState]]]] = {}
 
     def of(self, key: str, value: str) -> tuple[list[int], list[NodeState]]:
+        return self._values(key).get(value, ([], []))
+
+    def _values(self, key: str) -> dict[str, tuple[list[int], list[NodeState]]]:
         by_value = self._by_key.get(key)
         if by_value is None:
             by_value = self._by_key[key] = {}
@@ -256,7 +284,27 @@ class DomainPositions:
                     orders, states = by_value.setdefault(found, ([], []))
                     orders.append(state.order)
                     states.append(state)
-        return by_value.get(value, ([], []))
+        return by_value
+
+    def outside(self, key: str, refused: Set[str]) -> int:
+        """How many candidates have ``key`` with a value not in ``refused``."""
+        return sum(len(orders) for value, (orders, _) in self._values(key).items()
+                   if value not in refused)
+
+    def between(self, key: str, refused: Set[str], low: int, high: int) -> list[NodeState]:
+        """The candidates of order ``low`` up to ``high`` whose ``key`` has a value not in
+        ``refused``, in order (the others a filter refuses)."""
+        parts = []
+        for value, (orders, states) in self._values(key).items():
+            if value in refused:
+                continue
+            first = bisect.bisect_left(orders, low)
+            last = bisect.bisect_left(orders, high)
+            if first < last:
+                parts.append(states[first:last])
+        if len(parts) == 1:
+            return parts[0]
+        return sorted([state for part in parts for state in part], key=_order)
 
 
 def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
@@ -335,7 +383,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
     found.first_fit = _first_fit(candidates, start, end, judge)
     kept.start = start
     if len(nodes) < sample:
-        scan(candidates, start, end, sample, judge, found, orders=True)
+        scan(candidates, start, end, sample, judge, found, orders=True, domains=where)
     return found
 
 

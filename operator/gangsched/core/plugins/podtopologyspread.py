@@ -259,6 +259,15 @@ class PodTopologySpread:
         found = state.data.get(NAME)
         return tuple(found.too_many) if isinstance(found, _Counts) else None
 
+    def refused(self, state: fw.CycleState, pod: PodInfo) -> tuple[str, frozenset[str]] | None:
+        """The first constraint's key and the domains where one more pod would skew it
+        too much (a node without the key is refused as well)."""
+        found = state.data.get(NAME)
+        if not isinstance(found, _Counts) or not found.too_many:
+            return None
+        key, too_many = found.too_many[0]
+        return None if too_many is None else (key, too_many)
+
     def changed_domains(self, old: object, new: object) -> dict[str, set[str]] | None:
         """The domains refused under one digest and not the other; None when the
         constraints differ, or one refuses every domain and the other not."""
