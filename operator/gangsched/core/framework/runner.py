@@ -236,13 +236,13 @@ class Framework:
         scorers = state.scorers
         if len(scorers) == 1:  # one scorer: its order is the answer, weights aside
             return self._normalized(state, pod, nodes, scorers[0][0])
-        totals = [0] * len(nodes)
+        totals: list[int] | None = None
         for plugin, weight in scorers:
             scores = self._normalized(state, pod, nodes, plugin)
             if weight != 1:
                 scores = list(map(mul, scores, repeat(weight, len(scores))))
-            totals = list(map(add, totals, scores))
-        return totals
+            totals = scores if totals is None else list(map(add, totals, scores))
+        return totals if totals is not None else [0] * len(nodes)
 
     def _normalized(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState],
                     plugin: fw.ScorePlugin) -> list[int]:
@@ -250,14 +250,14 @@ class Framework:
         batch = self._score_all.get(plugin.name)
         if plugin.name in state.usage_scorers and len(nodes) > 1:
             keys = [node.usage_key for node in nodes]
-            keyed = {node.usage_key: node for node in nodes}  # a node of each key
+            keyed = dict(zip(keys, nodes, strict=True))  # a node of each key
             if len(keyed) < len(nodes):
                 firsts = list(keyed.values())
                 scores = (batch(state, pod, firsts) if batch is not None
                           else [plugin.score(state, pod, node) for node in firsts])
                 plugin.normalize(state, pod, scores)
                 by_key = dict(zip(keyed, scores, strict=True))
-                return [by_key[key] for key in keys]
+                return list(map(by_key.__getitem__, keys))
         fused = self._normalized_all.get(plugin.name)
         if fused is not None:
             return fused(state, pod, nodes)

@@ -320,6 +320,7 @@ class PodTopologySpread:
             size = len(labels) if key == HOSTNAME else len({lb.get(key, "") for lb in labels})
             tables.append((c, counts, math.log(size + 2)))
         state.write(NAME + "/score", (keys, tables))
+        state.write(NAME + "/labels", (nodes, labels))
         return fw.SUCCESS
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
@@ -378,7 +379,11 @@ class PodTopologySpread:
                 value: count * weight + skew for value, count in counts.items()}
             terms[None] = 0.0
             parts.append((c.topology_key, terms, 0 * weight + skew))
-        labels = [n.labels for n in nodes]
+        kept = state.read(NAME + "/labels")
+        if isinstance(kept, tuple) and kept[0] is nodes and not keys:
+            labels = kept[1]  # PreScore's, of these very nodes
+        else:
+            labels = [n.labels for n in nodes]
         if len(parts) == 2:  # the system defaults, and most pods' own: one pass
             (key1, terms1, empty1), (key2, terms2, empty2) = parts
             get1, get2 = terms1.get, terms2.get
