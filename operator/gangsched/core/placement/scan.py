@@ -29,6 +29,8 @@ import bisect
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import TypeVar
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -40,6 +42,7 @@ RUN = 16
 a run costs a call per filter, a node judged past the last one wanted a filter's work."""
 
 Filters = list[tuple[fw.FilterPlugin, fw.BatchFilter | None]]
+T = TypeVar("T")
 
 
 def run_of(nodes: list[NodeState], start: int, stop: int, count: int) -> list[NodeState]:
@@ -154,8 +157,8 @@ class Found:
         if firsts is None:
             keys, nodes = self.keys, self.nodes
             self.counts = Counter(keys)
-            firsts = self.firsts = {
-                key: state for key, state in zip(reversed(keys), reversed(nodes), strict=True)}
+            # Backwards: the first node of a key is the value left.
+            firsts = self.firsts = dict(zip(reversed(keys), reversed(nodes), strict=True))
         return sorted(firsts.values(), key=_order)
 
     def _removed(self, key: str, order: int, index: int) -> None:
@@ -340,10 +343,12 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
     if again:
         passing = judge.all(list(again.values()))
         if len(again) > RUN:
-            keys[:] = [key for key, order in zip(keys, at, strict=True) if order not in again]
-            nodes[:] = [state for state in nodes if state.order not in again]
-            at[:] = [order for order in at if order not in again]
-            found.firsts = found.counts = None
+            keep = [i for i, order in enumerate(at) if order not in again]
+            if len(keep) < len(at):
+                _gather(nodes, keep)
+                _gather(at, keep)
+                _gather(keys, keep)
+                found.firsts = found.counts = None
         else:
             for order in again:
                 i = bisect.bisect_left(at, order)
@@ -389,6 +394,16 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
 
 _PAST = 1 << 62
 """An order past every node's."""
+
+
+def _gather(items: list[T], keep: list[int]) -> None:
+    """Keep the items at the positions ``keep`` (ascending), in place."""
+    if not keep:
+        items.clear()
+    elif len(keep) == 1:
+        items[:] = [items[keep[0]]]
+    else:
+        items[:] = itemgetter(*keep)(items)
 
 
 def _order(state: NodeState) -> int:
