@@ -122,6 +122,8 @@ class PodTopologySpread:
         self.args = args
         self._eligible: dict[object, tuple[dict[str, str], int]] = {}
         self._epoch = -1
+        self._values: dict[str, int] = {}
+        self._values_epoch = -1
         self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
         """The default constraints of pods with these labels (built once per label set)."""
 
@@ -157,6 +159,18 @@ class PodTopologySpread:
         return [SpreadConstraint(c.max_skew, c.topology_key, c.when_unsatisfiable, selector,
                                  c.min_domains, c.node_affinity_policy, c.node_taints_policy)
                 for c in defaults]
+
+    def _values_of(self, snapshot: fw.Snapshot, key: str) -> int:
+        """How many values ``key`` has over all nodes, a node without it counting as
+        ``""`` (kept until a node changes)."""
+        if snapshot.node_epoch != self._values_epoch:
+            self._values.clear()
+            self._values_epoch = snapshot.node_epoch
+        found = self._values.get(key)
+        if found is None:
+            found = self._values[key] = len(
+                {state.labels.get(key, "") for state in snapshot.sorted_nodes()})
+        return found
 
     def _eligible_nodes(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
                         keys: tuple[str, ...]) -> tuple[dict[str, str], int]:
@@ -317,7 +331,17 @@ class PodTopologySpread:
             # counts them: for the hostname, the nodes scored; for another key, its
             # values among them, a node without the key counting as the value "".
             key = c.topology_key
-            size = len(labels) if key == HOSTNAME else len({lb.get(key, "") for lb in labels})
+            if key == HOSTNAME:
+                size = len(labels)
+            else:
+                # Counted until every value the nodes have is seen (zones are few).
+                limit = self._values_of(snapshot, key)
+                seen: set[str] = set()
+                for lb in labels:
+                    seen.add(lb.get(key, ""))
+                    if len(seen) >= limit:
+                        break
+                size = len(seen)
             tables.append((c, counts, math.log(size + 2)))
         state.write(NAME + "/score", (keys, tables))
         state.write(NAME + "/labels", (nodes, labels))
