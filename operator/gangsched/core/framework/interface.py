@@ -151,6 +151,11 @@ class Snapshot(Protocol):
     def node_state(self, name: str) -> NodeState | None: ...
 
     @property
+    def namespace_epoch(self) -> int:
+        """Changes whenever a namespace's labels change, or a namespace comes or goes."""
+        ...
+
+    @property
     def node_epoch(self) -> int:
         """Changes whenever a node is added, removed, relabelled, tainted or cordoned."""
         ...

@@ -79,6 +79,11 @@ class PodIndex:
         self._counted_by_pair: dict[tuple[str, str], list[tuple[LabelSelector, str]]] = {}
         """Those keys by one ``key=value`` pair of their selector (as terms are)."""
         self._counted_any: list[tuple[LabelSelector, str]] = []
+        self.changes: list[tuple[PlacedPod, int]] = []
+        """The pods added (1) and removed (-1), in order, for those who keep counts of
+        their own (see :meth:`changed_since`); forgotten past a length."""
+        self.generation = 0
+        """Moves when ``changes`` is forgotten."""
 
     def add(self, pod: PlacedPod) -> None:
         """Record ``pod`` (replacing an entry of the same uid)."""
@@ -91,6 +96,7 @@ class PodIndex:
             self._index_term((pod.uid, index), entry, add=True)
         if self._counts:
             self._count(pod, 1)
+        self._changed(pod, 1)
         self.epoch += 1
 
     def remove(self, uid: str) -> None:
@@ -108,7 +114,26 @@ class PodIndex:
             self._index_term((uid, index), entry, add=False)
         if self._counts:
             self._count(pod, -1)
+        self._changed(pod, -1)
         self.epoch += 1
+
+    def _changed(self, pod: PlacedPod, delta: int) -> None:
+        changes = self.changes
+        changes.append((pod, delta))
+        if len(changes) > 4 * len(self.pods) + 1024:
+            changes.clear()
+            self.generation += 1
+
+    def mark(self) -> tuple[int, int]:
+        """Where the change log stands now."""
+        return (self.generation, len(self.changes))
+
+    def changed_since(self, mark: tuple[int, int]) -> list[tuple[PlacedPod, int]] | None:
+        """The pods added and removed since ``mark``, in order; None when no longer known."""
+        generation, seen = mark
+        if generation != self.generation or seen > len(self.changes):
+            return None
+        return self.changes[seen:]
 
     MAX_COUNTED = 4096
     """Selectors counted per node at most; beyond, the counts start afresh (on demand)."""

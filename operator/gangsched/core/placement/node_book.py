@@ -70,6 +70,7 @@ class NodeBook:
         self._rooms: dict[tuple[Resources, Constraints], Room] = {}
         """Per pod shape, how many copies the nodes have room for (see :meth:`room_for`)."""
         self._node_epoch = 0
+        self._namespace_epoch = 0
         self._orphan_usage: dict[str, dict[str, Resources]] = {}
         self.reserved: frozenset[str] = frozenset()
         """Nodes held for a starving gang: only ``reserved_owners`` place pods there."""
@@ -165,6 +166,10 @@ class NodeBook:
     # --- usage ---------------------------------------------------------------------------
 
     @property
+    def namespace_epoch(self) -> int:
+        return self._namespace_epoch
+
+    @property
     def node_epoch(self) -> int:
         return self._node_epoch
 
@@ -197,10 +202,12 @@ class NodeBook:
         """Record a namespace's labels; a change retries pods that fit nowhere."""
         if self.namespace_labels.get(name) != labels:
             self.namespace_labels[name] = dict(labels)
+            self._namespace_epoch += 1
             self._freed()
 
     def remove_namespace(self, name: str) -> None:
         if self.namespace_labels.pop(name, None) is not None:
+            self._namespace_epoch += 1
             self._freed()
 
     # --- usage ---------------------------------------------------------------------------

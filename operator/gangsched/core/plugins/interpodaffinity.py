@@ -88,13 +88,28 @@ def _matches_own_terms(pod: PodInfo, ns_labels: Mapping[str, Mapping[str, str]])
 
 
 def _add(counts: dict[Pair, int], snapshot: fw.Snapshot, node: str, key: str, by: int) -> None:
+    """Count ``by`` more pods in the node's domain of ``key``; a pair at 0 is dropped
+    (the filter reads which pairs are counted)."""
     state = snapshot.node_state(node)
     if state is None:
         return
     value = state.labels.get(key)
     if value is not None:
         pair = (key, value)
-        counts[pair] = counts.get(pair, 0) + by
+        left = counts.get(pair, 0) + by
+        if left:
+            counts[pair] = left
+        else:
+            del counts[pair]
+
+
+@dataclass(slots=True)
+class _Kept:
+    stamp: tuple[int, int]
+    """The node and namespace epochs the counts were made under."""
+    mark: tuple[int, int]
+    """The placed-pod index's change log, read up to here."""
+    found: _FilterState
 
 
 class InterPodAffinity:
@@ -104,8 +119,58 @@ class InterPodAffinity:
 
     def __init__(self, args: AffinityArgs) -> None:
         self.args = args
+        self._kept: dict[object, _Kept] = {}
+        """The counts of the last PreFilter of each pod shape (see :meth:`pre_filter`)."""
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
+        """Count the topology pairs (see the module docstring). The counts of the last
+        pod of the same shape are brought up to date with the pods placed and gone since
+        (sums over pods, each added or taken away), while no node or namespace changed."""
+        index = snapshot.pod_index
+        key = (pod.placement, pod.namespace, tuple(sorted(pod.labels.items())))
+        stamp = (snapshot.node_epoch, snapshot.namespace_epoch)
+        kept = self._kept.get(key)
+        changes = (index.changed_since(kept.mark)
+                   if kept is not None and kept.stamp == stamp else None)
+        if kept is None or changes is None:
+            found = self._count_all(pod, snapshot)
+            if len(self._kept) >= 1024:
+                self._kept.clear()
+            kept = self._kept[key] = _Kept(stamp, index.mark(), found)
+        else:
+            for placed, delta in changes:
+                self._count_one(kept.found, pod, placed, delta, snapshot)
+            kept.mark = index.mark()
+            found = kept.found
+        p = pod.placement
+        if not p.affinity and not p.anti_affinity and not found.existing_anti:
+            return fw.SKIP
+        state.write(NAME, _FilterState(dict(found.existing_anti), dict(found.affinity),
+                                       dict(found.anti), found.matches_own_terms))
+        return fw.SUCCESS
+
+    def _count_one(self, found: _FilterState, pod: PodInfo, placed: PlacedPod, delta: int,
+                   snapshot: fw.Snapshot) -> None:
+        """Add (``delta`` 1) or take away (-1) what placed pod ``placed`` counts for
+        ``pod``: what :meth:`_count_all` counts it for."""
+        ns_labels = snapshot.namespace_labels
+        labels = pod.labels
+        for term in placed.placement.anti_affinity:
+            if (term.selector is not None and term.selector.matches(labels)
+                    and term.selects_namespace(placed.namespace, pod.namespace, ns_labels)):
+                _add(found.existing_anti, snapshot, placed.node, term.topology_key, delta)
+        p = pod.placement
+        if p.affinity and p.affinity[0].selector is not None and all(
+                _selects(t, pod.namespace, placed, ns_labels) for t in p.affinity):
+            for term in p.affinity:
+                _add(found.affinity, snapshot, placed.node, term.topology_key, delta)
+        for term in p.anti_affinity:
+            if (term.selector is not None and term.selector.matches(placed.labels)
+                    and term.selects_namespace(pod.namespace, placed.namespace, ns_labels)):
+                _add(found.anti, snapshot, placed.node, term.topology_key, delta)
+
+    def _count_all(self, pod: PodInfo, snapshot: fw.Snapshot) -> _FilterState:
+        """The counts for ``pod`` over every placed pod."""
         index = snapshot.pod_index
         ns_labels = snapshot.namespace_labels
         found = _FilterState()
@@ -115,8 +180,6 @@ class InterPodAffinity:
                         entry.pod.namespace, pod.namespace, ns_labels):
                     _add(found.existing_anti, snapshot, entry.pod.node, entry.term.topology_key, 1)
         p = pod.placement
-        if not p.affinity and not p.anti_affinity and not found.existing_anti:
-            return fw.SKIP
         if p.affinity:
             found.matches_own_terms = _matches_own_terms(pod, ns_labels)
             first = p.affinity[0]
@@ -131,8 +194,7 @@ class InterPodAffinity:
             for other in index.matching(term.selector):
                 if term.selects_namespace(pod.namespace, other.namespace, ns_labels):
                     _add(found.anti, snapshot, other.node, term.topology_key, 1)
-        state.write(NAME, found)
-        return fw.SUCCESS
+        return found
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
         found = state.data.get(NAME)
