@@ -39,6 +39,8 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -408,17 +410,14 @@ class PodTopologySpread:
             labels = kept[1]  # PreScore's, of these very nodes
         else:
             labels = [n.labels for n in nodes]
-        if len(parts) == 2:  # the system defaults, and most pods' own: one pass
-            (key1, terms1, empty1), (key2, terms2, empty2) = parts
-            get1, get2 = terms1.get, terms2.get
-            raw = [get1(lb.get(key1), empty1) + get2(lb.get(key2), empty2) for lb in labels]
-        else:
-            raw = [0.0] * len(nodes)
-            for key, terms, empty in parts:
-                get = terms.get
-                raw = [total + get(lb.get(key), empty)
-                       for total, lb in zip(raw, labels, strict=True)]
-        return raw, labels, keys
+        count = len(labels)
+        raw: list[float] | None = None
+        for key, terms, empty in parts:
+            # Each node's term: its value's, the empty domain's, or 0.0 without the key.
+            values = [lb.get(key) for lb in labels]
+            added = map(terms.get, values, repeat(empty, count))
+            raw = list(added) if raw is None else list(map(add, raw, added))
+        return (raw if raw is not None else [0.0] * count), labels, keys
 
     def normalize(self, state: fw.CycleState, pod: PodInfo, scores: list[int]) -> None:
         values = set(scores)
