@@ -2,10 +2,13 @@
 
 Built from a *registry* (plugin name to factory) that the caller passes in; the
 framework itself never imports a plugin. Placement loops over nodes elsewhere (the
-cluster decides the order, the sampling and the caches); it asks the framework, per
-pod, for the cycle state (:meth:`Framework.pre_filter`), per node for a verdict
-(:meth:`Framework.static_filter`, :meth:`Framework.filter`), and over the feasible
-nodes found for weighted scores (:meth:`Framework.score`).
+cluster and :mod:`gangsched.core.placement.scan` decide the order, the sampling and
+the caches); it asks the framework, per pod, for the cycle state
+(:meth:`Framework.pre_filter`, whose ``scan`` lists the dynamic filters cheapest first,
+with their batch forms), the filters' verdict digests (:meth:`Framework.digests`,
+:meth:`Framework.changed_domains`), per node for a verdict
+(:meth:`Framework.static_filter`, :meth:`Framework.filter`: a diagnosis), and over the
+feasible nodes found for weighted scores (:meth:`Framework.score`).
 """
 
 from __future__ import annotations

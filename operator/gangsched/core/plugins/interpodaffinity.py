@@ -1,7 +1,9 @@
 """InterPodAffinity: required pod (anti-)affinity filters, preferred terms score.
 
-PreFilter counts, once per pod, matching placed pods per topology pair
-``(topologyKey, value)`` from the placed-pod index (never a scan of every pod):
+PreFilter counts matching placed pods per topology pair ``(topologyKey, value)`` from
+the placed-pod index (never a scan of every pod); the counts of the last pod of the
+same shape are kept and brought up to date with the pods placed and gone since (the
+index's change log), while no node or namespace changed:
 
 * for the pod's required affinity: placed pods matching *all* its affinity terms;
 * for the pod's required anti-affinity: placed pods matching each term;
