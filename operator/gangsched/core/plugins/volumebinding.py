@@ -19,7 +19,9 @@ claims to be bound before the Binding (:mod:`gangsched.shell.prebind`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -87,8 +89,7 @@ class VolumeBinding:
         return fw.SUCCESS
 
 
-def _node_of(state: NodeState) -> Node:
-    return state.node
+_node_of: Callable[[NodeState], Node] = attrgetter("node")
 
 
 def factory(args: object | None) -> VolumeBinding:
