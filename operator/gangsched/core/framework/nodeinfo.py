@@ -29,8 +29,9 @@ class NodeState:
     other schedulers included).
     """
 
-    __slots__ = ("_nonzero_of", "alloc_cpu", "alloc_memory", "free", "labels", "node",
-                 "nonzero_cpu", "nonzero_memory", "order", "pods", "ports", "usage_key", "used")
+    __slots__ = ("_alloc_text", "_nonzero_of", "alloc_cpu", "alloc_memory", "free", "labels",
+                 "node", "nonzero_cpu", "nonzero_memory", "order", "pods", "ports", "usage_key",
+                 "used")
 
     def __init__(self, node: Node) -> None:
         self.node = node
@@ -60,7 +61,7 @@ class NodeState:
         same room and score alike for those scorers (see ``Cluster.place``). A string,
         whose hash is kept, so that a look-up by it costs less than the fit it spares.
         Kept as usage moves."""
-        self._rekey()
+        self._rekey(allocatable=True)
 
     def set_node(self, node: Node) -> None:
         """Take a newer version of the node (usage is kept)."""
@@ -68,10 +69,13 @@ class NodeState:
         self.labels = node.labels
         self.alloc_cpu = node.allocatable.get(CPU)
         self.alloc_memory = node.allocatable.get(MEMORY)
-        self._rekey()
+        self._rekey(allocatable=True)
 
-    def _rekey(self) -> None:
-        self.usage_key = (f"{_canonical(self.node.allocatable)}|{_canonical(self.used)}"
+    def _rekey(self, allocatable: bool = False) -> None:
+        """Make the usage key again (``allocatable``: the node's allocatable changed)."""
+        if allocatable:
+            self._alloc_text = _canonical(self.node.allocatable)
+        self.usage_key = (f"{self._alloc_text}|{_canonical(self.used)}"
                           f"|{self.nonzero_cpu}|{self.nonzero_memory}")
 
     def add(self, uid: str, request: Resources,
