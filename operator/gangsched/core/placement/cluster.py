@@ -342,8 +342,7 @@ class Cluster(NodeBook):
     def _binpack_scan(self, fwk: Framework, cycle: fw.CycleState, info: PodInfo,
                       nodes: list[NodeState], start: int, sample: int, judge: RunJudge) -> Found:
         """The bin-packing scan from ``start``: carried over from the last pod of the same
-        shape when it can be (see :mod:`~gangsched.core.placement.scan`), else afresh
-        (and kept for the next one)."""
+        shape when it can be (see :mod:`~gangsched.core.placement.scan`), else afresh."""
         digests = None if info.volumes.any else fwk.digests(cycle, info, skip=FIT_PLUGIN)
         if digests is None:
             return scan(nodes, start, len(nodes), sample, judge)
@@ -353,6 +352,8 @@ class Cluster(NodeBook):
         kept = self._carried.get(key)
         where = self._where.get(info.constraints)
         if where is None or where.nodes is not nodes:
+            if len(self._where) >= MAX_TALLIES:
+                self._where.clear()
             where = self._where[info.constraints] = DomainPositions(nodes)
         if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp:
             touched = self.touched_since(kept.mark)
