@@ -202,16 +202,31 @@ async def test_binds_in_flight_are_cancelled_the_moment_the_renew_deadline_passe
     one = await replica(api, kubeconfig, clock, "op-1").start()
     runtime = one.runtime
     assert runtime is not None
-    ended: list[tuple[str, bool]] = []
+    ended: list[str] = []
+    binding: list[asyncio.Task[object]] = []
     original = runtime.client.bind
 
     async def bind(namespace: str, name: str, uid: str, node: str) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        binding.append(task)
         try:
             await original(namespace, name, uid, node)
         except asyncio.CancelledError:
-            ended.append((name, one.stop.is_set()))
+            ended.append(name)
             raise
 
+    # Whether the bind had been cancelled when the stop began (the moment the cancelled
+    # error reaches the bind's code may come after, as the request's own tasks unwind).
+    cancelled_before_stop: list[bool] = []
+    set_stop = one.stop.set
+
+    def stopping() -> None:
+        cancelled_before_stop.append(
+            bool(binding) and all(t.cancelling() > 0 or t.done() for t in binding))
+        set_stop()
+
+    one.stop.set = stopping  # type: ignore[method-assign]
     runtime.client.bind = bind  # type: ignore[method-assign]
     try:
         held = api.faults.add(path_regex="/binding", delay=60.0)
@@ -220,7 +235,9 @@ async def test_binds_in_flight_are_cancelled_the_moment_the_renew_deadline_passe
         await wait_for(lambda: held.hits == 1, what="the bind in flight")
         clock.advance(10.5)  # past the 10 s renew deadline
         await wait_for(lambda: ended, what="the bind abandoned")
-        assert ended == [("held", False)]  # abandoned before the operator began to stop
+        assert ended == ["held"]
+        await wait_for(lambda: cancelled_before_stop, what="the stop")
+        assert cancelled_before_stop[0]  # abandoned before the operator began to stop
         assert not one.leading
         await wait_for(lambda: one.task is not None and one.task.done(), what="op-1 stops")
         assert one.failed is not None and one.failed.startswith("leadership lost")
