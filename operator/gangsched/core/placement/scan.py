@@ -4,9 +4,10 @@ and carried over from the last scan of the same shape when little changed since.
 A placement judges the static candidates from a start (the bin-packing watermark, or
 the spread scoring's cursor) until it has found as many feasible nodes as
 kube-scheduler's ``numFeasibleNodesToFind`` (``sample``), and scores those. :func:`scan`
-judges the candidates a run at a time: capacity first (asked once per usage key), then
-the reserved nodes, then each dynamic filter over the run, cheapest a node first (see
-:attr:`~gangsched.core.framework.interface.CycleState.scan`); the nodes found are the
+judges the candidates a run at a time: capacity (asked once per usage key), the reserved
+nodes, and each dynamic filter over the run, cheapest a node first (see
+:attr:`~gangsched.core.framework.interface.CycleState.scan`; once the first node with
+room is known, label look-ups come before the capacity check); the nodes found are the
 first ``sample`` feasible ones in scan order, exactly as judged one by one.
 
 Consecutive pods of one shape (a gang's members, a ReplicaSet's pods) would judge the
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TypeVar
@@ -418,5 +419,3 @@ def _first_fit(nodes: list[NodeState], start: int, end: int, judge: RunJudge) ->
             return i
     return -1
 
-
-Digests = Callable[[fw.CycleState, PodInfo], tuple[object, ...] | None]
