@@ -171,3 +171,36 @@ def test_the_carry_is_used() -> None:
         core_cluster.carry = original
     assert scans.carry is original
     assert sum(carried) >= 70
+
+
+def test_ports_hidden_by_a_preemption_search_are_judged_again() -> None:
+    """A preemption search takes its candidates' host ports off their nodes for a while
+    (``onnode._Hidden``) and tells the node book (``ports_changed``): a scan carried over
+    in that while, and after it, judges those nodes as a fresh scan does."""
+    def run(fresh: bool) -> list[str | None]:
+        with fresh_scans(fresh):
+            cluster = Cluster(percentage_of_nodes_to_score=10)
+            for i in range(120):
+                cluster.upsert_node(make_node(f"n{i:03}", cpu=4, labels={HOST: f"n{i:03}"}))
+            placement = Placement(labels=(("app", "web"),), ports=(HostPort(8080),))
+            request = res(1) + ONE_POD
+
+            def place(uid: str) -> str | None:
+                info = PodInfo(request, Constraints(), placement, "default", uid, uid,
+                               labels=placement.label_map)
+                return cluster.place(request, info.constraints, Scoring.BINPACK, pod=info)
+
+            held = PlacedPod("held", "default", placement.label_map, placement, "n000")
+            cluster.charge("n000", "held", request, held)
+            chosen = [place("p0")]  # n000's port is taken
+            ports = cluster.nodes["n000"].ports.pop("held")
+            cluster.ports_changed("n000")
+            chosen.append(place("p1"))  # free for the search's while: n000 again
+            cluster.nodes["n000"].ports["held"] = ports
+            cluster.ports_changed("n000")
+            chosen.append(place("p2"))  # taken again
+            return chosen
+
+    carried = run(fresh=False)
+    assert carried == run(fresh=True)
+    assert carried[1] == "n000" and carried[0] != "n000" and carried[2] != "n000"

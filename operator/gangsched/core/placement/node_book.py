@@ -178,6 +178,12 @@ class NodeBook:
         """The nodes whose usage changed, in order (for what is kept node by node)."""
         return self._touches
 
+    def ports_changed(self, name: str) -> None:
+        """Host ports on node ``name`` changed outside :meth:`charge` and :meth:`release`
+        (a preemption search hiding its candidates): what follows the touch log judges
+        the node again."""
+        self._touches.touch(name)
+
     def touch_mark(self) -> tuple[int, int, int]:
         """Where the log of nodes whose usage changed stands now (see :meth:`touched_since`)."""
         log = self._touches

@@ -129,7 +129,10 @@ class InterPodAffinity:
         pod of the same shape are brought up to date with the pods placed and gone since
         (sums over pods, each added or taken away), while no node or namespace changed."""
         index = snapshot.pod_index
-        key = (pod.placement, pod.namespace, tuple(sorted(pod.labels.items())))
+        p = pod.placement
+        if not p.affinity and not p.anti_affinity and not index.required_anti:
+            return fw.SKIP  # no term of its own, and no placed pod's anti-affinity to meet
+        key = (p, pod.namespace, tuple(sorted(pod.labels.items())))
         stamp = (snapshot.node_epoch, snapshot.namespace_epoch)
         kept = self._kept.get(key)
         changes = (index.changed_since(kept.mark)
@@ -144,7 +147,6 @@ class InterPodAffinity:
                 self._count_one(kept.found, pod, placed, delta, snapshot)
             kept.mark = index.mark()
             found = kept.found
-        p = pod.placement
         if not p.affinity and not p.anti_affinity and not found.existing_anti:
             return fw.SKIP
         state.write(NAME, _FilterState(dict(found.existing_anti), dict(found.affinity),

@@ -374,6 +374,7 @@ class _Hidden:
             ports = state.ports.pop(uid, None) if state is not None else None
             if ports is not None:
                 self._ports[uid] = (placed.node, ports)
+                cluster.ports_changed(placed.node)
 
     def show(self, unit: Unit) -> None:
         cluster = self._s.cluster
@@ -388,6 +389,7 @@ class _Hidden:
                 state = cluster.nodes.get(kept[0])
                 if state is not None:
                     state.ports[uid] = kept[1]
+                    cluster.ports_changed(kept[0])
 
     def restore(self) -> None:
         cluster = self._s.cluster
@@ -397,6 +399,7 @@ class _Hidden:
             state = cluster.nodes.get(node)
             if state is not None:
                 state.ports[uid] = ports
+                cluster.ports_changed(node)
         self._placed.clear()
         self._ports.clear()
 
