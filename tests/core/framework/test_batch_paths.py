@@ -38,7 +38,7 @@ from gangsched.core.placement.cluster import Cluster
 from gangsched.core.plugins import podtopologyspread as pts
 from gangsched.core.values.constraints import ANY_NODE, Taint, TaintEffect
 from gangsched.core.values.model import Node, Scoring
-from gangsched.core.values.placement_terms import SpreadConstraint, WhenUnsatisfiable
+from gangsched.core.values.placement_terms import Placement, SpreadConstraint, WhenUnsatisfiable
 from gangsched.core.values.profile import ProfileConfig
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.selectors import LabelSelector
@@ -692,6 +692,32 @@ def test_scoring_once_per_usage_key_equals_scoring_every_node(
                 keys = {n.usage_key for n in nodes}
                 if by_usage and len(keys) < len(nodes):
                     event("scored once per usage key, fewer keys than nodes")
+                check_scores_by_orders(fwk, cycle, info, cluster, nodes)
+
+
+def check_scores_by_orders(fwk: Framework, cycle: fw.CycleState, info: PodInfo,
+                           cluster: Cluster, nodes: Sequence[NodeState]) -> None:
+    """Scoring the nodes in order with their orders and usage keys known (as a
+    bin-packing scan knows them): the scores of every node one by one. Spread reads the
+    labels from its columns, and sums per value where it can (whatever the number of
+    values: the share that makes it fall back to lists is set aside)."""
+    ordered = sorted(nodes, key=lambda n: n.order)
+    spread = fwk.plugin(pts.NAME)
+    assert isinstance(spread, pts.PodTopologySpread)
+    for ratio in (pts.BY_VALUE_RATIO, 0):
+        cycle.orders = [n.order for n in ordered]
+        cycle.usage_keys = [n.usage_key for n in ordered]
+        kept, pts.BY_VALUE_RATIO = pts.BY_VALUE_RATIO, ratio
+        try:
+            fwk.pre_score(cycle, info, cluster, ordered)
+            got = fwk.score(cycle, info, ordered)
+            by_value = spread._by_value(cycle, ordered, 1)
+        finally:
+            pts.BY_VALUE_RATIO = kept
+            cycle.orders = cycle.usage_keys = None
+        assert got == per_node_scores(cycle, info, ordered), names(ordered)
+        if by_value is not None:
+            event(f"spread scored by value ({ratio})")
 
 
 # --- 4. PodTopologySpread's score ------------------------------------------------------------
@@ -792,3 +818,43 @@ def test_go_round_rounds_half_away_from_zero() -> None:
     assert [go_round(v) for v in (0.5, 1.5, 2.5, -0.5, -2.5, 2.4999)] == [1, 2, 3, -1, -3, 2]
     assert pts.go_round(2.5) == go_round(2.5)
 
+
+
+def test_spread_by_value_leaves_out_a_value_whose_every_node_has_matching_pods() -> None:
+    """Default spread, the nodes scored known by their orders. Zone a's two nodes each
+    hold a matching pod, so both are scored one by one; zone b holds more matching pods,
+    on a node not scored. The sum zone a's nodes would have without their pods (the
+    lowest of all) is no node's: counted in the normalization, it would lower every
+    score."""
+    cluster = Cluster()
+    for name, zone in (("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b"), ("b3", "b")):
+        cluster.upsert_node(Node(name, Resources.from_k8s(
+            {"cpu": "8", "memory": "16Gi", "pods": 110}), {HOST: name, ZONE: zone}))
+    labels = (("app", "web"),)
+    placement = Placement(labels=labels, default_spread=True)
+    for n, where in enumerate(("a1", "a2", "b3", "b3", "b3")):
+        uid = f"placed{n}"
+        cluster.charge(where, uid, Resources.ZERO,
+                       PlacedPod(uid, "default", dict(labels), placement, where))
+    info = PodInfo.of(Resources.ZERO, placement=placement, namespace="default", uid="p")
+    fwk = cluster.framework(Scoring.BINPACK)
+    cycle, status = fwk.pre_filter(info, cluster)
+    assert status.ok
+    nodes = [n for n in cluster.sorted_nodes() if n.node.name != "b3"]
+    cycle.orders = [n.order for n in nodes]
+    cycle.usage_keys = [n.usage_key for n in nodes]
+    kept, pts.BY_VALUE_RATIO = pts.BY_VALUE_RATIO, 0
+    try:
+        fwk.pre_score(cycle, info, cluster, nodes)
+        spread = fwk.plugin(pts.NAME)
+        assert isinstance(spread, pts.PodTopologySpread)
+        by_value = spread._by_value(cycle, nodes, 1)
+    finally:
+        pts.BY_VALUE_RATIO = kept
+    assert by_value is not None
+    cycle.orders = cycle.usage_keys = None
+    fwk.pre_score(cycle, info, cluster, nodes)
+    one_by_one = [spread.score(cycle, info, n) for n in nodes]
+    spread.normalize(cycle, info, one_by_one)
+    assert by_value == one_by_one
+    assert by_value[0] == by_value[1] < by_value[2] == by_value[3]  # a1, a2 below b1, b2

@@ -108,7 +108,8 @@ class CycleState:
     ``data`` is keyed by plugin name; ``decisions`` collects what PreBind plugins ask for.
     """
 
-    __slots__ = ("data", "decisions", "filters", "scan", "scorers", "usage_scorers")
+    __slots__ = ("data", "decisions", "filters", "orders", "scan", "scorers", "usage_keys",
+                 "usage_scorers")
 
     def __init__(self) -> None:
         self.data: dict[str, object] = {}
@@ -125,6 +126,12 @@ class CycleState:
         for this pod (see :class:`UsageScorePlugin`): scored once per usage key."""
         self.scorers: list[tuple[ScorePlugin, int]] = []
         """The scorers not skipped by their PreScore, with their weights."""
+        self.orders: Sequence[int] | None = None
+        self.usage_keys: Sequence[str] | None = None
+        """When the caller of PreScore and Score knows them (a bin-packing scan keeps
+        them): the :attr:`~NodeState.order` and the usage key of each node to score, in
+        the nodes' order; plugins may read per-node data from them instead of from each
+        node. None: not known."""
 
     def write(self, key: str, value: object) -> None:
         self.data[key] = value
@@ -279,9 +286,9 @@ class BatchScorePlugin(ScorePlugin, Protocol):
 @runtime_checkable
 class NormalizedScorePlugin(ScorePlugin, Protocol):
     def score_normalized(self, state: CycleState, pod: PodInfo,
-                         nodes: Sequence[NodeState]) -> list[int]:
-        """``score`` of each of ``nodes``, then normalized, in one call: exactly
-        the values the two give."""
+                         nodes: Sequence[NodeState], weight: int = 1) -> list[int]:
+        """``score`` of each of ``nodes``, then normalized, then times ``weight``, in one
+        call: exactly the values the three give."""
         ...
 
 

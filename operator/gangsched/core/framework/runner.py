@@ -27,6 +27,7 @@ from gangsched.core.values import profile as profiles
 Factory = Callable[[object | None], fw.Plugin]
 """Makes a plugin from its validated arguments (None: the defaults)."""
 ScoreAll = Callable[[fw.CycleState, PodInfo, Sequence[NodeState]], list[int]]
+NormalizedAll = Callable[[fw.CycleState, PodInfo, Sequence[NodeState], int], list[int]]
 
 _POINTS: tuple[tuple[str, type], ...] = (
     ("preEnqueue", fw.PreEnqueuePlugin),
@@ -88,7 +89,7 @@ class Framework:
             plugin.name: plugin.score_nodes for plugin, _ in self.scorers
             if isinstance(plugin, fw.BatchScorePlugin)}
         """The scorers that score every node in one call, by name."""
-        self._normalized_all: dict[str, ScoreAll] = {
+        self._normalized_all: dict[str, NormalizedAll] = {
             plugin.name: plugin.score_normalized for plugin, _ in self.scorers
             if isinstance(plugin, fw.NormalizedScorePlugin)}
         """The scorers that score and normalize every node in one call, by name."""
@@ -238,36 +239,37 @@ class Framework:
         so every node gets exactly what scoring it would give."""
         scorers = state.scorers
         if len(scorers) == 1:  # one scorer: its order is the answer, weights aside
-            return self._normalized(state, pod, nodes, scorers[0][0])
+            return self._normalized(state, pod, nodes, scorers[0][0], 1)
         totals: list[int] | None = None
         for plugin, weight in scorers:
-            scores = self._normalized(state, pod, nodes, plugin)
-            if weight != 1:
-                scores = list(map(mul, scores, repeat(weight, len(scores))))
+            scores = self._normalized(state, pod, nodes, plugin, weight)
             totals = scores if totals is None else list(map(add, totals, scores))
         return totals if totals is not None else [0] * len(nodes)
 
     def _normalized(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState],
-                    plugin: fw.ScorePlugin) -> list[int]:
-        """``plugin``'s normalized scores of ``nodes``, in order (see :meth:`score`)."""
+                    plugin: fw.ScorePlugin, weight: int) -> list[int]:
+        """``plugin``'s normalized scores of ``nodes`` times ``weight``, in order (see
+        :meth:`score`)."""
         batch = self._score_all.get(plugin.name)
         if plugin.name in state.usage_scorers and len(nodes) > 1:
-            keys = [node.usage_key for node in nodes]
+            keys = state.usage_keys
+            if keys is None or len(keys) != len(nodes):
+                keys = [node.usage_key for node in nodes]
             keyed = dict(zip(keys, nodes, strict=True))  # a node of each key
             if len(keyed) < len(nodes):
                 firsts = list(keyed.values())
                 scores = (batch(state, pod, firsts) if batch is not None
                           else [plugin.score(state, pod, node) for node in firsts])
                 plugin.normalize(state, pod, scores)
-                by_key = dict(zip(keyed, scores, strict=True))
+                by_key = dict(zip(keyed, _weighted(scores, weight), strict=True))
                 return list(map(by_key.__getitem__, keys))
         fused = self._normalized_all.get(plugin.name)
         if fused is not None:
-            return fused(state, pod, nodes)
+            return fused(state, pod, nodes, weight)
         scores = (batch(state, pod, nodes) if batch is not None
                   else [plugin.score(state, pod, node) for node in nodes])
         plugin.normalize(state, pod, scores)
-        return scores
+        return _weighted(scores, weight)
 
     def reserve(self, state: fw.CycleState, pod: PodInfo, node: str) -> fw.Status:
         """Reserve in order; on a refusal, unreserve (in reverse) and return it."""
@@ -293,6 +295,10 @@ class Framework:
 
 
 _NO_STATE = fw.CycleState()
+
+
+def _weighted(scores: list[int], weight: int) -> list[int]:
+    return scores if weight == 1 else list(map(mul, scores, repeat(weight, len(scores))))
 
 
 def _as(plugin: fw.Plugin, kind: object) -> Any:

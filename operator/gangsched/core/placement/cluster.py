@@ -3,10 +3,9 @@
 The nodes and their usage are kept by :class:`~gangsched.core.placement.node_book.NodeBook`,
 which :class:`Cluster` extends with placement. Usage counts every pod that holds capacity
 on a node, ours or another scheduler's, placeholders included, and pods assumed by the
-core but not yet confirmed bound. Every
-such pod is also in the :class:`~gangsched.core.framework.podindex.PodIndex` (labels, affinity
-terms) and its host ports on its node, so that the neighbour-dependent plugins count
-from indexes.
+core but not yet confirmed bound. Every such pod is also in the
+:class:`~gangsched.core.framework.podindex.PodIndex` (labels, affinity terms) and its host
+ports on its node, so that the neighbour-dependent plugins count from indexes.
 
 Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
 :mod:`gangsched.core.plugins.registry`) in stages:
@@ -287,8 +286,7 @@ class Cluster(NodeBook):
         included -- and ``constraints``), or None if none fits or it is gated.
 
         ``owner`` (an Application or PodGroup key) may use nodes reserved for it; no other
-        placement does.
-        """
+        placement does."""
         info = pod or PodInfo(request, constraints, owner=owner)
         request, constraints = info.request, info.constraints
         nodes = self.candidates(constraints)
@@ -335,6 +333,8 @@ class Cluster(NodeBook):
         if len(feasible) == 1:
             chosen = feasible[0].node.name
         else:
+            if feasible is found.nodes and found.orders:  # known to scoring (ascending)
+                cycle.orders, cycle.usage_keys = found.orders, found.keys
             fwk.pre_score(cycle, info, self, feasible)
             chosen = select_host(feasible, fwk.score(cycle, info, feasible))
         return chosen if self._reserve(fwk, cycle, info, chosen) else None

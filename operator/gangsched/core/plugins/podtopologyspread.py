@@ -35,12 +35,13 @@ alone give no default constraints. A pod without labels gets none.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import add
+from operator import add, itemgetter
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -67,6 +68,9 @@ PER_POD_KEYS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes
                           "controller-revision-hash"})
 """Labels a StatefulSet's pods carry that its selector does not (a ReplicaSet's selector
 does include ``pod-template-hash``)."""
+BY_VALUE_RATIO = 8
+"""Scoring sums per value of a key (see ``PodTopologySpread._by_value``) pays when there
+are at least this many nodes per sum to work out; below, the per-node lists are faster."""
 
 
 class Defaulting(enum.StrEnum):
@@ -126,6 +130,10 @@ class PodTopologySpread:
         self._epoch = -1
         self._values: dict[str, int] = {}
         self._values_epoch = -1
+        self._columns: dict[str, tuple[list[str | None], bool]] = {}
+        self._columns_epoch = -1
+        self._holders: dict[str, dict[str | None, list[int]]] = {}
+        """Per label key, the orders of the nodes with each value (kept with the columns)."""
         self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
         """The default constraints of pods with these labels (built once per label set)."""
 
@@ -172,6 +180,75 @@ class PodTopologySpread:
         if found is None:
             found = self._values[key] = len(
                 {state.labels.get(key, "") for state in snapshot.sorted_nodes()})
+        return found
+
+    def _column(self, snapshot: fw.Snapshot, key: str) -> tuple[list[str | None], bool]:
+        """Every node's value of ``key`` by :attr:`~NodeState.order` (None: no such
+        label), and whether some node lacks it (kept until a node changes)."""
+        if snapshot.node_epoch != self._columns_epoch:
+            self._columns.clear()
+            self._holders.clear()
+            self._columns_epoch = snapshot.node_epoch
+        found = self._columns.get(key)
+        if found is None:
+            column = [state.labels.get(key) for state in snapshot.sorted_nodes()]
+            found = self._columns[key] = (column, None in column)
+        return found
+
+    def _holders_of(self, snapshot: fw.Snapshot, key: str) -> dict[str | None, list[int]]:
+        """The orders of the nodes with each value of ``key``, ascending."""
+        column = self._column(snapshot, key)[0]
+        found = self._holders.get(key)
+        if found is None:
+            found = self._holders[key] = {}
+            for order, value in enumerate(column):
+                found.setdefault(value, []).append(order)
+        return found
+
+    def _sparse(self, state: fw.CycleState, snapshot: fw.Snapshot,
+                constraints: list[SpreadConstraint], counts: list[dict[str, int]],
+                values: Mapping[str, Sequence[str | None]]) -> list[int] | None:
+        """Where the nodes (known by their orders, ascending) are whose hostname has
+        matching pods, when the other constraints share one key and every node has a
+        hostname: every other node's hostname terms are the empty domain's, and its
+        sum follows from its value of that one key (see :meth:`score_normalized`).
+        None: not so."""
+        orders = state.orders
+        if orders is None or len({c.topology_key for c in constraints} - {HOSTNAME}) > 1:
+            return None
+        positions: list[int] = []
+        if any(c.topology_key == HOSTNAME for c in constraints):
+            if self._column(snapshot, HOSTNAME)[1] and None in values[HOSTNAME]:
+                return None  # a node without a hostname: its term is 0.0, not the empty one
+            holders = self._holders_of(snapshot, HOSTNAME)
+            count = len(orders)
+            hosts = {value for c, found in zip(constraints, counts, strict=True)
+                     if c.topology_key == HOSTNAME for value in found}
+            for host in hosts:
+                for order in holders.get(host, ()):
+                    at = bisect.bisect_left(orders, order)
+                    if at < count and orders[at] == order:
+                        positions.append(at)
+        return positions
+
+    def _gathered(self, state: fw.CycleState, snapshot: fw.Snapshot,
+                  nodes: Sequence[NodeState], keys: Iterable[str],
+                  every: tuple[str, ...]) -> dict[str, Sequence[str | None]] | None:
+        """Each node's value of each of ``keys`` (in the nodes' order), read from the
+        columns by the nodes' orders when the cycle knows them and each of ``nodes`` has
+        each of ``every`` (the keys a node must have to be scored); else None."""
+        orders = state.orders
+        if orders is None or len(orders) != len(nodes) or not orders:
+            return None
+        columns = {key: self._column(snapshot, key) for key in keys}
+        found: dict[str, Sequence[str | None]]
+        if len(orders) == 1:
+            found = {key: [column[orders[0]]] for key, (column, _) in columns.items()}
+        else:
+            pick = itemgetter(*orders)
+            found = {key: pick(column) for key, (column, _) in columns.items()}
+        if any(columns[key][1] and None in found[key] for key in every):
+            return None
         return found
 
     def _eligible_nodes(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
@@ -318,15 +395,21 @@ class PodTopologySpread:
         keys = tuple(sorted({c.topology_key for c in constraints})) if all_keys else ()
         found = [self._count(snapshot, pod, c, self._eligible_nodes(
             snapshot, pod, c, keys or (c.topology_key,))[0]) for c in constraints]
+        every = tuple(sorted({c.topology_key for c in constraints}))
+        values = self._gathered(state, snapshot, nodes, every, keys)
         if not any(found):
             # No matching pod anywhere: every node that has every key scores the same
             # (the sum of maxSkew - 1), which adds the same to every node's total.
-            every = {c.topology_key for c in constraints}
-            if all(every <= n.labels.keys() for n in nodes):
+            if values is not None:
+                if all(None not in values[key] for key in every):
+                    return fw.SKIP
+            elif all(set(every) <= n.labels.keys() for n in nodes):
                 return fw.SKIP
-        labels = [n.labels for n in nodes]
-        if keys:
-            labels = [lb for lb in labels if all(k in lb for k in keys)]
+        labels: list[Mapping[str, str]] = []
+        if values is None:
+            labels = [n.labels for n in nodes]
+            if keys:
+                labels = [lb for lb in labels if all(k in lb for k in keys)]
         tables: list[tuple[SpreadConstraint, dict[str, int], float]] = []
         for c, counts in zip(constraints, found, strict=True):
             # The domains of the nodes to score weigh the counts, as initPreScoreState
@@ -334,11 +417,17 @@ class PodTopologySpread:
             # values among them, a node without the key counting as the value "".
             key = c.topology_key
             if key == HOSTNAME:
-                size = len(labels)
+                size = len(labels) if values is None else len(nodes)
+            elif values is not None:
+                seen: set[str | None] = set(values[key])
+                if None in seen:
+                    seen.discard(None)
+                    seen.add("")
+                size = len(seen)
             else:
                 # Counted until every value the nodes have is seen (zones are few).
                 limit = self._values_of(snapshot, key)
-                seen: set[str] = set()
+                seen = set()
                 for lb in labels:
                     seen.add(lb.get(key, ""))
                     if len(seen) >= limit:
@@ -346,16 +435,22 @@ class PodTopologySpread:
                 size = len(seen)
             tables.append((c, counts, math.log(size + 2)))
         state.write(NAME + "/score", (keys, tables))
-        state.write(NAME + "/labels", (nodes, labels))
+        state.write(NAME + "/labels", (nodes, labels, values))
+        if values is not None:
+            state.write(NAME + "/sparse",
+                        (nodes, self._sparse(state, snapshot, constraints, found, values)))
         return fw.SUCCESS
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
         return self.score_nodes(state, pod, (node,))[0]
 
     def score_normalized(self, state: fw.CycleState, pod: PodInfo,
-                         nodes: Sequence[NodeState]) -> list[int]:
-        """:meth:`score_nodes` then :meth:`normalize`, each distinct sum rounded and
-        normalized once."""
+                         nodes: Sequence[NodeState], weight: int = 1) -> list[int]:
+        """:meth:`score_nodes` then :meth:`normalize`, times ``weight``, each distinct
+        sum rounded, normalized and weighted once."""
+        by_value = self._by_value(state, nodes, weight)
+        if by_value is not None:
+            return by_value
         raw, labels, keys = self._sums(state, nodes)
         if not raw:
             return [0] * len(nodes)
@@ -364,12 +459,80 @@ class PodTopologySpread:
             scores = [rounded[total] if all(k in lb for k in keys) else -1
                       for total, lb in zip(raw, labels, strict=True)]
             self.normalize(state, pod, scores)
-            return scores
-        low, high = min(rounded.values()), max(rounded.values())
-        top = fw.MAX_NODE_SCORE
-        final = {value: top if high == 0 else top * (high + low - score) // high
-                 for value, score in rounded.items()}
-        return [final[total] for total in raw]
+            return scores if weight == 1 else [score * weight for score in scores]
+        final = _normalized(rounded, weight)
+        return list(map(final.__getitem__, raw))
+
+    def _by_value(self, state: fw.CycleState, nodes: Sequence[NodeState],
+                  weight: int) -> list[int] | None:
+        """:meth:`score_normalized` when PreScore found where the nodes are whose
+        hostname has matching pods (see :meth:`_sparse`) and there are at most two
+        constraints, one on the hostname and one on another key: every other node sums
+        the empty hostname domain's term and its value's of the other key, so its score
+        is worked out once per value, and those nodes' one by one. (Two terms add up
+        the same in either order.) None: not so, or about as many values as nodes."""
+        sparse, found, kept = (state.read(NAME + suffix)
+                               for suffix in ("/sparse", "/score", "/labels"))
+        if not (isinstance(sparse, tuple) and sparse[0] is nodes and sparse[1] is not None
+                and isinstance(found, tuple) and isinstance(kept, tuple) and nodes):
+            return None
+        positions: list[int] = sparse[1]
+        tables: list[tuple[SpreadConstraint, dict[str, int], float]] = found[1]
+        host_terms: dict[str, float] | None = None
+        host_empty = 0.0
+        other: str | None = None
+        other_terms: dict[str, float] = {}
+        other_empty = 0.0
+        for c, counts, log in tables:
+            # scoreForCount: float64(cnt)*weight + float64(maxSkew-1)
+            skew = float(c.max_skew - 1)
+            by_domain = {value: count * log + skew for value, count in counts.items()}
+            if c.topology_key == HOSTNAME and host_terms is None:
+                host_terms, host_empty = by_domain, 0 * log + skew
+            elif c.topology_key != HOSTNAME and other is None:
+                other, other_terms, other_empty = c.topology_key, by_domain, 0 * log + skew
+            else:
+                return None
+        values: Sequence[str | None] = kept[2][other] if other is not None else ()
+        distinct = set(values) if other is not None else {None}
+        if (len(distinct) + len(positions)) * BY_VALUE_RATIO > len(nodes):
+            return None  # about as many sums to work out as nodes: the lists are faster
+        # A node without the other key adds nothing for it (0.0 + a term is the term).
+        term = {value: 0.0 if value is None else other_terms.get(value, other_empty)
+                for value in distinct}
+        base = term if host_terms is None else {
+            value: host_empty + found_term for value, found_term in term.items()}
+        patched: dict[int, float] = {}
+        if host_terms is not None:
+            for at in positions:  # every node has a hostname (see _sparse)
+                value = values[at] if other is not None else None
+                patched[at] = (host_terms.get(nodes[at].labels[HOSTNAME], host_empty)
+                               + term[value])
+        sums = {base[value] for value in distinct
+                if not patched or self._unpatched(values, value, patched, len(nodes))}
+        rounded = {raw: go_round(raw) for raw in {*sums, *patched.values()}}
+        final = _normalized(rounded, weight)
+        by_value = {value: final.get(raw, 0) for value, raw in base.items()}
+        scores = (list(map(by_value.__getitem__, values)) if other is not None
+                  else [by_value[None]] * len(nodes))
+        for at, raw in patched.items():
+            scores[at] = final[raw]
+        return scores
+
+    @staticmethod
+    def _unpatched(values: Sequence[str | None], value: str | None, patched: Mapping[int, float],
+                   count: int) -> bool:
+        """Has a node not in ``patched`` the value ``value`` (``values`` empty: any)?"""
+        if not values:
+            return len(patched) < count
+        at = -1
+        while True:
+            try:
+                at = values.index(value, at + 1)
+            except ValueError:
+                return False
+            if at not in patched:
+                return True
 
     def score_nodes(self, state: fw.CycleState, pod: PodInfo,
                     nodes: Sequence[NodeState]) -> list[int]:
@@ -383,13 +546,14 @@ class PodTopologySpread:
         if keys:
             return [rounded[total] if all(k in lb for k in keys) else -1
                     for total, lb in zip(raw, labels, strict=True)]
-        return [rounded[total] for total in raw]
+        return list(map(rounded.__getitem__, raw))
 
     @staticmethod
     def _sums(state: fw.CycleState, nodes: Sequence[NodeState]
-              ) -> tuple[list[float] | None, list[Mapping[str, str]], tuple[str, ...]]:
+              ) -> tuple[list[float] | None, Sequence[Mapping[str, str]], tuple[str, ...]]:
         """Per node, the sum of its constraints' terms (None without a PreScore state),
-        the nodes' labels, and the keys every node must have."""
+        the nodes' labels, and the keys every node must have (none when PreScore found
+        that every node has them)."""
         found = state.read(NAME + "/score")
         if not isinstance(found, tuple):
             return None, [], ()
@@ -406,15 +570,21 @@ class PodTopologySpread:
             terms[None] = 0.0
             parts.append((c.topology_key, terms, 0 * weight + skew))
         kept = state.read(NAME + "/labels")
-        if isinstance(kept, tuple) and kept[0] is nodes and not keys:
-            labels = kept[1]  # PreScore's, of these very nodes
-        else:
+        columns: Mapping[str, Sequence[str | None]] | None = None
+        labels: Sequence[Mapping[str, str]] = ()
+        if isinstance(kept, tuple) and kept[0] is nodes:  # PreScore's, of these very nodes
+            columns = kept[2]
+            if columns is not None:
+                keys = ()  # every node has them
+            elif not keys:
+                labels = kept[1]
+        if columns is None and not labels:
             labels = [n.labels for n in nodes]
-        count = len(labels)
+        count = len(nodes)
         raw: list[float] | None = None
         for key, terms, empty in parts:
             # Each node's term: its value's, the empty domain's, or 0.0 without the key.
-            values = [lb.get(key) for lb in labels]
+            values = columns[key] if columns is not None else [lb.get(key) for lb in labels]
             added = map(terms.get, values, repeat(empty, count))
             raw = list(added) if raw is None else list(map(add, raw, added))
         return (raw if raw is not None else [0.0] * count), labels, keys
@@ -431,6 +601,15 @@ class PodTopologySpread:
         scaled = {value: 0 if value < 0 else top if high == 0
                   else top * (high + low - value) // high for value in values}
         scores[:] = [scaled[value] for value in scores]
+
+
+def _normalized(rounded: Mapping[float, int], weight: int) -> dict[float, int]:
+    """Each sum's score, times ``weight``, from the sums rounded: reversed min-max to
+    0..100 (fewer matching pods is better), as :meth:`PodTopologySpread.normalize`."""
+    low, high = min(rounded.values()), max(rounded.values())
+    top = fw.MAX_NODE_SCORE
+    return {value: weight * (top if high == 0 else top * (high + low - score) // high)
+            for value, score in rounded.items()}
 
 
 def go_round(value: float) -> int:
