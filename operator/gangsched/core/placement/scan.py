@@ -27,11 +27,10 @@ when too much changed, the scan is made afresh.
 from __future__ import annotations
 
 import bisect
-from collections import Counter
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import TypeVar
+from itertools import compress
+from operator import attrgetter, not_
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -43,7 +42,6 @@ RUN = 16
 a run costs a call per filter, a node judged past the last one wanted a filter's work."""
 
 Filters = list[tuple[fw.FilterPlugin, fw.BatchFilter | None]]
-T = TypeVar("T")
 
 
 def run_of(nodes: list[NodeState], start: int, stop: int, count: int) -> list[NodeState]:
@@ -54,6 +52,8 @@ def run_of(nodes: list[NodeState], start: int, stop: int, count: int) -> list[No
         return nodes[start - count:stop - count]
     return nodes[start:] + nodes[:stop - count]
 
+
+_USAGE_KEY = attrgetter("usage_key")
 
 ROOM_COST = 15
 """The scan cost of the capacity check (a look-up by usage key): filters cheaper than it
@@ -89,11 +89,14 @@ class RunJudge:
 
     def with_room(self, run: list[NodeState]) -> list[NodeState]:
         """The nodes of ``run`` with room for the request."""
-        room, fits = self.room, self.fits
-        for key, state in {state.usage_key: state for state in run}.items():
-            if key not in room:
-                room[key] = fits(state.free)
-        return [state for state in run if room[state.usage_key]]
+        room = self.room
+        keys = list(map(_USAGE_KEY, run))
+        if not room.keys() >= set(keys):
+            fits = self.fits
+            for key, state in dict(zip(keys, run, strict=True)).items():
+                if key not in room:
+                    room[key] = fits(state.free)
+        return list(compress(run, map(room.__getitem__, keys)))
 
     def has_room(self, state: NodeState) -> bool:
         found = self.room.get(state.usage_key)
@@ -148,42 +151,32 @@ class Found:
     firsts: dict[str, NodeState] | None = None
     """The first node of each usage key among ``nodes`` (see :meth:`distinct`), kept
     up to date through small changes; None: to be worked out again."""
-    counts: dict[str, int] | None = None
-    """How many of ``nodes`` have each usage key (kept with ``firsts``)."""
 
     def distinct(self) -> list[NodeState]:
         """The first node of each usage key, in order: what scoring needs when only
         usage keys score (a later node of a key scores the same and loses the tie)."""
         firsts = self.firsts
         if firsts is None:
-            keys, nodes = self.keys, self.nodes
-            self.counts = Counter(keys)
             # Backwards: the first node of a key is the value left.
-            firsts = self.firsts = dict(zip(reversed(keys), reversed(nodes), strict=True))
+            firsts = self.firsts = dict(zip(reversed(self.keys), reversed(self.nodes),
+                                            strict=True))
         return sorted(firsts.values(), key=_order)
 
     def _removed(self, key: str, order: int, index: int) -> None:
         """Node ``order`` of usage key ``key`` left ``nodes`` at ``index``."""
-        firsts, counts = self.firsts, self.counts
-        if firsts is None or counts is None:
+        firsts = self.firsts
+        if firsts is None or firsts[key].order != order:
             return
-        left = counts[key] - 1
-        if not left:
-            del counts[key]
+        try:  # the next node of the key, if any, is the first now
+            firsts[key] = self.nodes[self.keys.index(key, index)]
+        except ValueError:
             del firsts[key]
-            return
-        counts[key] = left
-        if firsts[key].order == order:
-            keys = self.keys
-            at = next(i for i in range(index, len(keys)) if keys[i] == key)
-            firsts[key] = self.nodes[at]
 
     def _added(self, state: NodeState) -> None:
-        firsts, counts = self.firsts, self.counts
-        if firsts is None or counts is None:
+        firsts = self.firsts
+        if firsts is None:
             return
         key = state.usage_key
-        counts[key] = counts.get(key, 0) + 1
         first = firsts.get(key)
         if first is None or first.order > state.order:
             firsts[key] = state
@@ -340,16 +333,16 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
         del nodes[:cut]
         del at[:cut]
         del keys[:cut]
-        found.firsts = found.counts = None
+        found.firsts = None
     if again:
         passing = judge.all(list(again.values()))
         if len(again) > RUN:
-            keep = [i for i, order in enumerate(at) if order not in again]
-            if len(keep) < len(at):
-                _gather(nodes, keep)
-                _gather(at, keep)
-                _gather(keys, keep)
-                found.firsts = found.counts = None
+            keep = list(map(not_, map(again.__contains__, at)))
+            if not all(keep):
+                nodes[:] = compress(nodes, keep)
+                at[:] = compress(at, keep)
+                keys[:] = compress(keys, keep)
+                found.firsts = None
         else:
             for order in again:
                 i = bisect.bisect_left(at, order)
@@ -364,7 +357,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
             nodes[:] = merged
             at[:] = [state.order for state in merged]
             keys[:] = [state.usage_key for state in merged]
-            found.firsts = found.counts = None
+            found.firsts = None
         else:
             for state in passing:
                 i = bisect.bisect_left(at, state.order)
@@ -373,15 +366,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
                 keys.insert(i, state.usage_key)
                 found._added(state)
     if len(nodes) > sample:
-        counts = found.counts
-        if counts is not None and found.firsts is not None:
-            for key in keys[sample:]:
-                left = counts[key] - 1
-                if left:
-                    counts[key] = left
-                else:
-                    del counts[key]
-                    del found.firsts[key]
+        found.firsts = None  # worked out again, for the nodes kept
         del nodes[sample:]
         del at[sample:]
         del keys[sample:]
@@ -395,16 +380,6 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
 
 _PAST = 1 << 62
 """An order past every node's."""
-
-
-def _gather(items: list[T], keep: list[int]) -> None:
-    """Keep the items at the positions ``keep`` (ascending), in place."""
-    if not keep:
-        items.clear()
-    elif len(keep) == 1:
-        items[:] = [items[keep[0]]]
-    else:
-        items[:] = itemgetter(*keep)(items)
 
 
 def _order(state: NodeState) -> int:

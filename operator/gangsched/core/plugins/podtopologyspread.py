@@ -39,9 +39,9 @@ import bisect
 import enum
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import repeat
-from operator import add, itemgetter
+from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import add, attrgetter, itemgetter
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -113,8 +113,13 @@ class _Counts:
     """Per constraint, its key and the domains where one more pod would exceed maxSkew
     (``count + self-match - min > maxSkew``), None when every domain would: Filter's
     lookup."""
+    allowed: list[tuple[list[str | None], frozenset[str | None]]] = field(
+        default_factory=list)
+    """Per constraint (but one refusing every domain), the key's column (every node's
+    value by order) and the values no node is refused for: the batch filter's lookup."""
 
 
+_ORDER = attrgetter("order")
 _MISSING_LABEL = fw.unresolvable(LABEL_REASON)
 _SKEWED = fw.unschedulable(REASON)
 
@@ -133,6 +138,7 @@ class PodTopologySpread:
         self._columns: dict[str, tuple[list[str | None], bool]] = {}
         self._columns_epoch = -1
         self._holders: dict[str, dict[str | None, list[int]]] = {}
+        self._domains: dict[str, frozenset[str | None]] = {}
         """Per label key, the orders of the nodes with each value (kept with the columns)."""
         self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
         """The default constraints of pods with these labels (built once per label set)."""
@@ -188,12 +194,22 @@ class PodTopologySpread:
         if snapshot.node_epoch != self._columns_epoch:
             self._columns.clear()
             self._holders.clear()
+            self._domains.clear()
             self._columns_epoch = snapshot.node_epoch
         found = self._columns.get(key)
         if found is None:
             column = [state.labels.get(key) for state in snapshot.sorted_nodes()]
             found = self._columns[key] = (column, None in column)
         return found
+
+    def _domains_of(self, snapshot: fw.Snapshot,
+                    key: str) -> tuple[list[str | None], frozenset[str | None]]:
+        """The column of ``key`` and the values it has (without None)."""
+        column = self._column(snapshot, key)[0]
+        values = self._domains.get(key)
+        if values is None:
+            values = self._domains[key] = frozenset(column) - {None}
+        return column, values
 
     def _holders_of(self, snapshot: fw.Snapshot, key: str) -> dict[str | None, list[int]]:
         """The orders of the nodes with each value of ``key``, ascending."""
@@ -313,8 +329,12 @@ class PodTopologySpread:
             self_match = 1 if c.selector is not None and c.selector.matches(pod.labels) else 0
             found.self_match.append(self_match)
             limit = c.max_skew + minimum - self_match
-            found.too_many.append((c.topology_key, None if limit < 0 else frozenset(
-                value for value, count in counts.items() if count > limit)))
+            too_many = None if limit < 0 else frozenset(
+                value for value, count in counts.items() if count > limit)
+            found.too_many.append((c.topology_key, too_many))
+            if too_many is not None:
+                column, values = self._domains_of(snapshot, c.topology_key)
+                found.allowed.append((column, values - too_many))
         state.write(NAME, found)
         return fw.SUCCESS
 
@@ -340,11 +360,12 @@ class PodTopologySpread:
         found = state.data.get(NAME)
         if not isinstance(found, _Counts):
             return nodes
-        for key, too_many in found.too_many:
-            if too_many is None:
-                return []
-            nodes = [n for n in nodes
-                     if (value := n.labels.get(key)) is not None and value not in too_many]
+        if len(found.allowed) < len(found.too_many):
+            return []  # a constraint refuses every domain
+        for column, allowed in found.allowed:
+            # Each node's value by its order (None: no such label, never allowed).
+            values = map(column.__getitem__, map(_ORDER, nodes))
+            nodes = list(compress(nodes, map(allowed.__contains__, values)))
         return nodes
 
     def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
