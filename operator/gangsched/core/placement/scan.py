@@ -27,7 +27,7 @@ when too much changed, the scan is made afresh.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter, not_
@@ -234,8 +234,8 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
                 stop = at + run.index(passing[-1]) + 1
         kept += passing
         if orders:
-            where += [state.order for state in passing]
-            found.keys += [state.usage_key for state in passing]
+            where += map(_order, passing)
+            found.keys += map(_USAGE_KEY, passing)
             if found.firsts is not None:
                 for state in passing:
                     found._added(state)
@@ -355,8 +355,8 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
         if len(passing) > RUN:
             merged = sorted([*nodes, *passing], key=_order)
             nodes[:] = merged
-            at[:] = [state.order for state in merged]
-            keys[:] = [state.usage_key for state in merged]
+            at[:] = map(_order, merged)
+            keys[:] = map(_USAGE_KEY, merged)
             found.firsts = None
         else:
             for state in passing:
@@ -382,8 +382,8 @@ _PAST = 1 << 62
 """An order past every node's."""
 
 
-def _order(state: NodeState) -> int:
-    return state.order
+_order: Callable[[NodeState], int] = attrgetter("order")
+"""A node's order (the sort key of candidates, found nodes and domain positions)."""
 
 
 def _first_fit(nodes: list[NodeState], start: int, end: int, judge: RunJudge) -> int:
