@@ -53,8 +53,6 @@ def run_of(nodes: list[NodeState], start: int, stop: int, count: int) -> list[No
     return nodes[start:] + nodes[:stop - count]
 
 
-_USAGE_KEY = attrgetter("usage_key")
-
 ROOM_COST = 15
 """The scan cost of the capacity check (a look-up by usage key): filters cheaper than it
 (label look-ups) run before it once the first node with room is known."""
@@ -89,14 +87,11 @@ class RunJudge:
 
     def with_room(self, run: list[NodeState]) -> list[NodeState]:
         """The nodes of ``run`` with room for the request."""
-        room = self.room
-        keys = list(map(_USAGE_KEY, run))
-        if not room.keys() >= set(keys):
-            fits = self.fits
-            for key, state in dict(zip(keys, run, strict=True)).items():
-                if key not in room:
-                    room[key] = fits(state.free)
-        return list(compress(run, map(room.__getitem__, keys)))
+        room, fits = self.room, self.fits
+        for key, state in {state.usage_key: state for state in run}.items():
+            if key not in room:
+                room[key] = fits(state.free)
+        return [state for state in run if room[state.usage_key]]
 
     def has_room(self, state: NodeState) -> bool:
         found = self.room.get(state.usage_key)
@@ -234,8 +229,8 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
                 stop = at + run.index(passing[-1]) + 1
         kept += passing
         if orders:
-            where += map(_order, passing)
-            found.keys += map(_USAGE_KEY, passing)
+            where += [state.order for state in passing]
+            found.keys += [state.usage_key for state in passing]
             if found.firsts is not None:
                 for state in passing:
                     found._added(state)
@@ -355,8 +350,8 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
         if len(passing) > RUN:
             merged = sorted([*nodes, *passing], key=_order)
             nodes[:] = merged
-            at[:] = map(_order, merged)
-            keys[:] = map(_USAGE_KEY, merged)
+            at[:] = [state.order for state in merged]
+            keys[:] = [state.usage_key for state in merged]
             found.firsts = None
         else:
             for state in passing:

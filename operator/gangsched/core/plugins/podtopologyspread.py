@@ -40,8 +40,8 @@ import enum
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
-from operator import add, attrgetter, itemgetter
+from itertools import repeat
+from operator import add, itemgetter
 
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
@@ -119,7 +119,6 @@ class _Counts:
     value by order) and the values no node is refused for: the batch filter's lookup."""
 
 
-_ORDER = attrgetter("order")
 _MISSING_LABEL = fw.unresolvable(LABEL_REASON)
 _SKEWED = fw.unschedulable(REASON)
 
@@ -364,8 +363,7 @@ class PodTopologySpread:
             return []  # a constraint refuses every domain
         for column, allowed in found.allowed:
             # Each node's value by its order (None: no such label, never allowed).
-            values = map(column.__getitem__, map(_ORDER, nodes))
-            nodes = list(compress(nodes, map(allowed.__contains__, values)))
+            nodes = [n for n in nodes if column[n.order] in allowed]
         return nodes
 
     def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
