@@ -195,17 +195,22 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
     kept, where = found.nodes, found.orders
     at = found.stop
     size = 0
+    share = 1
     sparse = judge.refused if domains is not None else None
     if sparse is not None and domains is not None:
         key, refused = sparse
-        if 2 * domains.outside(key, refused) > count:
+        outside = domains.outside(key, refused)
+        if 2 * outside > count:
             sparse = None  # most nodes have a value it takes: judged as they come
+        else:
+            share = -(-count // max(outside, 1))
     while at < end and len(kept) < sample:
         # Each filter over the run: the nodes found are the first ``sample`` feasible
         # ones in scan order, as one by one. A run is as long as the nodes still
-        # wanted (a quarter more, and RUN); when that found too few, twice the last.
+        # wanted (a quarter more, and RUN; in a sparse walk, times the candidates per
+        # one not refused); when that found too few, twice the last.
         want = sample - len(kept)
-        size = max(want + (want >> 2) + RUN, 2 * size)
+        size = max((want + (want >> 2) + RUN) * share, 2 * size)
         stop = min(end, at + size)
         if sparse is not None and domains is not None and found.first_fit >= 0:
             run = domains.between(sparse[0], sparse[1], nodes[at].order,
