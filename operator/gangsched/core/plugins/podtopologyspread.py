@@ -20,7 +20,11 @@ matching pods is better); nodes lacking a key score 0. ``domains`` is, as
 ``initPreScoreState`` counts it, the number of nodes scored for the hostname, and for
 another key its values among them, a node without the key counting as the value ``""``
 (only the system defaults score such nodes). PreScore skips when no pod matches and
-every node to score has every key: all would score alike.
+every node to score has every key: all would score alike. When the cycle knows the
+nodes' orders (a bin-packing scan's), their label values are read from columns kept per
+key, and with a hostname and one other constraint each node's score is worked out once
+per value of the other key (the nodes whose hostname holds matching pods one by one);
+the strict filter reads the same columns.
 
 Cluster default constraints apply to a pod with none of its own (``defaultingType``
 ``System``: hostname maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the
@@ -135,10 +139,12 @@ class PodTopologySpread:
         self._values: dict[str, int] = {}
         self._values_epoch = -1
         self._columns: dict[str, tuple[list[str | None], bool]] = {}
+        """Per label key, every node's value by order (see :meth:`_column`)."""
         self._columns_epoch = -1
         self._holders: dict[str, dict[str | None, list[int]]] = {}
-        self._domains: dict[str, frozenset[str | None]] = {}
         """Per label key, the orders of the nodes with each value (kept with the columns)."""
+        self._domains: dict[str, frozenset[str | None]] = {}
+        """Per label key, the values its column has (kept with the columns)."""
         self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
         """The default constraints of pods with these labels (built once per label set)."""
 
