@@ -40,9 +40,9 @@ Capacity assumed by this cycle's other pods is not subtracted from CSIStorageCap
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from gangsched.core.values.constraints import matches_affinity
 from gangsched.core.values.decisions import AnnotateClaim, BindVolume, VolumeWrite
@@ -183,14 +183,20 @@ def match(catalog: VolumeCatalog, claims: Claims,
     return None, tuple(plan)
 
 
-T = TypeVar("T")
+class _Labelled(Protocol):
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+
+T = TypeVar("T", bound=_Labelled)
+"""A node as the caller holds it: its labels are the node's (``Node``, ``NodeState``)."""
 
 
 def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
                 node_of: Callable[[T], Node]) -> list[T]:
-    """The nodes of ``nodes`` (each read through ``node_of``) for which :func:`match`
-    finds a plan, in order: the same verdicts, with what does not depend on the node
-    worked out once per claim.
+    """The nodes of ``nodes`` (each read through ``node_of``; their labels read directly)
+    for which :func:`match` finds a plan, in order: the same verdicts, with what does
+    not depend on the node worked out once per claim.
 
     An unbound claim without a selected node, volume or assumption of its own is served
     on every node when its class provisions alike everywhere (no ``allowedTopologies``,
@@ -222,10 +228,10 @@ def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
                 claim.storage_class or "",
                 (claim.volume_mode, claim.selector, claim.request, claim.access_modes),
                 functools.partial(_fits_for, claim))
-            nodes = [n for n in nodes if node_of(n).labels.get(HOSTNAME, "") in served]
+            nodes = [n for n in nodes if n.labels.get(HOSTNAME, "") in served]
         else:
             undecided = True
-            nodes = [n for n in nodes if reach.get(node_of(n).labels.get(HOSTNAME, ""))]
+            nodes = [n for n in nodes if reach.get(n.labels.get(HOSTNAME, ""))]
         if not nodes:
             return nodes
     if not undecided:
