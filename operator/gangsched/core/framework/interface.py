@@ -130,7 +130,8 @@ class CycleState:
         self.usage_keys: Sequence[str] | None = None
         """When the caller of PreScore and Score knows them (a bin-packing scan keeps
         them): the :attr:`~NodeState.order` and the usage key of each node to score, in
-        the nodes' order; plugins may read per-node data from them instead of from each
+        the nodes' order, which is then ascending by order (plugins may look a node up
+        by bisection); plugins may read per-node data from them instead of from each
         node. None: not known."""
 
     def write(self, key: str, value: object) -> None:
