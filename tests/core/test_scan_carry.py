@@ -204,3 +204,29 @@ def test_ports_hidden_by_a_preemption_search_are_judged_again() -> None:
     carried = run(fresh=False)
     assert carried == run(fresh=True)
     assert carried[1] == "n000" and carried[0] != "n000" and carried[2] != "n000"
+
+
+@pytest.mark.parametrize("kind", [1, 3, 4, 7])
+def test_a_carried_scan_keeps_its_nodes_ascending_with_their_keys(kind: int) -> None:
+    """Scoring reads a carried scan's orders and usage keys (``CycleState.orders``,
+    ``usage_keys``) and looks nodes up in them by bisection: they stay ascending, one per
+    node found, each the node's own."""
+    seen = []
+    original = core_cluster.carry
+
+    def checked(*args: object, **kwargs: object) -> object:
+        found = original(*args, **kwargs)  # type: ignore[arg-type]
+        if found is not None:
+            assert found.orders == sorted(found.orders)
+            assert found.orders == [state.order for state in found.nodes]
+            assert found.keys == [state.usage_key for state in found.nodes]
+            seen.append(len(found.nodes))
+        return found
+
+    core_cluster.carry = checked  # type: ignore[assignment]
+    try:
+        _run(150, [2, 4, 3], [("place", kind, 0, 60), ("release", 7, 0, 0),
+                              ("place", kind, 0, 60), ("place", 7, 1, 30)], fresh=False)
+    finally:
+        core_cluster.carry = original
+    assert len(seen) > 50
