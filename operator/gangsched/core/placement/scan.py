@@ -27,6 +27,7 @@ when too much changed, the scan is made afresh.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from itertools import compress
@@ -146,32 +147,42 @@ class Found:
     firsts: dict[str, NodeState] | None = None
     """The first node of each usage key among ``nodes`` (see :meth:`distinct`), kept
     up to date through small changes; None: to be worked out again."""
+    counts: dict[str, int] | None = None
+    """How many of ``nodes`` have each usage key (kept with ``firsts``)."""
 
     def distinct(self) -> list[NodeState]:
         """The first node of each usage key, in order: what scoring needs when only
         usage keys score (a later node of a key scores the same and loses the tie)."""
         firsts = self.firsts
         if firsts is None:
+            keys, nodes = self.keys, self.nodes
+            self.counts = Counter(keys)
             # Backwards: the first node of a key is the value left.
-            firsts = self.firsts = dict(zip(reversed(self.keys), reversed(self.nodes),
-                                            strict=True))
+            firsts = self.firsts = dict(zip(reversed(keys), reversed(nodes), strict=True))
         return sorted(firsts.values(), key=_order)
 
     def _removed(self, key: str, order: int, index: int) -> None:
         """Node ``order`` of usage key ``key`` left ``nodes`` at ``index``."""
-        firsts = self.firsts
-        if firsts is None or firsts[key].order != order:
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
             return
-        try:  # the next node of the key, if any, is the first now
-            firsts[key] = self.nodes[self.keys.index(key, index)]
-        except ValueError:
+        left = counts[key] - 1
+        if not left:
+            del counts[key]
             del firsts[key]
+            return
+        counts[key] = left
+        if firsts[key].order == order:
+            keys = self.keys
+            at = next(i for i in range(index, len(keys)) if keys[i] == key)
+            firsts[key] = self.nodes[at]
 
     def _added(self, state: NodeState) -> None:
-        firsts = self.firsts
-        if firsts is None:
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
             return
         key = state.usage_key
+        counts[key] = counts.get(key, 0) + 1
         first = firsts.get(key)
         if first is None or first.order > state.order:
             firsts[key] = state
@@ -333,7 +344,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
         del nodes[:cut]
         del at[:cut]
         del keys[:cut]
-        found.firsts = None
+        found.firsts = found.counts = None
     if again:
         passing = judge.all(list(again.values()))
         if len(again) > RUN:
@@ -342,7 +353,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
                 nodes[:] = compress(nodes, keep)
                 at[:] = compress(at, keep)
                 keys[:] = compress(keys, keep)
-                found.firsts = None
+                found.firsts = found.counts = None
         else:
             for order in again:
                 i = bisect.bisect_left(at, order)
@@ -357,7 +368,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
             nodes[:] = merged
             at[:] = [state.order for state in merged]
             keys[:] = [state.usage_key for state in merged]
-            found.firsts = None
+            found.firsts = found.counts = None
         else:
             for state in passing:
                 i = bisect.bisect_left(at, state.order)
@@ -366,7 +377,15 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
                 keys.insert(i, state.usage_key)
                 found._added(state)
     if len(nodes) > sample:
-        found.firsts = None  # worked out again, for the nodes kept
+        counts = found.counts
+        if counts is not None and found.firsts is not None:
+            for key in keys[sample:]:
+                left = counts[key] - 1
+                if left:
+                    counts[key] = left
+                else:
+                    del counts[key]
+                    del found.firsts[key]
         del nodes[sample:]
         del at[sample:]
         del keys[sample:]
