@@ -197,6 +197,12 @@ async def test_a_disruption_budget_refusal_stops_the_preemption(
         for i in range(4):
             api.create(prioritised(f"web-{i}", "low", labels={"app": "web"}))
             await wait_for(lambda i=i: bound(api, f"web-{i}"), what=f"web-{i} bound")
+        # Running first: the budget protects only healthy pods, and a pod still Pending
+        # on its node is evicted without a budget check (the kubelet may lag under load).
+        for i in range(4):
+            await wait_for(lambda i=i: (api.get("pods", "default", f"web-{i}")
+                                        .get("status") or {}).get("phase") == "Running",
+                           what=f"web-{i} running")
         api.create(make_pdb("web", match_labels={"app": "web"}, min_available=4))
         with recorded(op) as calls:
             api.create(prioritised("urgent", "high"))
