@@ -25,7 +25,7 @@ their own spread constraints or the default ones, pod (anti-)affinity, and claim
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -495,6 +495,20 @@ picks_st = st.lists(st.integers(0, 39), max_size=40)
 SCORINGS = (Scoring.BINPACK, Scoring.SPREAD)
 
 
+def cycles(cluster: Cluster, pending: Sequence[PodInfo]
+           ) -> Iterator[tuple[PodInfo, Framework, fw.CycleState]]:
+    """Each pending pod under each scoring, with its cycle state, when PreFilter lets
+    it through."""
+    for info in pending:
+        for scoring in SCORINGS:
+            fwk = cluster.framework(scoring)
+            cycle, status = fwk.pre_filter(info, cluster)
+            if not status.ok:
+                event(f"pre_filter refused: {status.plugin}")
+                continue
+            yield info, fwk, cycle
+
+
 # --- 1. batch filters ------------------------------------------------------------------------
 
 
@@ -519,19 +533,13 @@ def test_batch_filters_keep_exactly_the_nodes_their_filter_passes(
     cluster, pending = build(world)
     nodes = list(cluster.sorted_nodes())
     some = sub_list(nodes, picks)
-    for info in pending:
-        for scoring in SCORINGS:
-            fwk = cluster.framework(scoring)
-            cycle, status = fwk.pre_filter(info, cluster)
-            if not status.ok:
-                event(f"pre_filter refused: {status.plugin}")
+    for info, _, cycle in cycles(cluster, pending):
+        for plugin, batch in cycle.scan:
+            if batch is None:
                 continue
-            for plugin, batch in cycle.scan:
-                if batch is None:
-                    continue
-                check_batch(plugin, batch, cycle, info, nodes)
-                check_batch(plugin, batch, cycle, info, some)
-                check_batch(plugin, batch, cycle, info, some[::-1])
+            check_batch(plugin, batch, cycle, info, nodes)
+            check_batch(plugin, batch, cycle, info, some)
+            check_batch(plugin, batch, cycle, info, some[::-1])
 
 
 # --- 2. volume matching ----------------------------------------------------------------------
@@ -664,35 +672,30 @@ def test_scoring_once_per_usage_key_equals_scoring_every_node(
         world: World, picks: list[int]) -> None:
     cluster, pending = build(world)
     every = list(cluster.sorted_nodes())
-    for info in pending:
-        for scoring in SCORINGS:
-            fwk = cluster.framework(scoring)
-            cycle, status = fwk.pre_filter(info, cluster)
-            if not status.ok:
+    for info, fwk, cycle in cycles(cluster, pending):
+        for nodes in (feasible(fwk, cycle, info, every), sub_list(every, picks)):
+            if not nodes:
                 continue
-            for nodes in (feasible(fwk, cycle, info, every), sub_list(every, picks)):
-                if not nodes:
-                    continue
-                fwk.pre_score(cycle, info, cluster, nodes)
-                by_usage = cycle.usage_scorers
-                got = fwk.score(cycle, info, nodes)
-                cycle.usage_scorers = frozenset()
-                every_node = fwk.score(cycle, info, nodes)
-                cycle.usage_scorers = by_usage
-                assert got == every_node, (sorted(by_usage), names(nodes))
-                assert got == per_node_scores(cycle, info, nodes), names(nodes)
-                for plugin, _ in cycle.scorers:
-                    one_by_one = [plugin.score(cycle, info, n) for n in nodes]
-                    if isinstance(plugin, fw.BatchScorePlugin):
-                        assert plugin.score_nodes(cycle, info, nodes) == one_by_one, plugin.name
-                    if isinstance(plugin, fw.NormalizedScorePlugin):
-                        plugin.normalize(cycle, info, one_by_one)
-                        assert plugin.score_normalized(cycle, info, nodes) == one_by_one, (
-                            plugin.name)
-                keys = {n.usage_key for n in nodes}
-                if by_usage and len(keys) < len(nodes):
-                    event("scored once per usage key, fewer keys than nodes")
-                check_scores_by_orders(fwk, cycle, info, cluster, nodes)
+            fwk.pre_score(cycle, info, cluster, nodes)
+            by_usage = cycle.usage_scorers
+            got = fwk.score(cycle, info, nodes)
+            cycle.usage_scorers = frozenset()
+            every_node = fwk.score(cycle, info, nodes)
+            cycle.usage_scorers = by_usage
+            assert got == every_node, (sorted(by_usage), names(nodes))
+            assert got == per_node_scores(cycle, info, nodes), names(nodes)
+            for plugin, _ in cycle.scorers:
+                one_by_one = [plugin.score(cycle, info, n) for n in nodes]
+                if isinstance(plugin, fw.BatchScorePlugin):
+                    assert plugin.score_nodes(cycle, info, nodes) == one_by_one, plugin.name
+                if isinstance(plugin, fw.NormalizedScorePlugin):
+                    plugin.normalize(cycle, info, one_by_one)
+                    assert plugin.score_normalized(cycle, info, nodes) == one_by_one, (
+                        plugin.name)
+            keys = {n.usage_key for n in nodes}
+            if by_usage and len(keys) < len(nodes):
+                event("scored once per usage key, fewer keys than nodes")
+            check_scores_by_orders(fwk, cycle, info, cluster, nodes)
 
 
 def check_scores_by_orders(fwk: Framework, cycle: fw.CycleState, info: PodInfo,
@@ -756,23 +759,18 @@ def test_spread_score_nodes_equals_the_per_node_formula(
         world: World, picks: list[int]) -> None:
     cluster, pending = build(world)
     every = list(cluster.sorted_nodes())
-    for info in pending:
-        for scoring in SCORINGS:
-            fwk = cluster.framework(scoring)
-            spread = fwk.plugin(pts.NAME)
-            assert isinstance(spread, pts.PodTopologySpread)
-            cycle, status = fwk.pre_filter(info, cluster)
-            if not status.ok:
-                continue
-            nodes = sub_list(every, picks) or every
-            if spread.pre_score(cycle, info, cluster, nodes).code is fw.Code.SKIP:
-                continue
-            table = cycle.read(pts.NAME + "/score")
-            assert isinstance(table, tuple)
-            event(f"spread scored with {len(table[1])} constraint(s)")
-            for judged in (nodes, every, every[::-1]):
-                assert spread.score_nodes(cycle, info, judged) == spread_reference(
-                    table, judged), names(judged)
+    for info, fwk, cycle in cycles(cluster, pending):
+        spread = fwk.plugin(pts.NAME)
+        assert isinstance(spread, pts.PodTopologySpread)
+        nodes = sub_list(every, picks) or every
+        if spread.pre_score(cycle, info, cluster, nodes).code is fw.Code.SKIP:
+            continue
+        table = cycle.read(pts.NAME + "/score")
+        assert isinstance(table, tuple)
+        event(f"spread scored with {len(table[1])} constraint(s)")
+        for judged in (nodes, every, every[::-1]):
+            assert spread.score_nodes(cycle, info, judged) == spread_reference(
+                table, judged), names(judged)
 
 
 RACK = "rack"
