@@ -36,7 +36,6 @@ class NodeVolumeLimits:
         reason = limits.exceeded(catalog, pod.namespace, pod.volumes, node.node.name)
         return fw.SUCCESS if reason is None else _REJECT(reason)
 
-
     def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
                      nodes: list[NodeState]) -> list[NodeState]:
         """:meth:`filter` over ``nodes``: a node without limits (no CSINode, or one
