@@ -18,11 +18,14 @@ from contextlib import contextmanager
 
 import pytest
 from builders import make_node, res
+from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podindex import PlacedPod
 from gangsched.core.framework.podinfo import Constraints, PodInfo
+from gangsched.core.placement import carried as core_carried
 from gangsched.core.placement import cluster as core_cluster
 from gangsched.core.placement.cluster import ONE_POD, Cluster
-from gangsched.core.placement.scan import scan
+from gangsched.core.placement.scan import Found, RunJudge, scan
+from gangsched.core.placement.zoned import ZonedCarry
 from gangsched.core.values.model import Scoring
 from gangsched.core.values.placement_terms import (
     AffinityTerm,
@@ -37,6 +40,7 @@ from hypothesis import strategies as st
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
+RACK = "example.com/rack"
 
 
 def _placement(kind: int, app: str) -> Placement:
@@ -81,7 +85,7 @@ def fresh_scans(on: bool) -> Iterator[None]:
     original = core_cluster.Cluster._binpack_scan
     if on:
         core_cluster.Cluster._binpack_scan = (  # type: ignore[method-assign]
-            lambda self, fwk, cycle, info, nodes, start, sample, judge:
+            lambda self, fwk, cycle, info, nodes, start, sample, judge, distinct=False:
             scan(nodes, start, len(nodes), sample, judge))
     try:
         yield
@@ -153,24 +157,33 @@ def test_a_long_run_of_one_shape_is_carried_and_chooses_as_afresh(kind: int) -> 
 
 
 def test_the_carry_is_used() -> None:
-    """Not a scan afresh each time: most pods of a run are placed from a carried scan."""
+    """Not a scan afresh each time: most pods of a run are placed from a carried scan
+    (one per node), or from one kept per zone (a strict spread over zones)."""
     from gangsched.core.placement import scan as scans
 
-    carried = []
-    original = core_cluster.carry
+    carried: list[bool] = []
+    kept: list[bool] = []
+    original, update = core_carried.carry, core_carried.zoned.update
 
     def counted(*args: object, **kwargs: object) -> object:
         found = original(*args, **kwargs)  # type: ignore[arg-type]
         carried.append(found is not None)
         return found
 
-    core_cluster.carry = counted  # type: ignore[assignment]
+    def updated(*args: object, **kwargs: object) -> bool:
+        ready = update(*args, **kwargs)  # type: ignore[arg-type]
+        kept.append(ready)
+        return ready
+
+    core_carried.carry = counted  # type: ignore[assignment]
+    core_carried.zoned.update = updated  # type: ignore[assignment]
     try:
         _run(150, [4], [("place", 1, 0, 40), ("place", 3, 1, 40)], fresh=False)
     finally:
-        core_cluster.carry = original
+        core_carried.carry = original
+        core_carried.zoned.update = update
     assert scans.carry is original
-    assert sum(carried) >= 70
+    assert sum(carried) >= 35 and sum(kept) >= 35
 
 
 def test_ports_hidden_by_a_preemption_search_are_judged_again() -> None:
@@ -210,23 +223,187 @@ def test_ports_hidden_by_a_preemption_search_are_judged_again() -> None:
 def test_a_carried_scan_keeps_its_nodes_ascending_with_their_keys(kind: int) -> None:
     """Scoring reads a carried scan's orders and usage keys (``CycleState.orders``,
     ``usage_keys``) and looks nodes up in them by bisection: they stay ascending, one per
-    node found, each the node's own."""
+    node found, each the node's own (a scan kept per zone's as well)."""
     seen = []
-    original = core_cluster.carry
+    original, select = core_carried.carry, core_carried.zoned.select
+
+    def check(found: Found) -> None:
+        assert found.orders == sorted(found.orders)
+        assert found.orders == [state.order for state in found.nodes]
+        assert found.keys == [state.usage_key for state in found.nodes]
+        seen.append(len(found.nodes))
 
     def checked(*args: object, **kwargs: object) -> object:
         found = original(*args, **kwargs)  # type: ignore[arg-type]
         if found is not None:
-            assert found.orders == sorted(found.orders)
-            assert found.orders == [state.order for state in found.nodes]
-            assert found.keys == [state.usage_key for state in found.nodes]
-            seen.append(len(found.nodes))
+            check(found)
         return found
 
-    core_cluster.carry = checked  # type: ignore[assignment]
+    def selected(*args: object, **kwargs: object) -> Found:
+        found = select(*args, **kwargs)  # type: ignore[arg-type]
+        check(found)
+        return found
+
+    core_carried.carry = checked  # type: ignore[assignment]
+    core_carried.zoned.select = selected  # type: ignore[assignment]
     try:
         _run(150, [2, 4, 3], [("place", kind, 0, 60), ("release", 7, 0, 0),
                               ("place", kind, 0, 60), ("place", 7, 1, 30)], fresh=False)
     finally:
-        core_cluster.carry = original
+        core_carried.carry = original
+        core_carried.zoned.select = select
     assert len(seen) > 50
+
+
+def _zoned_placement(kind: int, app: str) -> Placement:
+    """Pods a strict spread over zones admits by their zone alone: alone (0), with a
+    required anti-affinity on racks, whose digest turns a rack away as they land (1),
+    with a soft spread over hostnames that scores every node found (2), with a
+    required anti-affinity on hostname (4); and, kept as a whole, with a second strict
+    constraint (3)."""
+    labels = (("app", app),)
+    selector = LabelSelector.build({"app": app})
+    zone = SpreadConstraint(1, ZONE, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector)
+    if kind in (1, 4):
+        return Placement(labels=labels, spread=(zone,),
+                         anti_affinity=(AffinityTerm(RACK if kind == 1 else HOST, selector),))
+    if kind == 2:
+        return Placement(labels=labels, spread=(zone, SpreadConstraint(
+            1, HOST, WhenUnsatisfiable.SCHEDULE_ANYWAY, selector)))
+    if kind == 3:
+        return Placement(labels=labels, spread=(zone, SpreadConstraint(
+            3, HOST, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector)))
+    return Placement(labels=labels, spread=(zone,))
+
+
+_ZONED_OPS = st.lists(st.one_of(
+    st.tuples(st.just("place"), st.integers(0, 4), st.integers(0, 2), st.integers(1, 40)),
+    st.tuples(st.just("release"), st.integers(0, 10_000), st.integers(1, 6), st.just(0)),
+    st.tuples(st.just("grow"), st.integers(0, 299), st.integers(1, 8), st.just(0)),
+), min_size=1, max_size=10)
+
+
+@contextmanager
+def checked_domains(on: bool) -> Iterator[None]:
+    """Before each selection from a scan kept per zone (``on``): each value's list holds
+    exactly the nodes of that value from the start up to its stop that the judge (every
+    filter but the spread) passes, in order, each with its own usage key."""
+    select = core_carried.zoned.select
+
+    def checked(kept: ZonedCarry, nodes: list[NodeState], sample: int, judge: RunJudge,
+                *args: object, **kwargs: object) -> Found:
+        for value, domain in kept.domains.items():
+            ours = [state for state in nodes
+                    if state.labels.get(kept.key) == value
+                    and kept.low <= state.order < domain.stop]
+            passing = judge.all(ours)
+            assert domain.nodes == passing
+            assert domain.orders == [state.order for state in passing]
+            assert domain.keys == [state.usage_key for state in passing]
+            assert domain.stop >= kept.low
+        return select(kept, nodes, sample, judge, *args, **kwargs)  # type: ignore[arg-type]
+
+    if on:
+        core_carried.zoned.select = checked  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        core_carried.zoned.select = select
+
+
+def _run_zoned(nodes: int, zones: int, cpus: list[int], ops: list[Op],
+               fresh: bool) -> list[str | None]:
+    """As :func:`_run`, on ``zones`` zones (every 7th node has none, every 11th the
+    empty value) and racks of 6 nodes, with releases of several pods at once; each
+    scan kept per zone is checked against a fresh judgement of its nodes."""
+    with fresh_scans(fresh), checked_domains(not fresh):
+        cluster = Cluster(percentage_of_nodes_to_score=10)
+
+        def labels_of(i: int) -> dict[str, str]:
+            name = f"n{i:03}"
+            if i % 7 == 3:
+                return {HOST: name, RACK: f"r{i // 6}"}
+            return {HOST: name, RACK: f"r{i // 6}",
+                    ZONE: "" if i % 11 == 5 else f"z{i % zones}"}
+
+        for i in range(nodes):
+            cluster.upsert_node(make_node(f"n{i:03}", cpu=cpus[i % len(cpus)],
+                                          labels=labels_of(i)))
+        placed: list[tuple[str, str, object]] = []
+        chosen: list[str | None] = []
+        serial = 0
+        for op, a, b, c in ops:
+            if op == "place":
+                placement = _zoned_placement(a, f"app{b}")
+                request = res(1 + b % 2) + ONE_POD
+                for _ in range(c):
+                    uid = f"p{serial}"
+                    serial += 1
+                    info = PodInfo(request, Constraints(), placement, "default", uid, uid,
+                                   labels=placement.label_map)
+                    where = cluster.place(request, info.constraints, Scoring.BINPACK, pod=info)
+                    chosen.append(where)
+                    if where is not None:
+                        cluster.charge(where, uid, request, PlacedPod(
+                            uid, "default", placement.label_map, placement, where))
+                        placed.append((uid, where, request))
+            elif op == "release":
+                for _ in range(min(b, len(placed))):
+                    uid, where, request = placed.pop(a % len(placed))
+                    cluster.release(where, uid, request)  # type: ignore[arg-type]
+            elif op == "grow" and a < nodes:
+                cluster.upsert_node(make_node(f"n{a:03}", cpu=b, labels=labels_of(a)))
+        return chosen
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(120, 300), st.integers(2, 12), st.lists(st.integers(2, 8), min_size=1,
+                                                            max_size=4), _ZONED_OPS)
+def test_a_scan_kept_per_zone_chooses_what_a_fresh_scan_chooses(
+        nodes: int, zones: int, cpus: list[int], ops: list[Op]) -> None:
+    assert (_run_zoned(nodes, zones, cpus, ops, fresh=False)
+            == _run_zoned(nodes, zones, cpus, ops, fresh=True))
+
+
+@pytest.mark.parametrize("kind", range(5))
+def test_long_runs_kept_per_zone_choose_as_afresh(kind: int) -> None:
+    """Runs long enough to turn every zone away and back many times, the sample cut in
+    the middle of the zones' nodes, with releases and a node grown between them."""
+    ops: list[Op] = [("place", kind, 0, 40), ("release", 5, 3, 0), ("place", kind, 0, 40),
+                     ("grow", 17, 8, 0), ("place", (kind + 1) % 5, 1, 30),
+                     ("place", kind, 0, 60), ("release", 2, 6, 0), ("place", kind, 2, 40)]
+    for zones in (3, 10):
+        kept = _run_zoned(260, zones, [2, 4, 3], ops, fresh=False)
+        assert kept == _run_zoned(260, zones, [2, 4, 3], ops, fresh=True)
+        assert sum(where is not None for where in kept) > 100
+
+
+def test_a_label_with_too_many_values_is_not_kept_per_value() -> None:
+    """A strict spread over hostnames admits by one label too, but walking every value
+    at each placement would cost more than the scan it spares: it is carried whole."""
+    selected = []
+    select = core_carried.zoned.select
+
+    def counted(*args: object, **kwargs: object) -> Found:
+        selected.append(1)
+        return select(*args, **kwargs)  # type: ignore[arg-type]
+
+    core_carried.zoned.select = counted  # type: ignore[assignment]
+    try:
+        cluster = Cluster(percentage_of_nodes_to_score=10)
+        for i in range(core_carried.MAX_DOMAINS + 60):
+            cluster.upsert_node(make_node(f"n{i:03}", cpu=4, labels={HOST: f"n{i:03}"}))
+        selector = LabelSelector.build({"app": "a"})
+        placement = Placement(labels=(("app", "a"),), spread=(SpreadConstraint(
+            1, HOST, WhenUnsatisfiable.DO_NOT_SCHEDULE, selector),))
+        request = res(1) + ONE_POD
+        for n in range(5):
+            info = PodInfo(request, Constraints(), placement, "default", f"p{n}", f"p{n}",
+                           labels=placement.label_map)
+            where = cluster.place(request, info.constraints, Scoring.BINPACK, pod=info)
+            assert where is not None
+            cluster.charge(where, f"p{n}", request, PlacedPod(
+                f"p{n}", "default", placement.label_map, placement, where))
+    finally:
+        core_carried.zoned.select = select
+    assert not selected

@@ -106,7 +106,7 @@ REFERENCE: dict[tuple[object, str], object] = {
     (evictions, "unchanged_since"): lambda *args: False,
     (Framework, "usage_scored"): lambda *args: False,
     (core_cluster.Cluster, "_binpack_scan"):
-        lambda self, fwk, cycle, info, nodes, start, sample, judge: scan(
+        lambda self, fwk, cycle, info, nodes, start, sample, judge, distinct=False: scan(
             nodes, start, len(nodes), sample, judge),
 }
 """The shortcuts, each replaced by the answer that makes the action do the full work."""

@@ -252,6 +252,13 @@ class DomainFilterPlugin(FilterPlugin, Protocol):
         refuses every node without the key; None: no such key to tell."""
         ...
 
+    def label_verdict(self, state: CycleState,
+                      pod: PodInfo) -> tuple[str, AbstractSet[str]] | None:
+        """A label key and values of it such that this filter passes exactly the nodes
+        that have the key with another value (whatever else a node holds); None: its
+        verdicts follow from more."""
+        ...
+
 
 @runtime_checkable
 class ScorePlugin(Plugin, Protocol):

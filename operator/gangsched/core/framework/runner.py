@@ -176,6 +176,18 @@ class Framework:
                     return found
         return None
 
+    def label_verdict(self, state: fw.CycleState,
+                      pod: PodInfo) -> tuple[str, str, AbstractSet[str]] | None:
+        """The first filter of ``state.scan`` that admits nodes by one label alone (see
+        ``DomainFilterPlugin.label_verdict``): its name, the key and the values refused."""
+        for plugin, _ in state.scan:
+            domain = self._domain_filters.get(plugin.name)
+            if domain is not None:
+                found = domain.label_verdict(state, pod)
+                if found is not None:
+                    return plugin.name, found[0], found[1]
+        return None
+
     def changed_domains(self, old: tuple[object, ...],
                         new: tuple[object, ...]) -> dict[str, set[str]] | None:
         """The domains whose nodes may be judged differently under the digests ``new``

@@ -52,6 +52,7 @@ from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import NO_CONSTRAINTS, Constraints, PodInfo
 from gangsched.core.framework.runner import Factory, Framework
+from gangsched.core.placement.carried import Carried
 from gangsched.core.placement.diagnosis import (
     FIT_PLUGIN,
     FITS,
@@ -61,7 +62,7 @@ from gangsched.core.placement.diagnosis import (
 )
 from gangsched.core.placement.domains import DomainIndex
 from gangsched.core.placement.node_book import NodeBook
-from gangsched.core.placement.scan import Carry, DomainPositions, Found, RunJudge, carry, scan
+from gangsched.core.placement.scan import Found, RunJudge, scan
 from gangsched.core.placement.tally import Judge, Room, Tally, copies
 from gangsched.core.plugins import balancedallocation, noderesources, podtopologyspread
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
@@ -114,10 +115,8 @@ class Cluster(NodeBook):
         NodeBook.__init__(self)
         self.domains = DomainIndex()
         """Topology domains per label key and their free room (gang placement)."""
-        self._carried: dict[object, Carry] = {}
+        self._carried = Carried(FIT_PLUGIN)
         """The last bin-packing scan of each pod shape (see :meth:`_binpack_scan`)."""
-        self._where: dict[Constraints, DomainPositions] = {}
-        """The candidates' positions by topology domain, per constraint set."""
 
     @property
     def sample_size(self) -> int:
@@ -225,7 +224,7 @@ class Cluster(NodeBook):
             return 0
         start, seen = mark
         if seen < len(self._released):
-            positions = self._positions_of(constraints)
+            positions = self.positions_of(constraints)
             for name in self._released[seen:]:
                 at = positions.get(name)
                 if at is not None and at < start:
@@ -309,8 +308,10 @@ class Cluster(NodeBook):
                          request, blocked, fwk.scan_costs,
                          fwk.refused(cycle, info) if scoring is Scoring.BINPACK else None)
         sample = self.sample_size
+        by_usage = fwk.usage_scored(info, self)
         if scoring is Scoring.BINPACK:
-            found = self._binpack_scan(fwk, cycle, info, nodes, start, sample, judge)
+            found = self._binpack_scan(fwk, cycle, info, nodes, start, sample, judge,
+                                       distinct=by_usage)
             self._watermarks[(constraints, request)] = (
                 found.first_fit if found.first_fit >= 0 else count, len(self._released))
         else:
@@ -319,7 +320,7 @@ class Cluster(NodeBook):
             first_fit = found.first_fit
             self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
         feasible = found.nodes
-        if len(feasible) > 1 and fwk.usage_scored(info, self):
+        if len(feasible) > 1 and by_usage:
             # Scores follow from usage keys alone: a later feasible node of a key would
             # score the same as the first and lose the tie; only the first is scored.
             if found.orders:  # kept with the scan (bin-packing)
@@ -340,41 +341,14 @@ class Cluster(NodeBook):
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
 
     def _binpack_scan(self, fwk: Framework, cycle: fw.CycleState, info: PodInfo,
-                      nodes: list[NodeState], start: int, sample: int, judge: RunJudge) -> Found:
+                      nodes: list[NodeState], start: int, sample: int, judge: RunJudge, *,
+                      distinct: bool = False) -> Found:
         """The bin-packing scan from ``start``: carried over from the last pod of the same
-        shape when it can be (see :mod:`~gangsched.core.placement.scan`), else afresh."""
-        digests = None if info.volumes.any else fwk.digests(cycle, info, skip=FIT_PLUGIN)
-        if digests is None:
-            return scan(nodes, start, len(nodes), sample, judge)
-        key = (info.request, info.constraints, info.placement, info.namespace,
-               tuple(sorted(info.labels.items())) if info.labels else ())
-        stamp = (judge.blocked, sample, tuple(plugin.name for plugin, _ in judge.filters))
-        kept = self._carried.get(key)
-        where = self._where.get(info.constraints)
-        if where is None or where.nodes is not nodes:
-            if len(self._where) >= MAX_TALLIES:
-                self._where.clear()
-            where = self._where[info.constraints] = DomainPositions(nodes)
-        if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp:
-            touched = self.touched_since(kept.mark)
-            domains = (None if touched is None
-                       else fwk.changed_domains(kept.digests, digests))
-            if touched is not None and domains is not None:
-                positions = self._positions_of(info.constraints)
-                found = carry(kept, start, len(nodes), sample, judge,
-                              [self.nodes[name] for name in touched if name in positions],
-                              domains, where)
-                if found is not None:
-                    kept.mark = self.touch_mark()
-                    kept.digests = digests
-                    return found
-        found = scan(nodes, start, len(nodes), sample, judge, orders=True, domains=where)
-        if len(self._carried) >= MAX_TALLIES:
-            self._carried.clear()
-        self._carried[key] = Carry((nodes, *stamp), self.touch_mark(), digests, start, found)
-        return found
+        shape when it can be (see :mod:`~gangsched.core.placement.carried`), else afresh."""
+        return self._carried.binpack_scan(self, fwk, cycle, info, nodes, start, sample, judge,
+                                          distinct=distinct)
 
-    def _positions_of(self, constraints: Constraints) -> dict[str, int]:
+    def positions_of(self, constraints: Constraints) -> dict[str, int]:
         """Each candidate's position among the candidates for ``constraints``, by name."""
         positions = self._positions.get(constraints)
         if positions is None:

@@ -86,6 +86,16 @@ class RunJudge:
         self.room: dict[str, bool] = {}
         """Whether the request fits, by usage key."""
 
+    def without(self, name: str) -> RunJudge:
+        """This judge without the filter ``name`` (nor a refusal to walk by)."""
+        other = RunJudge.__new__(RunJudge)
+        other.cycle, other.info, other.refused = self.cycle, self.info, None
+        other.filters = [item for item in self.filters if item[0].name != name]
+        other.early = [item for item in self.early if item[0].name != name]
+        other.late = [item for item in self.late if item[0].name != name]
+        other.fits, other.blocked, other.room = self.fits, self.blocked, self.room
+        return other
+
     def with_room(self, run: list[NodeState]) -> list[NodeState]:
         """The nodes of ``run`` with room for the request."""
         room, fits = self.room, self.fits
@@ -159,7 +169,7 @@ class Found:
             self.counts = Counter(keys)
             # Backwards: the first node of a key is the value left.
             firsts = self.firsts = dict(zip(reversed(keys), reversed(nodes), strict=True))
-        return sorted(firsts.values(), key=_order)
+        return sorted(firsts.values(), key=by_order)
 
     def _removed(self, key: str, order: int, index: int) -> None:
         """Node ``order`` of usage key ``key`` left ``nodes`` at ``index``."""
@@ -225,11 +235,11 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
         stop = min(end, at + size)
         if sparse is not None and domains is not None and found.first_fit >= 0:
             run = domains.between(sparse[0], sparse[1], nodes[at].order,
-                                  nodes[stop].order if stop < count else _PAST)
+                                  nodes[stop].order if stop < count else PAST)
             passing = judge.all(run)
             if len(passing) > want:
                 passing = passing[:want]
-                stop = bisect.bisect_left(nodes, passing[-1].order + 1, key=_order)
+                stop = bisect.bisect_left(nodes, passing[-1].order + 1, key=by_order)
         else:
             run = run_of(nodes, at, stop, count)
             if found.first_fit < 0:
@@ -280,9 +290,10 @@ class DomainPositions:
         self._by_key: dict[str, dict[str, tuple[list[int], list[NodeState]]]] = {}
 
     def of(self, key: str, value: str) -> tuple[list[int], list[NodeState]]:
-        return self._values(key).get(value, ([], []))
+        return self.values(key).get(value, ([], []))
 
-    def _values(self, key: str) -> dict[str, tuple[list[int], list[NodeState]]]:
+    def values(self, key: str) -> dict[str, tuple[list[int], list[NodeState]]]:
+        """The candidates with ``key``, by its value: their orders and states, in order."""
         by_value = self._by_key.get(key)
         if by_value is None:
             by_value = self._by_key[key] = {}
@@ -296,14 +307,14 @@ class DomainPositions:
 
     def outside(self, key: str, refused: Set[str]) -> int:
         """How many candidates have ``key`` with a value not in ``refused``."""
-        return sum(len(orders) for value, (orders, _) in self._values(key).items()
+        return sum(len(orders) for value, (orders, _) in self.values(key).items()
                    if value not in refused)
 
     def between(self, key: str, refused: Set[str], low: int, high: int) -> list[NodeState]:
         """The candidates of order ``low`` up to ``high`` whose ``key`` has a value not in
         ``refused``, in order (the others a filter refuses)."""
         parts = []
-        for value, (orders, states) in self._values(key).items():
+        for value, (orders, states) in self.values(key).items():
             if value in refused:
                 continue
             first = bisect.bisect_left(orders, low)
@@ -312,7 +323,7 @@ class DomainPositions:
                 parts.append(states[first:last])
         if len(parts) == 1:
             return parts[0]
-        return sorted([state for part in parts for state in part], key=_order)
+        return sorted([state for part in parts for state in part], key=by_order)
 
 
 def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
@@ -326,8 +337,8 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
         return None  # room given back before the old start: nodes never judged
     candidates = where.nodes
     count = len(candidates)
-    low = candidates[start].order if start < count else _PAST
-    high = candidates[found.stop].order if found.stop < count else _PAST
+    low = candidates[start].order if start < count else PAST
+    high = candidates[found.stop].order if found.stop < count else PAST
     again: dict[int, NodeState] = {
         state.order: state for state in touched if low <= state.order < high}
     for key, values in domains.items():
@@ -364,7 +375,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
                     del keys[i]
                     found._removed(key, order, i)
         if len(passing) > RUN:
-            merged = sorted([*nodes, *passing], key=_order)
+            merged = sorted([*nodes, *passing], key=by_order)
             nodes[:] = merged
             at[:] = [state.order for state in merged]
             keys[:] = [state.usage_key for state in merged]
@@ -389,23 +400,23 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
         del nodes[sample:]
         del at[sample:]
         del keys[sample:]
-        found.stop = bisect.bisect_left(candidates, at[-1] + 1, key=_order)
-    found.first_fit = _first_fit(candidates, start, end, judge)
+        found.stop = bisect.bisect_left(candidates, at[-1] + 1, key=by_order)
+    found.first_fit = first_fit_from(candidates, start, end, judge)
     kept.start = start
     if len(nodes) < sample:
         scan(candidates, start, end, sample, judge, found, orders=True, domains=where)
     return found
 
 
-_PAST = 1 << 62
+PAST = 1 << 62
 """An order past every node's."""
 
 
-_order: Callable[[NodeState], int] = attrgetter("order")
+by_order: Callable[[NodeState], int] = attrgetter("order")
 """A node's order (the sort key of candidates, found nodes and domain positions)."""
 
 
-def _first_fit(nodes: list[NodeState], start: int, end: int, judge: RunJudge) -> int:
+def first_fit_from(nodes: list[NodeState], start: int, end: int, judge: RunJudge) -> int:
     """The first position from ``start`` with room for the request, -1 if none."""
     has_room = judge.has_room
     for i in range(start, end):

@@ -252,6 +252,11 @@ class InterPodAffinity:
         """None: a node without a key of an anti-affinity term is not refused for it."""
         return None
 
+    def label_verdict(self, state: fw.CycleState,
+                      pod: PodInfo) -> tuple[str, frozenset[str]] | None:
+        """None: a node without a term's key is not refused for it."""
+        return None
+
     def changed_domains(self, old: object, new: object) -> dict[str, set[str]] | None:
         """The pairs counted under one digest and not the other; None when whether any
         pod matches the affinity (the first of a group's exception) may have changed."""

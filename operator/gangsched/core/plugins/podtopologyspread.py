@@ -386,6 +386,16 @@ class PodTopologySpread:
         key, too_many = found.too_many[0]
         return None if too_many is None else (key, too_many)
 
+    def label_verdict(self, state: fw.CycleState,
+                      pod: PodInfo) -> tuple[str, frozenset[str]] | None:
+        """With one DoNotSchedule constraint: its key and the domains it refuses (a
+        node passes when it has the key with another value)."""
+        found = state.data.get(NAME)
+        if not isinstance(found, _Counts) or len(found.too_many) != 1:
+            return None
+        key, too_many = found.too_many[0]
+        return None if too_many is None else (key, too_many)
+
     def changed_domains(self, old: object, new: object) -> dict[str, set[str]] | None:
         """The domains refused under one digest and not the other; None when the
         constraints differ, or one refuses every domain and the other not."""

@@ -1,0 +1,129 @@
+"""The bin-packing scans kept from one placement to the next of the same pod shape.
+
+:class:`Carried` holds, per pod shape, the last scan (a
+:class:`~gangsched.core.placement.scan.Carry`, or a
+:class:`~gangsched.core.placement.zoned.ZonedCarry` when a filter admits nodes by one
+label alone), and per constraint set the candidates' positions by topology domain. For
+the next pod of a shape it judges again only what changed since (the node book's touch
+log, the filters' digests), or scans afresh; either way the nodes found are those a
+fresh scan finds (see the two modules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from typing import Protocol
+
+from gangsched.core.framework import interface as fw
+from gangsched.core.framework.nodeinfo import NodeState
+from gangsched.core.framework.podinfo import Constraints, PodInfo
+from gangsched.core.framework.runner import Framework
+from gangsched.core.placement import zoned
+from gangsched.core.placement.scan import Carry, DomainPositions, Found, RunJudge, carry, scan
+
+MAX_SHAPES = 64
+"""Pod shapes (and constraint sets) kept at most; beyond, they are forgotten at once."""
+MAX_DOMAINS = 64
+"""Values of a label a scan is kept per at most (a placement walks them all: zones and
+racks, not hostnames); beyond, the scan is carried as a whole."""
+
+
+class TouchLog(Protocol):
+    """What the carry reads of the node book."""
+
+    @property
+    def nodes(self) -> dict[str, NodeState]: ...
+
+    def touch_mark(self) -> tuple[int, int, int]: ...
+
+    def touched_since(self, mark: tuple[int, int, int]) -> list[str] | None: ...
+
+    def positions_of(self, constraints: Constraints) -> dict[str, int]: ...
+
+
+class Carried:
+    """The scans kept per pod shape (see the module docstring)."""
+
+    def __init__(self, skip: str) -> None:
+        self.skip = skip
+        """The filter a scan leaves to the capacity check (NodeResourcesFit): no digest."""
+        self._carried: dict[object, Carry] = {}
+        self._zoned: dict[object, zoned.ZonedCarry] = {}
+        self._where: dict[Constraints, DomainPositions] = {}
+        """The candidates' positions by topology domain, per constraint set."""
+
+    def binpack_scan(self, book: TouchLog, fwk: Framework, cycle: fw.CycleState,
+                     info: PodInfo, nodes: list[NodeState], start: int, sample: int,
+                     judge: RunJudge, *, distinct: bool = False) -> Found:
+        """The bin-packing scan from ``start``: carried over from the last pod of the
+        same shape when it can be, else afresh. ``distinct``: scoring reads usage keys
+        alone, so that of a zoned scan only the first node of each key is needed."""
+        digests = None if info.volumes.any else fwk.digests(cycle, info, skip=self.skip)
+        if digests is None:
+            return scan(nodes, start, len(nodes), sample, judge)
+        shape = (info.request, info.constraints, info.placement, info.namespace,
+                 tuple(sorted(info.labels.items())) if info.labels else ())
+        where = self._where.get(info.constraints)
+        if where is None or where.nodes is not nodes:
+            if len(self._where) >= MAX_SHAPES:
+                self._where.clear()
+            where = self._where[info.constraints] = DomainPositions(nodes)
+        verdict = fwk.label_verdict(cycle, info)
+        if verdict is not None and len(where.values(verdict[1])) <= MAX_DOMAINS:
+            name, key, refused = verdict
+            return self._zoned_scan(book, fwk, info, shape, digests, nodes, start, sample,
+                                    judge.without(name), name, key, refused, where,
+                                    distinct)
+        stamp = (judge.blocked, sample, tuple(plugin.name for plugin, _ in judge.filters))
+        kept = self._carried.get(shape)
+        if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp:
+            touched = book.touched_since(kept.mark)
+            domains = (None if touched is None
+                       else fwk.changed_domains(kept.digests, digests))
+            if touched is not None and domains is not None:
+                found = carry(kept, start, len(nodes), sample, judge,
+                              self._touched(book, info.constraints, touched), domains, where)
+                if found is not None:
+                    kept.mark = book.touch_mark()
+                    kept.digests = digests
+                    return found
+        found = scan(nodes, start, len(nodes), sample, judge, orders=True, domains=where)
+        if len(self._carried) >= MAX_SHAPES:
+            self._carried.clear()
+        self._carried[shape] = Carry((nodes, *stamp), book.touch_mark(), digests, start, found)
+        return found
+
+    def _zoned_scan(self, book: TouchLog, fwk: Framework, info: PodInfo, shape: object,
+                    digests: tuple[object, ...], nodes: list[NodeState], start: int,
+                    sample: int, judge: RunJudge, name: str, key: str, refused: Set[str],
+                    where: DomainPositions, distinct: bool) -> Found:
+        """The scan kept per value of ``key`` (see :mod:`~gangsched.core.placement.zoned`),
+        ``judge`` without the filter ``name`` that admits by ``key`` alone."""
+        digests = tuple(d for d in digests if not (isinstance(d, tuple) and d[0] == name))
+        stamp = (nodes, judge.blocked, sample,
+                 tuple(plugin.name for plugin, _ in judge.filters), key)
+        kept = self._zoned.get(shape)
+        ready = False
+        if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp[1:]:
+            touched = book.touched_since(kept.mark)
+            domains = (None if touched is None
+                       else fwk.changed_domains(kept.digests, digests))
+            if touched is not None and domains is not None:
+                ready = zoned.update(kept, nodes, start, sample, judge,
+                                     self._touched(book, info.constraints, touched),
+                                     domains, where)
+        if kept is None or not ready:
+            if len(self._zoned) >= MAX_SHAPES:
+                self._zoned.clear()
+            kept = self._zoned[shape] = zoned.fresh(stamp, book.touch_mark(), digests, key,
+                                                    nodes, start)
+        kept.mark = book.touch_mark()
+        kept.digests = digests
+        return zoned.select(kept, nodes, sample, judge, refused, where, distinct=distinct)
+
+    @staticmethod
+    def _touched(book: TouchLog, constraints: Constraints,
+                 touched: list[str]) -> list[NodeState]:
+        """The candidates for ``constraints`` among the nodes ``touched``."""
+        positions = book.positions_of(constraints)
+        return [book.nodes[name] for name in touched if name in positions]
