@@ -42,7 +42,7 @@ from __future__ import annotations
 import bisect
 import enum
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, itemgetter
@@ -253,22 +253,16 @@ class PodTopologySpread:
         return positions
 
     def _gathered(self, state: fw.CycleState, snapshot: fw.Snapshot,
-                  nodes: Sequence[NodeState], keys: Iterable[str],
-                  every: tuple[str, ...]) -> dict[str, Sequence[str | None]] | None:
-        """Each node's value of each of ``keys`` (in the nodes' order), read from the
-        columns by the nodes' orders when the cycle knows them and each of ``nodes`` has
-        each of ``every`` (the keys a node must have to be scored); else None."""
+                  nodes: Sequence[NodeState], every: tuple[str, ...]) -> _Picked | None:
+        """Each node's value of a key (in the nodes' order), read from the key's column
+        by the nodes' orders when first asked, when the cycle knows the orders and each
+        of ``nodes`` has each of ``every`` (the keys a node must have to be scored);
+        else None."""
         orders = state.orders
         if orders is None or len(orders) != len(nodes) or not orders:
             return None
-        columns = {key: self._column(snapshot, key) for key in keys}
-        found: dict[str, Sequence[str | None]]
-        if len(orders) == 1:
-            found = {key: [column[orders[0]]] for key, (column, _) in columns.items()}
-        else:
-            pick = itemgetter(*orders)
-            found = {key: pick(column) for key, (column, _) in columns.items()}
-        if any(columns[key][1] and None in found[key] for key in every):
+        found = _Picked(orders, lambda key: self._column(snapshot, key)[0])
+        if any(self._column(snapshot, key)[1] and None in found[key] for key in every):
             return None
         return found
 
@@ -431,12 +425,13 @@ class PodTopologySpread:
         found = [self._count(snapshot, pod, c, self._eligible_nodes(
             snapshot, pod, c, keys or (c.topology_key,))[0]) for c in constraints]
         every = tuple(sorted({c.topology_key for c in constraints}))
-        values = self._gathered(state, snapshot, nodes, every, keys)
+        values = self._gathered(state, snapshot, nodes, keys)
         if not any(found):
             # No matching pod anywhere: every node that has every key scores the same
             # (the sum of maxSkew - 1), which adds the same to every node's total.
             if values is not None:
-                if all(None not in values[key] for key in every):
+                if all(not self._column(snapshot, key)[1] or None not in values[key]
+                       for key in every):
                     return fw.SKIP
             elif all(set(every) <= n.labels.keys() for n in nodes):
                 return fw.SKIP
@@ -454,7 +449,7 @@ class PodTopologySpread:
             if key == HOSTNAME:
                 size = len(labels) if values is None else len(nodes)
             elif values is not None:
-                seen: set[str | None] = set(values[key])
+                seen: set[str | None] = set(values.distinct(key))
                 if None in seen:
                     seen.discard(None)
                     seen.add("")
@@ -529,7 +524,7 @@ class PodTopologySpread:
             else:
                 return None
         values: Sequence[str | None] = kept[2][other] if other is not None else ()
-        distinct = set(values) if other is not None else {None}
+        distinct = kept[2].distinct(other) if other is not None else {None}
         if (len(distinct) + len(positions)) * BY_VALUE_RATIO > len(nodes):
             return None  # about as many sums to work out as nodes: the lists are faster
         # A node without the other key adds nothing for it (0.0 + a term is the term).
@@ -636,6 +631,40 @@ class PodTopologySpread:
         scaled = {value: 0 if value < 0 else top if high == 0
                   else top * (high + low - value) // high for value in values}
         scores[:] = [scaled[value] for value in scores]
+
+
+class _Picked(dict[str, Sequence[str | None]]):
+    """Each scored node's value of a label key, in the nodes' order, read from the key's
+    column (every node's value by order) by the nodes' orders when first asked."""
+
+    __slots__ = ("_column", "_distinct", "_pick")
+
+    def __init__(self, orders: Sequence[int],
+                 column: Callable[[str], list[str | None]]) -> None:
+        super().__init__()
+        self._column = column
+        self._pick: Callable[[list[str | None]], Sequence[str | None]]
+        if len(orders) > 1:
+            self._pick = itemgetter(*orders)
+        else:
+            at = orders[0]
+
+            def one(values: list[str | None]) -> Sequence[str | None]:
+                return (values[at],)
+
+            self._pick = one
+        self._distinct: dict[str, frozenset[str | None]] = {}
+
+    def __missing__(self, key: str) -> Sequence[str | None]:
+        found = self[key] = self._pick(self._column(key))
+        return found
+
+    def distinct(self, key: str) -> frozenset[str | None]:
+        """The values of ``key`` among the nodes (None: a node without it)."""
+        found = self._distinct.get(key)
+        if found is None:
+            found = self._distinct[key] = frozenset(self[key])
+        return found
 
 
 def _normalized(rounded: Mapping[float, int], weight: int) -> dict[float, int]:
