@@ -230,6 +230,11 @@ class NodeLocalFilterPlugin(FilterPlugin, Protocol):
     which change only as pods are charged or released there."""
 
 
+NO_DIGEST: object = object()
+"""A filter's verdict digest when its verdicts cannot be told by one: no scan is carried
+over (see :class:`DomainFilterPlugin`)."""
+
+
 @runtime_checkable
 class DomainFilterPlugin(FilterPlugin, Protocol):
     """A filter whose verdicts follow from what PreFilter counted and each node's labels:
@@ -238,7 +243,8 @@ class DomainFilterPlugin(FilterPlugin, Protocol):
 
     def verdict_digest(self, state: CycleState, pod: PodInfo) -> object:
         """What this cycle's verdicts follow from, beside the node's labels (equal
-        digests: equal verdicts on every node)."""
+        digests: equal verdicts on every node); :data:`NO_DIGEST` when they follow from
+        more than a digest tells (then nothing is carried over)."""
         ...
 
     def changed_domains(self, old: object,

@@ -148,7 +148,7 @@ class Framework:
     def digests(self, state: fw.CycleState, pod: PodInfo,
                 skip: str = "") -> tuple[object, ...] | None:
         """Per filter of ``state.scan`` (but ``skip``), its verdict digest (None for a
-        node-local one), when every one is either (see
+        node-local one), when every one is either and can tell one (see
         :class:`~gangsched.core.framework.interface.DomainFilterPlugin`); else None."""
         found: list[object] = []
         for plugin, _ in state.scan:
@@ -157,7 +157,10 @@ class Framework:
                 continue
             domain = self._domain_filters.get(name)
             if domain is not None:
-                found.append((name, domain.verdict_digest(state, pod)))
+                digest = domain.verdict_digest(state, pod)
+                if digest is fw.NO_DIGEST:
+                    return None
+                found.append((name, digest))
             elif name in self._node_local:
                 found.append(name)
             else:

@@ -58,7 +58,7 @@ class Carried:
         """The bin-packing scan from ``start``: carried over from the last pod of the
         same shape when it can be, else afresh. ``distinct``: scoring reads usage keys
         alone, so that of a zoned scan only the first node of each key is needed."""
-        digests = None if info.volumes.any else fwk.digests(cycle, info, skip=self.skip)
+        digests = fwk.digests(cycle, info, skip=self.skip)
         if digests is None:
             return scan(nodes, start, len(nodes), sample, judge)
         shape = (info.request, info.constraints, info.placement, info.namespace,

@@ -19,9 +19,9 @@ their verdicts. :class:`Carry` keeps what a bin-packing scan found and, for the 
 of the shape, judges again only those nodes, drops what fell before the new start, and
 judges further only if it then holds fewer than ``sample`` nodes: the same nodes as a
 fresh scan. It stands only while the node set (and its labels), the reserved nodes and
-the filters that ran are the same, every filter is either node-local or gives a digest,
-and the pod has no volumes (whose verdicts follow objects of their own); otherwise, or
-when too much changed, the scan is made afresh.
+the filters that ran are the same and every filter is either node-local or gives a
+digest (VolumeBinding's when its verdicts follow from the node's hostname alone);
+otherwise, or when too much changed, the scan is made afresh.
 """
 
 from __future__ import annotations

@@ -52,5 +52,24 @@ class NodeVolumeLimits:
                 or exceeded(catalog, namespace, volumes, n.node.name) is None]
 
 
+    def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
+        """Without CSINodes every node passes; with them the verdicts follow from the
+        claims each node's pods use: NO_DIGEST."""
+        catalog = state.read(NAME)
+        if not isinstance(catalog, VolumeCatalog) or not catalog.csinodes:
+            return None
+        return fw.NO_DIGEST
+
+    def changed_domains(self, old: object, new: object) -> dict[str, set[str]] | None:
+        return {} if old is None and new is None else None
+
+    def refused(self, state: fw.CycleState, pod: PodInfo) -> tuple[str, frozenset[str]] | None:
+        return None
+
+    def label_verdict(self, state: fw.CycleState,
+                      pod: PodInfo) -> tuple[str, frozenset[str]] | None:
+        return None
+
+
 def factory(args: object | None) -> NodeVolumeLimits:
     return NodeVolumeLimits()

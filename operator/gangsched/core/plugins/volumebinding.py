@@ -6,7 +6,10 @@ kube-scheduler's words (``persistentvolumeclaim "x" not found``); Filter wants e
 bound claim's PV to reach the node and every unbound WaitForFirstConsumer claim to have
 a static PV there (``FindMatchingVolume``) or a provisioner that may provision for it
 (allowed topologies, published storage capacity: ``checkVolumeProvisions``). PreFilter
-skips a pod without claims.
+skips a pod without claims. When every claim is served by local volumes or
+provisioned alike everywhere, the verdicts follow from the node's hostname alone, and
+their digest (:func:`~gangsched.core.volumes.binding.hosts_digest`) lets a scan carried
+over judge again only the hosts whose local volumes changed.
 
 Reserve (assume the chosen bindings in the
 :class:`~gangsched.core.volumes.catalog.VolumeCatalog`), Unreserve (give them back) and
@@ -28,7 +31,7 @@ from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.values.model import Node
 from gangsched.core.volumes import binding
-from gangsched.core.volumes.catalog import VolumeCatalog
+from gangsched.core.volumes.catalog import HOSTNAME, VolumeCatalog
 
 NAME = "VolumeBinding"
 _REJECT = fw.Rejections()
@@ -70,6 +73,34 @@ class VolumeBinding:
         if not isinstance(found, _State):
             return nodes
         return binding.match_nodes(found.catalog, found.claims, nodes, _node_of)
+
+    def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
+        """When the verdicts follow from the node's hostname alone (each claim
+        provisioned alike everywhere or served by local volumes): a
+        :class:`~gangsched.core.volumes.binding.HostsDigest`; else NO_DIGEST."""
+        found = state.read(NAME)
+        if not isinstance(found, _State):
+            return None
+        digest = binding.hosts_digest(found.catalog, found.claims)
+        return fw.NO_DIGEST if digest is None else digest
+
+    def changed_domains(self, old: object, new: object) -> dict[str, set[str]] | None:
+        """The hostnames whose local volumes changed between the two digests; None
+        when the claims differ, the log was forgotten, or a volume names the empty
+        hostname (which nodes without the label match as well)."""
+        if not (isinstance(old, binding.HostsDigest) and isinstance(new, binding.HostsDigest)):
+            return None
+        hosts = new.changed_hosts(old)
+        if hosts is None or "" in hosts:
+            return None
+        return {HOSTNAME: hosts} if hosts else {}
+
+    def refused(self, state: fw.CycleState, pod: PodInfo) -> tuple[str, frozenset[str]] | None:
+        return None
+
+    def label_verdict(self, state: fw.CycleState,
+                      pod: PodInfo) -> tuple[str, frozenset[str]] | None:
+        return None
 
     # Reserve, Unreserve and PreBind stand at their extension points (a profile may list
     # or disable them as in kube-scheduler), but the work is done by the scheduler once it

@@ -40,7 +40,7 @@ Capacity assumed by this cycle's other pods is not subtracted from CSIStorageCap
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -224,10 +224,8 @@ def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
             undecided = True
             continue
         if alone:
-            served = catalog.serving_hosts(
-                claim.storage_class or "",
-                (claim.volume_mode, claim.selector, claim.request, claim.access_modes),
-                functools.partial(_fits_for, claim))
+            served = catalog.serving_hosts(claim.storage_class or "", _signature(claim),
+                                           functools.partial(_fits_for, claim))
             nodes = [n for n in nodes if n.labels.get(HOSTNAME, "") in served]
         else:
             undecided = True
@@ -237,6 +235,59 @@ def match_nodes(catalog: VolumeCatalog, claims: Claims, nodes: list[T],
     if not undecided:
         return nodes
     return [n for n in nodes if match(catalog, claims, node_of(n))[0] is None]
+
+
+@dataclass(frozen=True, slots=True)
+class HostsDigest:
+    """What :func:`match_nodes`' verdicts follow from when they follow from a node's
+    hostname alone: per delayed claim, its class and the fields a volume is matched
+    against (the free local volumes of the node's host serve it), or None (it is served
+    on every node); and where the catalogue's log of local volumes stood. Equal digests
+    but the mark: the verdicts differ only on the hosts the log names since."""
+
+    catalog: VolumeCatalog
+    mark: tuple[int, int]
+    claims: tuple[tuple[str, Hashable] | None, ...]
+
+    def changed_hosts(self, old: HostsDigest) -> set[str] | None:
+        """The hostnames whose verdicts may differ from those under ``old``; None:
+        any node's may."""
+        if self.catalog is not old.catalog or self.claims != old.claims:
+            return None
+        classes = {claim[0] for claim in self.claims if claim is not None}
+        if not classes:
+            return set()  # served on every node under both
+        return self.catalog.hosts_changed_since(old.mark, classes)
+
+
+def hosts_digest(catalog: VolumeCatalog, claims: Claims) -> HostsDigest | None:
+    """The digest of :func:`match_nodes`' verdicts when they follow from the node's
+    hostname alone: every claim delayed, with neither a selected node, a volume nor an
+    assumption of its own, and each either provisioned alike everywhere or of a class
+    that cannot provision and whose every volume names its node (then a node's verdict
+    follows from the free volumes of its host, which the catalogue's log names whenever
+    they change); None otherwise."""
+    if claims.bound:
+        return None
+    found: list[tuple[str, Hashable] | None] = []
+    for claim in claims.delayed:
+        if (claim.selected_node or catalog.claim_refs.get(claim.key) is not None
+                or catalog.assumed_claim.get(claim.key) is not None):
+            return None
+        provisions = _provisions_anywhere(catalog, claim)
+        if provisions is True:
+            found.append(None)
+            continue
+        storage_class = claim.storage_class or ""
+        if provisions is None or catalog.free_hosts(storage_class) is None:
+            return None
+        found.append((storage_class, _signature(claim)))
+    return HostsDigest(catalog, catalog.host_mark(), tuple(found))
+
+
+def _signature(claim: PersistentVolumeClaim) -> Hashable:
+    """The fields of ``claim`` a free volume is matched against (:func:`_fits_free`)."""
+    return (claim.volume_mode, claim.selector, claim.request, claim.access_modes)
 
 
 def _provisions_anywhere(catalog: VolumeCatalog, claim: PersistentVolumeClaim) -> bool | None:

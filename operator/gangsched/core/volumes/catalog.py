@@ -19,7 +19,7 @@ pods then.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Container, Hashable, Iterator
 from dataclasses import dataclass
 
 from gangsched.core.values.constraints import NodeAffinity, SelectorOperator
@@ -201,6 +201,22 @@ class VolumeCatalog:
         if len(log) > 4 * len(self.volumes) + 64:
             log.clear()
             self._generation += 1
+
+    def host_mark(self) -> tuple[int, int]:
+        """Where the log of local volumes changed stands now (see
+        :meth:`hosts_changed_since`)."""
+        return (self._generation, len(self._changed_hosts))
+
+    def hosts_changed_since(self, mark: tuple[int, int],
+                            classes: Container[str]) -> set[str] | None:
+        """The hostnames whose local volumes of one of ``classes`` changed since
+        ``mark`` (freed, taken, added, removed or edited): the only hosts
+        :meth:`serving_hosts` may have added or dropped since; None when no longer known."""
+        generation, seen = mark
+        log = self._changed_hosts
+        if generation != self._generation or seen > len(log):
+            return None
+        return {host for storage_class, host in log[seen:] if storage_class in classes}
 
     def serving_hosts(self, storage_class: str, signature: Hashable,
                       fits: Callable[[PersistentVolume], bool]) -> set[str]:
