@@ -116,7 +116,7 @@ class CycleState:
         self.decisions: list[object] = []
         self.filters: list[FilterPlugin] = []
         """The dynamic filters not skipped by their PreFilter, in profile order."""
-        self.scan: list[tuple[FilterPlugin, BatchFilter | None]] = []
+        self.scan: list[ScanItem] = []
         """The same filters in the order a scan runs them (cheapest a node first), each
         with its batch form when it has one. Every filter must pass, so the nodes that
         pass them all are the same in any order; a diagnosis, which names the first
@@ -203,6 +203,8 @@ class FilterPlugin(Plugin, Protocol):
 
 
 BatchFilter = Callable[["CycleState", PodInfo, list[NodeState]], list[NodeState]]
+ScanItem = tuple["FilterPlugin", BatchFilter | None]
+"""A dynamic filter in a scan, with its batch form if it has one."""
 
 
 @runtime_checkable

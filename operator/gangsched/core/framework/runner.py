@@ -72,12 +72,16 @@ class Framework:
             p.name: p.scan_cost if isinstance(p, fw.BatchFilterPlugin) else fw.SCAN_COST
             for p in self.dynamic_filters}
         """What judging a node costs each dynamic filter (see ``BatchFilterPlugin``)."""
-        self._scan: list[tuple[fw.FilterPlugin, fw.BatchFilter | None]] = sorted(
+        self._scan: list[fw.ScanItem] = sorted(
             ((p, p.filter_nodes if isinstance(p, fw.BatchFilterPlugin) else None)
              for p in self.dynamic_filters),
             key=lambda item: self.scan_costs[item[0].name])
         """The dynamic filters in scan order: cheapest a node first, ties in profile
         order (``sorted`` is stable)."""
+        self._lists: dict[frozenset[str], tuple[list[fw.FilterPlugin], list[fw.ScanItem]]] = {}
+        """The dynamic filters and the scan of a cycle, per set of PreFilters skipped."""
+        self._scan_but: dict[tuple[int, str], tuple[list[fw.ScanItem], list[fw.ScanItem]]] = {}
+        """A scan (by identity) and that scan without one filter, per filter left out."""
         self._domain_filters: dict[str, fw.DomainFilterPlugin] = {
             p.name: p for p in self.dynamic_filters if isinstance(p, fw.DomainFilterPlugin)}
         self._node_local = frozenset(
@@ -137,13 +141,25 @@ class Framework:
                 skipped.add(plugin.name)
             elif not status.ok:
                 return state, fw.Status(status.code, status.reasons, plugin.name)
-        if skipped:
-            state.filters = [p for p in self.dynamic_filters if p.name not in skipped]
-            state.scan = [item for item in self._scan if item[0].name not in skipped]
-        else:
-            state.filters = list(self.dynamic_filters)
-            state.scan = list(self._scan)
+        key = frozenset(skipped)
+        lists = self._lists.get(key)
+        if lists is None:
+            lists = self._lists[key] = (
+                [p for p in self.dynamic_filters if p.name not in skipped],
+                [item for item in self._scan if item[0].name not in skipped])
+        state.filters, state.scan = lists
         return state, fw.SUCCESS
+
+    def scan_but(self, state: fw.CycleState, name: str) -> list[fw.ScanItem]:
+        """``state.scan`` without the filter ``name`` (shared: not to be changed)."""
+        key = (id(state.scan), name)
+        found = self._scan_but.get(key)
+        if found is None or found[0] is not state.scan:
+            if len(self._scan_but) >= 64:
+                self._scan_but.clear()
+            found = self._scan_but[key] = (
+                state.scan, [item for item in state.scan if item[0].name != name])
+        return found[1]
 
     def digests(self, state: fw.CycleState, pod: PodInfo,
                 skip: str = "") -> tuple[object, ...] | None:

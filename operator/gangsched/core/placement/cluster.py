@@ -304,7 +304,7 @@ class Cluster(NodeBook):
         if not status.ok:
             return None
         blocked = self._blocked(owner if pod is None else info.owner)
-        judge = RunJudge(cycle, info, [item for item in cycle.scan if item[0].name != FIT_PLUGIN],
+        judge = RunJudge(cycle, info, fwk.scan_but(cycle, FIT_PLUGIN),
                          request, blocked, fwk.scan_costs,
                          fwk.refused(cycle, info) if scoring is Scoring.BINPACK else None)
         sample = self.sample_size
