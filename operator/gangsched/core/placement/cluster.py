@@ -17,8 +17,9 @@ Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
    ``Constraints`` value and dropped only when a node is added, removed, or changes
    labels, taints, readiness or schedulability;
 3. *dynamic* filters (capacity, host ports, pod (anti-)affinity, topology spread) on
-   the static candidates, a run at a time and carried over from the last pod of the
-   same shape (:mod:`~gangsched.core.placement.scan`): binpack scans from the front of the
+   the static candidates, a run at a time (:mod:`~gangsched.core.placement.scan`) and
+   carried over from the last pod of the same shape
+   (:mod:`~gangsched.core.placement.carried`): binpack scans from the front of the
    (name-sorted) candidates, skipping a prefix known to be too full for this request
    shape (the *watermark*, valid until some capacity is released; a watermark past
    every candidate fails the pod before its PreFilter runs, as the capacity check
