@@ -286,9 +286,10 @@ class Framework:
             keys = state.usage_keys
             if keys is None or len(keys) != len(nodes):
                 keys = [node.usage_key for node in nodes]
-            keyed = dict(zip(keys, nodes, strict=True))  # a node of each key
-            if len(keyed) < len(nodes):
-                firsts = list(keyed.values())
+            distinct = set(keys)
+            if len(distinct) < len(nodes):
+                keyed = list(distinct)
+                firsts = [nodes[keys.index(key)] for key in keyed]  # a node of each key
                 scores = (batch(state, pod, firsts) if batch is not None
                           else [plugin.score(state, pod, node) for node in firsts])
                 plugin.normalize(state, pod, scores)
