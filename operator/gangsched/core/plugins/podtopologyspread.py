@@ -123,6 +123,16 @@ class _Counts:
     value by order) and the values no node is refused for: the batch filter's lookup."""
 
 
+@dataclass(slots=True)
+class _Counted:
+    """Domain counts kept for :meth:`PodTopologySpread._count`: the eligible nodes they
+    were counted over, where the pod index's change log stood, and the counts."""
+
+    eligible: dict[str, str]
+    mark: tuple[int, int]
+    counts: dict[str, int]
+
+
 _MISSING_LABEL = fw.unresolvable(LABEL_REASON)
 _SKEWED = fw.unschedulable(REASON)
 
@@ -145,6 +155,9 @@ class PodTopologySpread:
         """Per label key, the orders of the nodes with each value (kept with the columns)."""
         self._domains: dict[str, frozenset[str | None]] = {}
         """Per label key, the values its column has (kept with the columns)."""
+        self._counted: dict[tuple[LabelSelector, str, int], _Counted] = {}
+        """Matching pods per domain, per selector, namespace and eligible nodes (see
+        :meth:`_count`)."""
         self._defaults: dict[tuple[tuple[str, str], ...], list[SpreadConstraint]] = {}
         """The default constraints of pods with these labels (built once per label set)."""
 
@@ -272,6 +285,7 @@ class PodTopologySpread:
         domains (cached until a node changes)."""
         if snapshot.node_epoch != self._epoch:
             self._eligible.clear()
+            self._counted.clear()  # counted over the eligible nodes of before
             self._epoch = snapshot.node_epoch
         pc = pod.constraints
         honor_affinity = c.node_affinity_policy is InclusionPolicy.HONOR
@@ -300,16 +314,45 @@ class PodTopologySpread:
 
     def _count(self, snapshot: fw.Snapshot, pod: PodInfo, c: SpreadConstraint,
                eligible: dict[str, str]) -> dict[str, int]:
-        """Matching pods per domain, for the domains that have any: the index's per-node
-        counts added up by domain (O(nodes with matching pods))."""
-        counts: dict[str, int] = {}
-        if c.selector is None:
-            return counts
-        for node, number in snapshot.pod_index.per_node(c.selector, pod.namespace).items():
+        """Matching pods per domain, for the domains that have any (a copy of its own).
+
+        Kept per selector, namespace and eligible nodes, and brought up to date from the
+        pod index's change log (``PodIndex.changed_since``): the pods added and removed
+        since, a terminating one left out as ``PodIndex.per_node`` leaves it out.
+        Afresh (the index's per-node counts added up by domain) when the log was
+        forgotten or holds more than the counts."""
+        selector = c.selector
+        if selector is None:
+            return {}
+        index = snapshot.pod_index
+        key = (selector, pod.namespace, id(eligible))
+        kept = self._counted.get(key)
+        if kept is not None and kept.eligible is eligible:
+            changes = index.changed_since(kept.mark)
+            if changes is not None and len(changes) <= 2 * len(kept.counts) + 32:
+                counts = kept.counts
+                for placed, delta in changes:
+                    if placed.terminating or placed.namespace != pod.namespace:
+                        continue
+                    value = eligible.get(placed.node)
+                    if value is None or not selector.matches(placed.labels):
+                        continue
+                    left = counts.get(value, 0) + delta
+                    if left > 0:
+                        counts[value] = left
+                    else:
+                        counts.pop(value, None)
+                kept.mark = index.mark()
+                return dict(counts)
+        counts = {}
+        for node, number in index.per_node(selector, pod.namespace).items():
             value = eligible.get(node)
             if value is not None:
                 counts[value] = counts.get(value, 0) + number
-        return counts
+        if len(self._counted) >= 4096:
+            self._counted.clear()
+        self._counted[key] = _Counted(eligible, index.mark(), counts)
+        return dict(counts)
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         constraints = self.constraints_of(pod, WhenUnsatisfiable.DO_NOT_SCHEDULE)
