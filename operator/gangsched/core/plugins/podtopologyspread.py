@@ -5,7 +5,8 @@ topology key and pass the constraint's inclusion policies (``nodeAffinityPolicy:
 the default: the pod's nodeSelector and required affinity; ``nodeTaintsPolicy: Honor``:
 its tolerations of NoSchedule/NoExecute taints; ``Ignore``: any node). Their values are
 the domains; matching pods (the constraint's selector, in the pod's namespace, with
-``matchLabelKeys`` merged at the edge) are counted per domain from the placed-pod index.
+``matchLabelKeys`` merged at the edge) are counted per domain from the placed-pod index,
+and those counts kept and brought up to date from its change log.
 The minimum over domains is 0 when there are fewer domains than ``minDomains``. Eligible
 nodes are cached per (keys, policies, constraints) until a node changes.
 
