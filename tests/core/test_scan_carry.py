@@ -34,6 +34,7 @@ from gangsched.core.values.placement_terms import (
     SpreadConstraint,
     WhenUnsatisfiable,
 )
+from gangsched.core.values.resources import Resources
 from gangsched.core.values.selectors import LabelSelector
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -93,6 +94,25 @@ def fresh_scans(on: bool) -> Iterator[None]:
         core_cluster.Cluster._binpack_scan = original  # type: ignore[method-assign]
 
 
+def _place_run(cluster: Cluster, placement: Placement, request: Resources, count: int,
+               serial: int, chosen: list[str | None],
+               placed: list[tuple[str, str, Resources]]) -> int:
+    """Place ``count`` pods of one shape, one after another, each charged where it goes
+    (its choice added to ``chosen``, the pod to ``placed``); the next serial."""
+    for _ in range(count):
+        uid = f"p{serial}"
+        serial += 1
+        info = PodInfo(request, Constraints(), placement, "default", uid, uid,
+                       labels=placement.label_map)
+        where = cluster.place(request, info.constraints, Scoring.BINPACK, pod=info)
+        chosen.append(where)
+        if where is not None:
+            cluster.charge(where, uid, request, PlacedPod(
+                uid, "default", placement.label_map, placement, where))
+            placed.append((uid, where, request))
+    return serial
+
+
 def _run(nodes: int, cpus: list[int], ops: list[Op], fresh: bool) -> list[str | None]:
     with fresh_scans(fresh):
         cluster = Cluster(percentage_of_nodes_to_score=10)
@@ -102,27 +122,16 @@ def _run(nodes: int, cpus: list[int], ops: list[Op], fresh: bool) -> list[str | 
             zones[name] = f"z{i % 5}"
             cluster.upsert_node(make_node(name, cpu=cpus[i % len(cpus)],
                                           labels={HOST: name, ZONE: zones[name]}))
-        placed: list[tuple[str, str, object]] = []
+        placed: list[tuple[str, str, Resources]] = []
         chosen: list[str | None] = []
         serial = 0
         for op, a, b, c in ops:
             if op == "place":
-                placement = _placement(a, f"app{b}")
-                request = res(1 + a % 2) + ONE_POD
-                for _ in range(c):
-                    uid = f"p{serial}"
-                    serial += 1
-                    info = PodInfo(request, Constraints(), placement, "default", uid, uid,
-                                   labels=placement.label_map)
-                    where = cluster.place(request, info.constraints, Scoring.BINPACK, pod=info)
-                    chosen.append(where)
-                    if where is not None:
-                        cluster.charge(where, uid, request, PlacedPod(
-                            uid, "default", placement.label_map, placement, where))
-                        placed.append((uid, where, request))
+                serial = _place_run(cluster, _placement(a, f"app{b}"),
+                                    res(1 + a % 2) + ONE_POD, c, serial, chosen, placed)
             elif op == "release" and placed:
                 uid, where, request = placed.pop(a % len(placed))
-                cluster.release(where, uid, request)  # type: ignore[arg-type]
+                cluster.release(where, uid, request)
             elif op == "grow" and a < nodes:
                 name = f"n{a:03}"
                 cluster.upsert_node(make_node(name, cpu=b, labels={HOST: name,
@@ -329,28 +338,17 @@ def _run_zoned(nodes: int, zones: int, cpus: list[int], ops: list[Op],
         for i in range(nodes):
             cluster.upsert_node(make_node(f"n{i:03}", cpu=cpus[i % len(cpus)],
                                           labels=labels_of(i)))
-        placed: list[tuple[str, str, object]] = []
+        placed: list[tuple[str, str, Resources]] = []
         chosen: list[str | None] = []
         serial = 0
         for op, a, b, c in ops:
             if op == "place":
-                placement = _zoned_placement(a, f"app{b}")
-                request = res(1 + b % 2) + ONE_POD
-                for _ in range(c):
-                    uid = f"p{serial}"
-                    serial += 1
-                    info = PodInfo(request, Constraints(), placement, "default", uid, uid,
-                                   labels=placement.label_map)
-                    where = cluster.place(request, info.constraints, Scoring.BINPACK, pod=info)
-                    chosen.append(where)
-                    if where is not None:
-                        cluster.charge(where, uid, request, PlacedPod(
-                            uid, "default", placement.label_map, placement, where))
-                        placed.append((uid, where, request))
+                serial = _place_run(cluster, _zoned_placement(a, f"app{b}"),
+                                    res(1 + b % 2) + ONE_POD, c, serial, chosen, placed)
             elif op == "release":
                 for _ in range(min(b, len(placed))):
                     uid, where, request = placed.pop(a % len(placed))
-                    cluster.release(where, uid, request)  # type: ignore[arg-type]
+                    cluster.release(where, uid, request)
             elif op == "grow" and a < nodes:
                 cluster.upsert_node(make_node(f"n{a:03}", cpu=b, labels=labels_of(a)))
         return chosen
