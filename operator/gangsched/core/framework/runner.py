@@ -237,9 +237,11 @@ class Framework:
         return fw.SUCCESS
 
     def pre_score(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot,
-                  nodes: Sequence[NodeState]) -> None:
+                  nodes: Sequence[NodeState], *, usage_scored: bool = False) -> None:
         """Choose the scorers for ``nodes``: those whose PreScore does not skip; and
-        among them those that score from usage keys alone (``usage_scorers``)."""
+        among them those that score from usage keys alone (``usage_scorers``).
+        ``usage_scored``: :meth:`usage_scored` said so of ``pod`` already (every scorer
+        scores by usage keys or skips), so that none is asked again."""
         state.scorers = []
         by_usage: list[str] = []
         for plugin, weight in self.scorers:
@@ -248,6 +250,9 @@ class Framework:
                 if status.code is fw.Code.SKIP:
                     continue
             state.scorers.append((plugin, weight))
+            if usage_scored:
+                by_usage.append(plugin.name)
+                continue
             usage = self._by_usage.get(plugin.name)
             if usage is not None and usage.usage_only(pod, snapshot):
                 by_usage.append(plugin.name)

@@ -337,7 +337,7 @@ class Cluster(NodeBook):
         else:
             if feasible is found.nodes and found.orders:  # known to scoring (ascending)
                 cycle.orders, cycle.usage_keys = found.orders, found.keys
-            fwk.pre_score(cycle, info, self, feasible)
+            fwk.pre_score(cycle, info, self, feasible, usage_scored=by_usage)
             chosen = select_host(feasible, fwk.score(cycle, info, feasible))
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
 
