@@ -74,23 +74,20 @@ class Carried:
             return self._zoned_scan(book, fwk, info, shape, digests, nodes, start, sample,
                                     judge.without(name), name, key, refused, where,
                                     distinct)
-        stamp = (judge.blocked, sample, tuple(plugin.name for plugin, _ in judge.filters))
+        stamp = (nodes, judge.blocked, sample,
+                 tuple(plugin.name for plugin, _ in judge.filters))
         kept = self._carried.get(shape)
-        if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp:
-            touched = book.touched_since(kept.mark)
-            domains = (None if touched is None
-                       else fwk.changed_domains(kept.digests, digests))
-            if touched is not None and domains is not None:
-                found = carry(kept, start, len(nodes), sample, judge,
-                              self._touched(book, info.constraints, touched), domains, where)
-                if found is not None:
-                    kept.mark = book.touch_mark()
-                    kept.digests = digests
-                    return found
+        since = None if kept is None else _since(book, fwk, info, kept, stamp, digests)
+        if kept is not None and since is not None:
+            found = carry(kept, start, len(nodes), sample, judge, *since, where)
+            if found is not None:
+                kept.mark = book.touch_mark()
+                kept.digests = digests
+                return found
         found = scan(nodes, start, len(nodes), sample, judge, orders=True, domains=where)
         if len(self._carried) >= MAX_SHAPES:
             self._carried.clear()
-        self._carried[shape] = Carry((nodes, *stamp), book.touch_mark(), digests, start, found)
+        self._carried[shape] = Carry(stamp, book.touch_mark(), digests, start, found)
         return found
 
     def _zoned_scan(self, book: TouchLog, fwk: Framework, info: PodInfo, shape: object,
@@ -103,16 +100,9 @@ class Carried:
         stamp = (nodes, judge.blocked, sample,
                  tuple(plugin.name for plugin, _ in judge.filters), key)
         kept = self._zoned.get(shape)
-        ready = False
-        if kept is not None and kept.stamp[0] is nodes and kept.stamp[1:] == stamp[1:]:
-            touched = book.touched_since(kept.mark)
-            domains = (None if touched is None
-                       else fwk.changed_domains(kept.digests, digests))
-            if touched is not None and domains is not None:
-                ready = zoned.update(kept, nodes, start, sample, judge,
-                                     self._touched(book, info.constraints, touched),
-                                     domains, where)
-        if kept is None or not ready:
+        since = None if kept is None else _since(book, fwk, info, kept, stamp, digests)
+        if (kept is None or since is None
+                or not zoned.update(kept, nodes, start, sample, judge, *since, where)):
             if len(self._zoned) >= MAX_SHAPES:
                 self._zoned.clear()
             kept = self._zoned[shape] = zoned.fresh(stamp, book.touch_mark(), digests, key,
@@ -121,9 +111,29 @@ class Carried:
         kept.digests = digests
         return zoned.select(kept, nodes, sample, judge, refused, where, distinct=distinct)
 
-    @staticmethod
-    def _touched(book: TouchLog, constraints: Constraints,
-                 touched: list[str]) -> list[NodeState]:
-        """The candidates for ``constraints`` among the nodes ``touched``."""
-        positions = book.positions_of(constraints)
-        return [book.nodes[name] for name in touched if name in positions]
+
+class _Kept(Protocol):
+    """What :func:`_since` reads of a kept scan (a ``Carry`` or a ``ZonedCarry``)."""
+
+    stamp: tuple[object, ...]
+    mark: tuple[int, int, int]
+    digests: tuple[object, ...]
+
+
+def _since(book: TouchLog, fwk: Framework, info: PodInfo, kept: _Kept,
+           stamp: tuple[object, ...], digests: tuple[object, ...]
+           ) -> tuple[list[NodeState], dict[str, set[str]]] | None:
+    """What changed since ``kept`` was brought up to date: the candidates touched, and
+    the domains whose verdicts may differ under ``digests``; None when it cannot be
+    carried over (another candidates list, reserved nodes, sample or filters, or the
+    touch log or a digest cannot tell)."""
+    if kept.stamp[0] is not stamp[0] or kept.stamp[1:] != stamp[1:]:
+        return None
+    touched = book.touched_since(kept.mark)
+    if touched is None:
+        return None
+    domains = fwk.changed_domains(kept.digests, digests)
+    if domains is None:
+        return None
+    positions = book.positions_of(info.constraints)
+    return [book.nodes[name] for name in touched if name in positions], domains

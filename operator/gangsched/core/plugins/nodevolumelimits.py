@@ -51,7 +51,6 @@ class NodeVolumeLimits:
                 if (found := csinodes.get(n.node.name)) is None or not found.limits
                 or exceeded(catalog, namespace, volumes, n.node.name) is None]
 
-
     def verdict_digest(self, state: fw.CycleState, pod: PodInfo) -> object:
         """Without CSINodes every node passes; with them the verdicts follow from the
         claims each node's pods use: NO_DIGEST."""
