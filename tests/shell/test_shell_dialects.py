@@ -192,8 +192,9 @@ async def test_a_coscheduling_group_waits_for_its_quorum_before_its_timer(
             op.clock.advance(5)
             await op.settle(2)
         assert bound(api, replicas) == []
-        pending = condition(api.try_get("pods", "default", replicas[0]), "PodScheduled")
-        assert "has 2 of its minMember 3 pods" in pending.get("message", ""), pending
+        await wait_for(lambda: "has 2 of its minMember 3 pods" in condition(
+            api.try_get("pods", "default", replicas[0]), "PodScheduled").get("message", ""),
+            what="the pods say they wait for the third")
         assert events(api, reason="ScheduleTimeout") == []
         late = create(api, pods_of(COSCHEDULING_DEPLOYMENT, 3, uids=False)[2:])
         await wait_for(lambda: len(bound(api, replicas + late)) == 3, what="gang bound")
