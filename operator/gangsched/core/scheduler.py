@@ -260,9 +260,11 @@ class Scheduler:
                                  volumes=True)
         elif isinstance(obs, DeviceObserved):
             self.volumes.devices.upsert(obs.obj)
+            self.volumes.epoch += 1
             self.cluster.retry()
         elif isinstance(obs, DeviceGone):
             self.volumes.devices.remove(obs.kind, obs.key)
+            self.volumes.epoch += 1
             self.cluster.retry()
         else:
             assert_never(obs)
@@ -416,7 +418,8 @@ class Scheduler:
         pod = ps.pod
         for decision in self.cluster.pre_bound.pop(pod.uid, ()):
             self.out.append(decision)  # type: ignore[arg-type]  # PreBind's own decisions
-        volumes = volume_placing.writes(self.volumes, ps.uid) if pod.volumes.claims else ()
+        volumes = (volume_placing.writes(self.volumes, ps.uid, pod)
+                   if pod.volumes.claims or pod.volumes.resource_claims else ())
         decision = BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes)
         if self._together is not None:
             self._together.append(decision)
