@@ -308,6 +308,8 @@ class Scheduler:
                                       pod.terminating, pod.nonzero))
         if ps.pod.volumes.any:
             self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
+            if pod.node_name is None:  # placed here: its resource claims are held here
+                volume_placing.hold_claims(self.cluster, self.volumes, ps.uid, pod, node)
         queue = self.queue_of(ps)
         if queue is not None:
             self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
@@ -409,6 +411,11 @@ class Scheduler:
 
     def bind(self, ps: PodState, node: str, reason: str) -> None:
         """Assume ``ps`` on ``node`` at once (no overcommit this cycle) and ask for a bind."""
+        why = volume_placing.hold_claims(self.cluster, self.volumes, ps.uid, ps.pod, node)
+        if why is not None:  # its claims cannot be had there: never bound without them
+            self.uncharge(ps)
+            self.mark_pending(ps, "DynamicResources", why)
+            return
         if ps.node is None:
             self.charge(ps, node)
         ps.assumed = True

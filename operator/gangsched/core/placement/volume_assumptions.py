@@ -38,11 +38,7 @@ def reserve(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod, nod
     """Assume the bindings of ``pod`` (whose uid is ``uid``) on ``node`` in ``volumes`` (a
     no-op for a pod without claims, for a node ``cluster`` does not know, when they do not
     fit there, which Filter has ruled out, or when the profile disables VolumeBinding)."""
-    if pod.volumes.resource_claims and cluster.framework(Scoring.BINPACK).plugin(
-            DYNAMIC_RESOURCES) is not None:
-        state = cluster.nodes.get(node)
-        if state is not None:
-            resource_claims.reserve(volumes, pod.namespace, pod.volumes, uid, state.node)
+    hold_claims(cluster, volumes, uid, pod, node)
     if not pod.volumes.claims:
         return
     if cluster.framework(Scoring.BINPACK).plugin(VOLUME_BINDING) is None:
@@ -54,6 +50,23 @@ def reserve(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod, nod
     reason, plan = binding.match(volumes, claims, state.node)
     if reason is None:
         volumes.assume(uid, plan)
+
+
+def hold_claims(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod,
+                node: str) -> str | None:
+    """Make sure the resource claims of ``pod`` are held for it on ``node``: reserved for
+    it, or allocated and assumed there now. The reason when they cannot be (then the pod
+    must not be bound there); None for a pod without claims, or when the profile
+    disables DynamicResources."""
+    names = pod.volumes.resource_claims
+    if not names or resource_claims.held(volumes, pod.namespace, names, uid):
+        return None
+    if cluster.framework(Scoring.BINPACK).plugin(DYNAMIC_RESOURCES) is None:
+        return None
+    state = cluster.nodes.get(node)
+    if state is None:
+        return f"node {node} is gone"
+    return resource_claims.reserve(volumes, pod.namespace, pod.volumes, uid, state.node)
 
 
 def writes(volumes: VolumeCatalog, uid: PodUID, pod: Pod) -> tuple[VolumeWrite, ...]:

@@ -26,6 +26,7 @@ _REJECT = fw.Rejections()
 class DynamicResources:
     name = NAME
     static = False
+    scan_cost = 90
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         volumes = pod.volumes
@@ -45,6 +46,16 @@ class DynamicResources:
         assert isinstance(catalog, VolumeCatalog) and isinstance(plan, claims.ClaimPlan)
         reason = claims.node_failure(catalog, plan, node.node)
         return fw.SUCCESS if reason is None else _REJECT(reason)
+
+    def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
+                     nodes: list[NodeState]) -> list[NodeState]:
+        found = state.read(NAME)
+        if not isinstance(found, tuple):
+            return nodes
+        catalog, plan = found
+        assert isinstance(catalog, VolumeCatalog) and isinstance(plan, claims.ClaimPlan)
+        reasons = claims.nodes_failures(catalog, plan, [state.node for state in nodes])
+        return [state for state, reason in zip(nodes, reasons, strict=True) if reason is None]
 
 
 def factory(args: object | None) -> DynamicResources:

@@ -26,12 +26,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gangsched.core.devices.allocator import Allocator
+from gangsched.core.devices.allocator import CANNOT_ALLOCATE, Allocator
 from gangsched.core.devices.catalog import Assumed
 from gangsched.core.values.constraints import matches_affinity
 from gangsched.core.values.decisions import AllocateClaim, ReserveClaim, VolumeWrite
 from gangsched.core.values.devices import (
+    ALLOCATION_RESULTS_MAX,
     RESERVED_FOR_MAX,
+    AllocationMode,
     AllocationResult,
     ConsumerRef,
     DeviceID,
@@ -54,6 +56,10 @@ class ClaimPlan:
 
     allocated: tuple[tuple[ResourceClaim, AllocationResult], ...] = ()
     to_allocate: tuple[ResourceClaim, ...] = ()
+    simple: tuple[str, tuple[str, ...], int] | None = None
+    """When every request to allocate asks ``count`` devices of one class with the same
+    selectors and nothing else: (class, selectors, total count); see
+    :mod:`gangsched.core.devices.matching`."""
 
 
 def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
@@ -97,7 +103,28 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
                     return none, (f"request {request.name}: device class "
                                   f"{spec.device_class} does not exist")
         to_allocate.append(claim)
-    return ClaimPlan(tuple(allocated), tuple(to_allocate)), None
+    return ClaimPlan(tuple(allocated), tuple(to_allocate), _simple(to_allocate)), None
+
+
+def _simple(claims: Sequence[ResourceClaim]) -> tuple[str, tuple[str, ...], int] | None:
+    found: tuple[str, tuple[str, ...]] | None = None
+    total = 0
+    for claim in claims:
+        if claim.spec.constraints:
+            return None
+        for request in claim.spec.requests:
+            spec = request.exactly
+            if (spec is None or spec.allocation_mode is not AllocationMode.EXACT_COUNT
+                    or spec.admin_access or spec.tolerations or spec.capacity):
+                return None
+            key = (spec.device_class, spec.selectors)
+            if found is not None and found != key:
+                return None
+            found = key
+            total += spec.count
+    if found is None or total > ALLOCATION_RESULTS_MAX:
+        return None
+    return found[0], found[1], total
 
 
 def _consumers(claim: ResourceClaim, assumed: Iterable[Assumed], key: str) -> int:
@@ -108,14 +135,45 @@ def _consumers(claim: ResourceClaim, assumed: Iterable[Assumed], key: str) -> in
 def node_failure(catalog: VolumeCatalog, plan: ClaimPlan, node: Node,
                  freed: frozenset[DeviceID] = frozenset()) -> str | None:
     """Why the pod's claims cannot be had on ``node``; None when they can."""
-    for _, allocation in plan.allocated:
-        selector = allocation.node_selector
-        if selector is not None and not matches_affinity(selector, node.labels, node.name):
-            return NOT_ON_NODE
+    return nodes_failures(catalog, plan, [node], freed)[0]
+
+
+def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node],
+                   freed: frozenset[DeviceID] = frozenset()) -> list[str | None]:
+    """:func:`node_failure` for each of ``nodes``, simple plans judged from the
+    matching devices kept per node (:mod:`gangsched.core.devices.matching`)."""
+    reasons: list[str | None] = [None] * len(nodes)
+    if plan.allocated:
+        for index, node in enumerate(nodes):
+            for _, allocation in plan.allocated:
+                selector = allocation.node_selector
+                if selector is not None and not matches_affinity(selector, node.labels,
+                                                                 node.name):
+                    reasons[index] = NOT_ON_NODE
+                    break
     if not plan.to_allocate:
-        return None
-    outcome = Allocator(catalog.devices, freed=freed).allocate(node, plan.to_allocate)
-    return outcome.reason or None
+        return reasons
+    devices = catalog.devices
+    if plan.simple is not None and not freed:
+        class_name, selectors, count = plan.simple
+        device_class = devices.classes.get(class_name)
+        if device_class is not None and not device_class.invalid:
+            verdicts = devices.matching.fits(devices.pools(), devices.selectors, device_class,
+                                             selectors, count, nodes)
+            if not plan.allocated and None not in verdicts:
+                return [None if verdict else CANNOT_ALLOCATE for verdict in verdicts]
+            for index, verdict in enumerate(verdicts):
+                if reasons[index] is None and verdict is not None:
+                    reasons[index] = None if verdict else CANNOT_ALLOCATE
+                elif reasons[index] is None:
+                    reasons[index] = Allocator(devices).reason(node=nodes[index],
+                                                               claims=plan.to_allocate) or None
+            return reasons
+    for index, node in enumerate(nodes):
+        if reasons[index] is None:
+            reasons[index] = Allocator(devices, freed=freed).reason(
+                node, plan.to_allocate) or None
+    return reasons
 
 
 def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: str,
@@ -140,6 +198,20 @@ def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: st
             devices.assume(Assumed(claim.key, uid, claim.resource_version, allocation))
     catalog.epoch += 1
     return None
+
+
+def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str) -> bool:
+    """Whether every claim of ``names`` is reserved for pod ``uid`` or assumed for it."""
+    devices = catalog.devices
+    for name in names:
+        key = claim_key(namespace, name)
+        assumed = devices.assumed.get(key)
+        if assumed is not None and assumed.uid == uid:
+            continue
+        claim = catalog.resource_claims.get(key)
+        if claim is None or not claim.reserved_by(uid) or claim.allocation is None:
+            return False
+    return True
 
 
 def writes(catalog: VolumeCatalog, uid: str, pod_name: str,
