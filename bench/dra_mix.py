@@ -32,7 +32,6 @@ import sys
 import time
 
 import core
-
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.values.decisions import AllocateClaim, BindPod
 from gangsched.core.values.devices import (
