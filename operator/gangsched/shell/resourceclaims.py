@@ -48,11 +48,12 @@ def _version(obj: JSON) -> str:
 
 async def reserve_claim(client: KubeClient, *, version: str, namespace: str, name: str,
                         resource_version: str, allocation: JSON | None, pod: str,
-                        pod_uid: str) -> str:
+                        pod_uid: str, claim_uid: str = "") -> str:
     """Allocate (``allocation``, None for a claim allocated already) and reserve claim
-    ``namespace/name`` for pod ``pod``; see the module docstring. ``resource_version`` is
-    the claim's version the core decided on (empty: not checked). Returns the
-    resourceVersion the claim was left at."""
+    ``namespace/name`` for pod ``pod``; see the module docstring. ``resource_version`` and
+    ``claim_uid`` are the claim's version and uid the core decided on (empty: not
+    checked; another uid is another claim of the same name). Returns the resourceVersion
+    the claim was left at."""
     path = f"{namespace}/{name}"
     claim = dict(await client.get(GROUP, version, "resourceclaims", namespace, name))
     meta = dict(claim.get("metadata") or {})
@@ -60,6 +61,9 @@ async def reserve_claim(client: KubeClient, *, version: str, namespace: str, nam
     reserved = [r for r in status.get("reservedFor") or [] if isinstance(r, Mapping)]
     if any(r.get("uid") == pod_uid for r in reserved):
         return _version(claim)  # reserved for this pod already: an earlier attempt did it
+    if claim_uid and meta.get("uid") != claim_uid:
+        raise ApiError(409, "Conflict", f"resourceclaim {path} was replaced since its devices "
+                                        "were chosen")
     if resource_version and meta.get("resourceVersion") != resource_version:
         raise ApiError(409, "Conflict", f"resourceclaim {path} changed since its devices "
                                         "were chosen")
@@ -85,3 +89,47 @@ async def reserve_claim(client: KubeClient, *, version: str, namespace: str, nam
     log.info("%s resourceclaim %s for pod %s", "allocated and reserved" if allocation
              is not None else "reserved", path, pod, extra={"claim": path, "pod": pod})
     return _version(updated)
+
+
+async def release_claim(client: KubeClient, *, version: str, namespace: str, name: str,
+                        pod_uid: str, claim_uid: str = "", deallocate: bool = False) -> None:
+    """Undo :func:`reserve_claim` for a pod that will not be bound now (kube-scheduler's
+    Unreserve): the pod leaves ``reservedFor``; with ``deallocate`` (the allocation was
+    written in the same attempt) and no consumer left, the allocation is cleared too and
+    the finalizer removed, so that no device stays held for a gang that was not bound.
+    Best effort: a claim gone or replaced is left alone; a failure is logged (the
+    resourceclaim controller drops the reservation once the pod is gone, and the core
+    sees the claim as it is)."""
+    path = f"{namespace}/{name}"
+    try:
+        claim = dict(await client.get(GROUP, version, "resourceclaims", namespace, name))
+        meta = dict(claim.get("metadata") or {})
+        if claim_uid and meta.get("uid") != claim_uid:
+            return
+        status = dict(claim.get("status") or {})
+        before = [r for r in status.get("reservedFor") or [] if isinstance(r, Mapping)]
+        kept = [r for r in before if r.get("uid") != pod_uid]
+        clear = deallocate and not kept and status.get("allocation") is not None
+        if len(kept) == len(before) and not clear:
+            return
+        status.pop("reservedFor", None)
+        if kept:
+            status["reservedFor"] = kept
+        if clear:
+            status.pop("allocation", None)
+            status.pop("devices", None)
+        claim["status"] = status
+        claim = dict(await client.replace(GROUP, version, "resourceclaims", namespace, name,
+                                          claim, subresource="status"))
+        meta = dict(claim.get("metadata") or {})
+        finalizers = list(meta.get("finalizers") or [])
+        if clear and FINALIZER in finalizers:
+            meta["finalizers"] = [f for f in finalizers if f != FINALIZER]
+            claim["metadata"] = meta
+            await client.replace(GROUP, version, "resourceclaims", namespace, name, claim)
+        log.info("released resourceclaim %s%s", path, " and its devices" if clear else "",
+                 extra={"claim": path})
+    except ApiError as err:
+        if err.code != 404:
+            log.warning("releasing resourceclaim %s failed: %s", path, err,
+                        extra={"claim": path, "code": err.code})
