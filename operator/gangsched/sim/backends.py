@@ -26,6 +26,7 @@ from typing import Protocol
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.state import invariants
 from gangsched.core.state.instants import Instants
+from gangsched.core.values import devices as dv
 from gangsched.core.values.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
 from gangsched.core.values.model import (
     AppKey,
@@ -82,6 +83,11 @@ class Backend(Protocol):
     def remove_app(self, key: AppKey) -> None: ...
     def add_group(self, spec: PodGroupSpec) -> None: ...
     def remove_group(self, key: GroupKey) -> None: ...
+    def add_devices(self, classes: tuple[dv.DeviceClass, ...],
+                    slices: tuple[dv.ResourceSlice, ...]) -> None:
+        """The cluster serves resource.k8s.io with these DeviceClasses and ResourceSlices."""
+    def add_claims(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
+        """The resourceclaim controller made these claims for a pod about to be added."""
     def add_pod(self, pod: Pod) -> None: ...
     def set_phase(self, uid: PodUID, phase: PodPhase) -> None: ...
     def delete_pod(self, uid: PodUID) -> None: ...
@@ -160,6 +166,13 @@ class GangschedBackend:
 
     def remove_group(self, key: GroupKey) -> None:
         self.world.remove_group(key)
+
+    def add_devices(self, classes: tuple[dv.DeviceClass, ...],
+                    slices: tuple[dv.ResourceSlice, ...]) -> None:
+        self.world.add_devices(classes, slices)
+
+    def add_claims(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
+        self.world.add_claims(claims)
 
     def add_pod(self, pod: Pod) -> None:
         self.world.add_pod(pod)

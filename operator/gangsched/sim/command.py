@@ -101,6 +101,10 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
         print(f"gangsched simulate: --explain {options.explain}: no such job in {name} "
               f"(jobs: {known}{', ...' if len(workload.jobs) > 10 else ''})", file=err)
         return EXIT_USAGE
+    if workload.uses_devices and "naive" in options.compare:
+        print(f"gangsched simulate: --compare naive: {name} has devices (Dynamic Resource "
+              "Allocation), which the naive binder does not model", file=err)
+        return EXIT_USAGE
     workload = runner.with_until(workload, options.until)
     if options.actions is not None:
         workload = runner.with_actions(workload, options.actions)
