@@ -56,7 +56,8 @@ class Options:
     explain: str | None = None
     """A job to explain as ``gangsched explain`` would, as the gangsched run left it."""
     explainer: Callable[..., str] | None = None
-    """``format_explanation(obj, events, pods)`` of the operator shell (given by the CLI)."""
+    """``format_explanation(obj, events, pods, claims=...)`` of the operator shell (given
+    by the CLI)."""
 
 
 def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
@@ -172,4 +173,4 @@ def _explain(output: RunOutput, job: str, explainer: Callable[..., str]) -> str:
     obj, events, pods = explained.objects(output, job)
     head = (f"Explain {job} ({output.scheduler}, as the run left it at "
             f"{report.duration(output.end)}; times are seconds since the start)\n")
-    return head + explainer(obj, events, pods)
+    return head + explainer(obj, events, pods, claims=explained.claims(output))
