@@ -106,7 +106,7 @@ def test_a_device_class() -> None:
         "selectors": [{"cel": {"expression": f"device.driver == '{GPU}'"}}],
         "config": [{"opaque": {"driver": GPU, "parameters": {"sharing": "TimeSlicing"}}}]}})
     assert found == dv.DeviceClass(GPU, (f"device.driver == '{GPU}'",), (
-        dv.OpaqueConfig(GPU, '{"sharing": "TimeSlicing"}'),))
+        dv.OpaqueConfig(GPU, '{"sharing":"TimeSlicing"}'),))
     bad = device_class({"metadata": {"name": "x"}, "spec": {"selectors": [{"cel": {}}]}})
     assert bad.invalid == "spec.selectors[0].cel.expression: Required value"
 

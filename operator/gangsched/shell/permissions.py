@@ -112,6 +112,9 @@ NEEDED: frozenset[Permission] = frozenset([
         "list": "start-up: allocations of pods' resource claims (when the API is served)",
         "watch": "follow allocations",
         "update": "add kube-scheduler's delete-protection finalizer before allocating"}),
+    *_grant("resource.k8s.io", ("deviceclasses", "resourceslices", "resourceclaimtemplates"), {
+        "list": "start-up: the devices drivers publish, their classes, the claim templates",
+        "watch": "follow devices published and withdrawn, classes and templates changed"}),
     *_grant("resource.k8s.io", ("resourceclaims/status",), {
         "update": "write status.allocation and status.reservedFor before the Binding "
                   "(resourceVersion-checked)"}),

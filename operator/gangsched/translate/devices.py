@@ -133,7 +133,7 @@ def read_opaque(raw: Mapping[str, Any], path: str, problems: fields.Problems) ->
     parameters = opaque.get("parameters")
     return dv.OpaqueConfig(read_string(opaque, "driver", where, problems, required=True),
                            json.dumps(parameters if parameters is not None else {},
-                                      sort_keys=True))
+                                      sort_keys=True, separators=(",", ":")))
 
 
 def read_selectors(raw: Mapping[str, Any], path: str, problems: fields.Problems) -> tuple[str, ...]:
