@@ -271,10 +271,11 @@ class Dispatch:
             self.submit(VolumeBindFailed(member.uid, member.node, err.code, text))
 
     async def _bind_gang(self, d: BindGang) -> None:
-        """Every member's volume writes, in order; then PreBind's wait for all their
-        claims; then, only if all succeeded, the Bindings (each on the bind pool). A failed
-        write or wait binds no member: each is reported as ``VolumeBindFailed`` with that
-        error."""
+        """Every member's volume and ResourceClaim writes, in order; then PreBind's wait
+        for all their volume claims; then, only if all succeeded, the Bindings (each on
+        the bind pool). A failed write or wait binds no member: the ResourceClaims written
+        for the gang are released (no device stays held) and each member is reported as
+        ``VolumeBindFailed`` with that error."""
         if not self.leading.is_set() or not d.binds:
             return
         written: dict[PodUID, dict[str, str]] = {}

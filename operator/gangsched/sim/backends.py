@@ -14,7 +14,8 @@ jump straight to the next instant at which a timer is due.
 After every cycle the core's books are checked: no node may hold more than its
 allocatable (:mod:`gangsched.core.state.invariants`, incrementally: only the nodes whose usage
 changed). A node over-committed is counted (``overCommittedNodes``, which must stay 0) and
-shown loudly in the timeline.
+shown loudly in the timeline; so is a device allocated to two claims at once
+(``doubleAllocatedDevices``, in a workload with devices).
 """
 
 from __future__ import annotations
@@ -169,6 +170,7 @@ class GangschedBackend:
 
     def add_devices(self, classes: tuple[dv.DeviceClass, ...],
                     slices: tuple[dv.ResourceSlice, ...]) -> None:
+        self.counters.setdefault("doubleAllocatedDevices", 0)
         self.world.add_devices(classes, slices)
 
     def add_claims(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
@@ -199,6 +201,11 @@ class GangschedBackend:
             self.counters["overCommittedNodes"] += 1
             self.timeline.add(now, f"node {found.node}", SOURCE,
                               f"INVARIANT BROKEN: over-committed: {found.describe()}")
+        doubled = self.world.claims.double_allocations
+        if doubled > self.counters.get("doubleAllocatedDevices", 0):
+            self.counters["doubleAllocatedDevices"] = doubled
+            self.timeline.add(now, "devices", SOURCE, "INVARIANT BROKEN: a device allocated "
+                              f"to two claims at once ({doubled} so far)")
         for d in decisions:
             if isinstance(d, SetAppStatus):
                 self._app_status(d, now)

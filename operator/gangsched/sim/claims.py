@@ -14,6 +14,10 @@ writes of the scheduler's PreBind, as the fake API server and the operator do th
 * :meth:`ClaimBook.pod_finished` is the controller again: a pod gone or done leaves
   ``reservedFor``, a claim with no consumer left is deallocated, and the claims made for
   the pod are deleted.
+
+It also checks the scheduler: a device allocated to two claims at once (neither with
+admin access, nor a share of a device that allows several) is counted in
+``double_allocations``, which must stay 0.
 """
 
 from __future__ import annotations
@@ -45,13 +49,33 @@ class ClaimBook:
         self.observe = observe
         self.claims: dict[str, dv.ResourceClaim] = {}
         self._version = 0
+        self.held: dict[dv.DeviceID, str] = {}
+        """Devices allocated exclusively, and the claim holding each."""
+        self.double_allocations = 0
+        """Devices found allocated to a second claim while a first held them."""
 
     def _put(self, claim: dv.ResourceClaim) -> dv.ResourceClaim:
         self._version += 1
         claim = dataclasses.replace(claim, resource_version=str(self._version))
+        old = self.claims.get(claim.key)
+        self._hold(old, release=True)
         self.claims[claim.key] = claim
+        self._hold(claim, release=False)
         self.observe(VolumeObserved(claim))
         return claim
+
+    def _hold(self, claim: dv.ResourceClaim | None, *, release: bool) -> None:
+        if claim is None or claim.allocation is None:
+            return
+        for result in claim.allocation.devices:
+            if result.admin_access or result.share_id is not None:
+                continue
+            device = result.device_id
+            if release:
+                if self.held.get(device) == claim.key:
+                    del self.held[device]
+            elif self.held.setdefault(device, claim.key) != claim.key:
+                self.double_allocations += 1
 
     def add(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
         """The resourceclaim controller made these claims (for one pod)."""
@@ -119,6 +143,7 @@ class ClaimBook:
         deallocated, and the claims made for it are deleted."""
         for key, claim in list(self.claims.items()):
             if claim.owner_pod == uid:
+                self._hold(claim, release=True)
                 del self.claims[key]
                 self.observe(VolumeGone(KIND, key))
                 continue
