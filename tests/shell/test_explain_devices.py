@@ -44,7 +44,7 @@ def test_each_member_its_claims_and_devices_or_why_none() -> None:
     assert lines == [
         "  devices (Dynamic Resource Allocation):",
         "    w-0: bound to node-0",
-        f"      claim gpu -> w-0-gpu-x: {GPU}/node-0/gpu-1 (gpu); reserved for w-0",
+        f"      claim gpu -> w-0-gpu-x: {GPU}/node-0: gpu-1 (gpu); reserved for w-0",
         "    w-1: not bound",
         "      claim gpu -> shared: no devices allocated",
         "      why: 0/3 nodes are available: 3 cannot allocate all claims.",
@@ -53,6 +53,17 @@ def test_each_member_its_claims_and_devices_or_why_none() -> None:
         "one-gpu)",
         "      why: waiting for the resourceclaim controller",
     ]
+
+
+def test_devices_of_one_pool_and_request_are_listed_together() -> None:
+    pod = member("w-0", "node-0", resourceClaimName="quad")
+    quad = claim("quad", "gpu-0", "w-0")
+    results = quad["status"]["allocation"]["devices"]["results"]
+    results.append({**results[0], "device": "gpu-1"})
+    results.append({**results[0], "pool": "node-1", "device": "gpu-0"})
+    assert device_lines([pod], [quad])[2] == (
+        f"      claim gpu -> quad: {GPU}/node-0: gpu-0, gpu-1 (gpu), {GPU}/node-1: gpu-0 "
+        "(gpu); reserved for w-0")
 
 
 def test_no_claims_no_section_and_garbage_does_not_raise() -> None:

@@ -3,7 +3,7 @@
 For each pod with ``spec.resourceClaims`` (placeholders hold devices in the scheduler's
 memory only, and have none): each entry's claim (named directly, or made from a template
 and listed in ``status.resourceClaimStatuses``; until then *not made yet*), and either
-the devices allocated to it (``driver/pool/device`` for each request) with the pods it is
+the devices allocated to it (``driver/pool: devices (request)``) with the pods it is
 reserved for, or why there are none: the pod's ``PodScheduled=False`` message, where the
 scheduler says it in kube-scheduler's words (``cannot allocate all claims``, the
 selector that matched nothing, ``resourceclaim "x" not found``...).
@@ -62,10 +62,14 @@ def _claim_line(pod: Mapping[str, Any], entry: Mapping[str, Any],
     allocation = status.get("allocation")
     if not isinstance(allocation, Mapping):
         return f"{label} -> {name}: no devices allocated"
-    devices = [f"{r.get('driver', '?')}/{r.get('pool', '?')}/{r.get('device', '?')}"
-               + (f" ({r['request']})" if r.get("request") else "")
-               for r in (_mapping(x) for x in _list(_mapping(allocation.get("devices"))
-                                                     .get("results")))]
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    for result in _list(_mapping(allocation.get("devices")).get("results")):
+        result = _mapping(result)
+        where = (str(result.get("driver", "?")), str(result.get("pool", "?")),
+                 str(result.get("request") or ""))
+        grouped.setdefault(where, []).append(str(result.get("device", "?")))
+    devices = [f"{driver}/{pool}: {', '.join(names)}" + (f" ({request})" if request else "")
+               for (driver, pool, request), names in grouped.items()]
     users = [str(_mapping(r).get("name", "?")) for r in _list(status.get("reservedFor"))]
     reserved = f"; reserved for {', '.join(users)}" if users else "; reserved for no pod"
     return f"{label} -> {name}: {', '.join(devices) or 'no devices'}{reserved}"

@@ -60,7 +60,8 @@ def objects(out: RunOutput, name: str) -> tuple[Obj, list[Obj], list[Obj]]:
             render.pod_scheduled_condition(pending, now=out.end)]
         spec: Obj = {"nodeName": pod.node_name} if pod.node_name else {}
         if pod.volumes.resource_claims:
-            spec["resourceClaims"] = [{"name": claim, "resourceClaimName": claim}
+            spec["resourceClaims"] = [{"name": claim.removeprefix(f"{pod.name}-"),
+                                       "resourceClaimName": claim}
                                       for claim in pod.volumes.resource_claims]
         pods.append({
             "metadata": {"name": pod.name, "labels": {labels.LABEL_PLACEHOLDER: "true"}
