@@ -122,6 +122,9 @@ class Engine:
         self.jobs = [JobRun(job, f"{job.namespace}/{job.name}") for job in workload.jobs]
         self.by_key = {run.key: run for run in self.jobs}
         self.by_name = {run.job.name: run for run in self.jobs}
+        self._asking = [run for run in self.jobs
+                        if racks.job_topology(run.job).required is not None]
+        """The jobs whose gang asks for one domain: the only ones stranded cpu is for."""
         self.pods: dict[PodUID, PodRun] = {}
         self.bound: dict[PodUID, _Bound] = {}
         self.nodes = {node.name: node for node in workload.nodes}
@@ -285,8 +288,9 @@ class Engine:
             self._gang_started(job)
 
     def _waiting(self) -> list[JobRun]:
-        """Submitted jobs whose gang does not run (for the stranded-capacity measure)."""
-        return [run for run in self.jobs if run.attempt > 0 and not run.done
+        """Submitted jobs whose gang does not run and asks for one domain (for the
+        stranded-capacity measure, which passes over the others)."""
+        return [run for run in self._asking if run.attempt > 0 and not run.done
                 and not run.gang_running]
 
     def _hold(self, pod: Pod, job: JobRun | None, category: str) -> None:
