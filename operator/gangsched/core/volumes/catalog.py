@@ -136,7 +136,9 @@ class VolumeCatalog:
         elif isinstance(obj, StorageCapacity):
             self.capacities[obj.key] = obj
         else:
-            self.resource_claims[claim_key(obj.namespace, obj.name)] = obj
+            key = claim_key(obj.namespace, obj.name)
+            self.resource_claims[key] = obj
+            self.devices.claim_seen(obj, key)
 
     def remove(self, kind: str, key: str) -> None:
         """Forget an object of ``kind`` (PersistentVolume, PersistentVolumeClaim,
@@ -155,6 +157,7 @@ class VolumeCatalog:
             self.csinodes.pop(key, None)
         elif kind == "ResourceClaim":
             self.resource_claims.pop(ClaimKey(key), None)
+            self.devices.claim_seen(None, key)
         elif kind == "CSIDriver":
             self.csidrivers.pop(key, None)
         elif kind == "CSIStorageCapacity":
