@@ -319,9 +319,11 @@ class KubeClient:
         return await self.request("GET", resource_path(group, version, plural, namespace, name))
 
     async def replace(self, group: str, version: str, plural: str, namespace: str | None,
-                      name: str, body: JSON) -> JSON:
-        return await self.request("PUT", resource_path(group, version, plural, namespace, name),
-                                  body=body)
+                      name: str, body: JSON, *, subresource: str = "") -> JSON:
+        path = resource_path(group, version, plural, namespace, name)
+        if subresource:
+            path += "/" + subresource
+        return await self.request("PUT", path, body=body)
 
     async def list(self, path: str, *, params: Mapping[str, str] | None = None,
                    page: int = 500) -> tuple[list[JSON], str]:
