@@ -44,6 +44,7 @@ from gangsched.sim.jobs import Outcome
 from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.timeline import Timeline
 from gangsched.sim.world import PodListener, World
+from gangsched.view.board import Board
 
 SOURCE = "gangsched"
 PREEMPTION_EVENTS = frozenset({"Preempting", "Preempted", "Reclaimed", "PreemptionFailed",
@@ -134,6 +135,9 @@ class GangschedBackend:
         """Pods the core evicted, with why, until the engine asks."""
         self.events: dict[str, list[tuple[float, RecordEvent]]] = {}
         """The last MAX_EVENTS Events on each Application and PodGroup (for explain)."""
+        self.board = Board()
+        """What the dashboard shows of the decisions, as the operator keeps it
+        (``simulate --html``)."""
 
     # --- objects -------------------------------------------------------------------------
 
@@ -182,6 +186,7 @@ class GangschedBackend:
         self.cycles += 1
         decisions = self.world.step(now)
         self.decisions += len(decisions)
+        self.board.take(decisions, now)
         for found in self.watch.check(self.scheduler):
             self.counters["overCommittedNodes"] += 1
             self.timeline.add(now, f"node {found.node}", SOURCE,

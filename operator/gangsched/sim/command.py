@@ -8,13 +8,14 @@ progress bar to ``err``, so that ``--json`` output can be piped as it is.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 import yaml
 
-from gangsched.sim import explained, generate, parse, plot, report, results, runner
+from gangsched.sim import explained, generate, html, parse, plot, report, results, runner
 from gangsched.sim.engine import Progress, RunOutput
 from gangsched.sim.progress import ProgressBar
 from gangsched.sim.source import Document, WorkloadError
@@ -56,6 +57,8 @@ class Options:
     explain: str | None = None
     """A job to explain as ``gangsched explain`` would, as the gangsched run left it."""
     explainer: Callable[..., str] | None = None
+    html: str | None = None
+    """A folder to write the dashboard's pages of the gangsched run into."""
     """``format_explanation(obj, events, pods)`` of the operator shell (given by the CLI)."""
 
 
@@ -139,6 +142,18 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
         else:
             note = " (--no-plot to skip it)" if options.plot_by_default else ""
             print(f"wrote {options.plot}{note}", file=err)
+    if options.html is not None:
+        view = html.view_of(outputs[0], options.explainer)
+        if view is None:
+            print("gangsched simulate: --html: the first run is not gangsched's", file=err)
+            return EXIT_USAGE
+        try:
+            html.write(view, options.html)
+        except OSError as error:
+            print(f"gangsched simulate: cannot write {options.html}: "
+                  f"{error.strerror or error}", file=err)
+            return EXIT_USAGE
+        print(f"wrote {os.path.join(options.html, 'index.html')}", file=err)
     main = results.summarise(outputs[0])
     if options.fail_on_timeout and main.bad:
         print(f"gangsched simulate: {main.bad} of {main.jobs} jobs did not complete under "

@@ -1,0 +1,123 @@
+"""The dashboard's tests: the operator on the fake API server, and one headless Chromium.
+
+The browser is Chromium from the distribution's packages (``scripts/install-chromium.sh``),
+driven by Playwright's synchronous API on a thread of its own: the operator and the fake
+API server run on the test's event loop, which stays free while the browser works. One
+browser serves the whole module (a fresh profile, closed at the end).
+
+Without Chromium (or Playwright) the browser tests are skipped with the reason, except
+under CI (``CI=true``), where they fail: CI installs what they need itself.
+
+As in ``tests/shell``, every API call the operator makes while the dashboard is served
+must be one its RBAC grants: the dashboard reads nothing of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+import pytest_asyncio
+from fakeapi import FakeApiServer
+from gangsched.shell import permissions
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "shell"))  # shellkit
+
+T = TypeVar("T")
+CHROMIUM_FLAGS = ["--headless", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"]
+
+
+@pytest_asyncio.fixture
+async def fake_api_factory(
+        fake_api_factory: Callable[..., Awaitable[FakeApiServer]],
+) -> AsyncIterator[Callable[..., Awaitable[FakeApiServer]]]:
+    servers: list[FakeApiServer] = []
+
+    async def make(**options: Any) -> FakeApiServer:
+        server = await fake_api_factory(**options)
+        servers.append(server)
+        return server
+
+    yield make
+    calls = {(group, resource, verb) for server in servers
+             for (client, group, resource, verb) in server.audit
+             if client in ("gangsched", "kopf")}
+    granted = {(p.group, p.resource, p.verb) for p in permissions.NEEDED}
+    assert not sorted(calls - granted), "API calls the operator's RBAC does not grant"
+
+
+def chromium() -> str | None:
+    """The Chromium to drive: ``$GANGSCHED_CHROMIUM``, else the distribution's."""
+    named = os.environ.get("GANGSCHED_CHROMIUM")
+    if named:
+        return named if os.access(named, os.X_OK) else None
+    for candidate in ("chromium", "chromium-browser"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+
+
+def missing(why: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{why}; CI must have it (scripts/test runs scripts/install-chromium.sh)")
+    pytest.skip(f"{why}: run scripts/install-chromium.sh (apt-get install chromium)")
+
+
+class Browser:
+    """A headless Chromium on a thread of its own (Playwright's sync API stays there)."""
+
+    def __init__(self, executable: str) -> None:
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="browser")
+        self._profile = tempfile.mkdtemp(prefix="gangsched-chromium-")
+        self._thread.submit(self._start, executable).result()
+
+    def _start(self, executable: str) -> None:
+        from playwright.sync_api import sync_playwright
+
+        self._playwright = sync_playwright().start()
+        flags = [*CHROMIUM_FLAGS, *(["--no-sandbox"] if os.geteuid() == 0 else [])]
+        self.context = self._playwright.chromium.launch_persistent_context(
+            self._profile, executable_path=executable, headless=True, args=flags,
+            viewport={"width": 1280, "height": 800}, chromium_sandbox=False)
+
+    async def run(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` on the browser's thread, the event loop free meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self._thread, work, *args)
+
+    def close(self) -> None:
+        def stop() -> None:
+            self.context.close()
+            self._playwright.stop()
+        try:
+            self._thread.submit(stop).result(timeout=30)
+        finally:
+            self._thread.shutdown(wait=False)
+            shutil.rmtree(self._profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = chromium()
+    if executable is None:
+        missing("no Chromium found (GANGSCHED_CHROMIUM, chromium, /usr/bin/chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing("the playwright package is not installed (pip install -e '.[dev]')")
+    assert executable is not None
+    started = Browser(executable)
+    try:
+        yield started
+    finally:
+        started.close()
