@@ -35,8 +35,10 @@ NS = '<img src=x onerror="y">&\''
 """Hostile text; a namespace has no slash (a key is ``namespace/name``)."""
 
 
-def view_of(b: Board, **sources: Any) -> model.View:
-    return model.build(b.contents(), model.Sources(**sources))
+def view_of(b: Board, *, limit: int = model.MAX_GANGS, **given: Any) -> model.View:
+    """The view of every gang (up to ``limit``), explained, as a page shows it."""
+    contents, sources = b.contents(), model.Sources(**given)
+    return model.select(model.build(contents, sources), contents, sources, limit=limit)
 
 
 # --- the board ---------------------------------------------------------------------------
@@ -187,17 +189,32 @@ def test_filters(filters: dict[str, str], shown: set[str]) -> None:
     b.take([app(key="a/one", state="Running", queue="cpu"),
             app(key="a/two", state="Accepted", queue="gpu"),
             app(key="b/three", state="Running", queue="gpu")], now=1.0)
-    view = model.select(view_of(b), **filters)
+    contents, sources = b.contents(), model.Sources()
+    view = model.select(model.build(contents, sources), contents, sources, **filters)
     assert {f"{g.namespace}/{g.name}" for g in view.gangs} == shown
+    assert view.gang_count == len(shown)
     # The choices stay those of every gang.
     assert view.namespaces == ("a", "b") and view.states == ("Accepted", "Running")
 
 
-def test_node_uses_read_placeholders_off_the_core_node_states() -> None:
-    states = [FakeNodeState(Node("n1", res(8, 32), {RACK: "r1"}), res(5, 10),
-                            {"ph-1": res(2, 4), "ph-2": res(1, 2), "real": res(2, 4)})]
-    [use] = model.node_uses(states, lambda uid: uid.startswith("ph-"))
+def test_node_uses_read_placeholders_off_copies_of_the_core_node_states() -> None:
+    pods = {"ph-1": res(2, 4), "ph-2": res(1, 2), "real": res(2, 4)}
+    states = [FakeNodeState(Node("n1", res(8, 32), {RACK: "r1"}), res(5, 10), pods)]
+    copies = model.copy_nodes(states)
+    pods["ph-3"] = res(1)  # the core goes on: the copy does not change
+    [use] = model.node_uses(copies, lambda uid: uid.startswith("ph-"))
     assert use == model.NodeUse("n1", res(8, 32), res(5, 10), res(3, 6), {RACK: "r1"}, True)
+
+
+def test_only_the_first_gangs_are_listed_and_explained_but_all_are_counted() -> None:
+    b = Board()
+    b.take([app(key=f"default/job-{i}", state="Running") for i in range(10)]
+           + [app(key="default/stuck", groups=(task_group(reason="Capacity"),))], now=1.0)
+    view = view_of(b, limit=3, explain=format_explanation)
+    assert [g.name for g in view.gangs] == ["stuck", "job-0", "job-1"]
+    assert view.gang_count == 11 and all(g.explanation for g in view.gangs)
+    page = render.page(view, "apps.html")
+    assert "the first 3 of 11 that match" in page
 
 
 def test_domains_sum_their_nodes_and_tell_the_most_cpu_free_on_one_node() -> None:

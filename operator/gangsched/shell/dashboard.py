@@ -22,15 +22,15 @@ query's ``namespace``, ``queue`` and ``state`` filter them), ``/nodes.html``, ``
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib.resources
 import logging
 import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gangsched.shell.explain import format_explanation
 from gangsched.view import model, render
-from gangsched.view.board import APPLICATION, PODGROUP, Board, Key
+from gangsched.view.board import APPLICATION, PODGROUP, Board, Contents, Key
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -75,15 +75,16 @@ class Dashboard:
         if runtime.board is None:  # (the runtime keeps one when its settings ask for this)
             runtime.board = Board(runtime._created)
         self.board: Board = runtime.board
-        self._view: model.View | None = None
+        self._view: tuple[model.View, Contents, model.Sources] | None = None
         self._built = -float("inf")
         self._lock = asyncio.Lock()
         self._runner: web.AppRunner | None = None
         self.build_seconds = 0.0
         """How long the last view took to build, in all (loop, core thread, worker)."""
 
-    async def view(self) -> model.View:
-        """The current view: the one built within ``min_interval``, or a new one."""
+    async def view(self) -> tuple[model.View, Contents, model.Sources]:
+        """The current view and what it was built from: the one built within
+        ``min_interval``, or a new one."""
         async with self._lock:
             if self._view is None or time.monotonic() - self._built >= self.min_interval:
                 started = time.perf_counter()
@@ -92,7 +93,7 @@ class Dashboard:
                 self.build_seconds = time.perf_counter() - started
             return self._view
 
-    async def _build(self) -> model.View:
+    async def _build(self) -> tuple[model.View, Contents, model.Sources]:
         rt = self.runtime
         board = self.board
         # Queues: those with an object, and those a gang is in (``default`` needs none).
@@ -112,19 +113,22 @@ class Dashboard:
             for key, entry in list(spans.items())}
         scheduler = rt.scheduler
 
-        def nodes() -> list[model.NodeUse]:  # on the core's thread: between cycles
-            pods = scheduler.pods
-
-            def placeholder(uid: str) -> bool:
-                ps = pods.get(uid)  # type: ignore[call-overload]
-                return ps is not None and bool(ps.pod.placeholder)
-            return model.node_uses(list(scheduler.cluster.nodes.values()), placeholder)
+        def copy() -> tuple[list[model.NodeCopy], dict[Any, Any]]:
+            # On the core's thread, between cycles: copies only (see bench/dashboard.py).
+            return model.copy_nodes(scheduler.cluster.nodes.values()), scheduler.pods.copy()
 
         loop = asyncio.get_running_loop()
-        uses = await loop.run_in_executor(rt.core_thread, nodes)
-        sources = model.Sources(specs=specs, partial_seconds=partial, nodes=uses,
-                                explain=format_explanation)
-        return await asyncio.to_thread(model.build, contents, sources)
+        nodes, pods = await loop.run_in_executor(rt.core_thread, copy)
+
+        def build() -> tuple[model.View, Contents, model.Sources]:
+            def placeholder(uid: str) -> bool:
+                ps = pods.get(uid)  # a PodState's pod is an immutable value
+                return ps is not None and bool(ps.pod.placeholder)
+            sources = model.Sources(specs=specs, partial_seconds=partial,
+                                    nodes=model.node_uses(nodes, placeholder),
+                                    explain=format_explanation)
+            return model.build(contents, sources), contents, sources
+        return await asyncio.to_thread(build)
 
     # --- HTTP --------------------------------------------------------------------------
 
@@ -134,21 +138,26 @@ class Dashboard:
         name = request.match_info.get("page") or "index.html"
         if name not in dict(render.PAGES):
             raise web.HTTPNotFound()
-        view = await self._safe_view()
-        if name == "apps.html":
-            q = request.query
-            view = model.select(view, namespace=q.get("namespace", ""),
-                                queue=q.get("queue", ""), state=q.get("state", ""))
-        text = await asyncio.to_thread(
-            functools.partial(render.page, view, name, refresh=self.refresh))
+        text = await asyncio.to_thread(self._render, await self._safe_view(), request.query,
+                                       lambda view: render.page(view, name,
+                                                                refresh=self.refresh))
         return web.Response(text=text, content_type="text/html", headers=SECURITY_HEADERS)
 
-    async def _json(self, _: web.Request) -> web.Response:
+    async def _json(self, request: web.Request) -> web.Response:
         from aiohttp import web
 
-        text = await asyncio.to_thread(render.to_json, await self._safe_view())
+        text = await asyncio.to_thread(self._render, await self._safe_view(), request.query,
+                                       render.to_json)
         return web.Response(text=text, content_type="application/json",
                             headers=SECURITY_HEADERS)
+
+    @staticmethod
+    def _render(built: tuple[model.View, Contents, model.Sources], query: Mapping[str, str],
+                write: Callable[[model.View], str]) -> str:
+        """On a worker thread: the gangs the query's filters ask for, explained, written."""
+        view = model.select(*built, namespace=query.get("namespace", ""),
+                            queue=query.get("queue", ""), state=query.get("state", ""))
+        return write(view)
 
     async def _static(self, request: web.Request) -> web.Response:
         from aiohttp import web
@@ -159,7 +168,7 @@ class Dashboard:
         return web.Response(body=static_file(name), content_type=STATIC[name],
                             headers=SECURITY_HEADERS)
 
-    async def _safe_view(self) -> model.View:
+    async def _safe_view(self) -> tuple[model.View, Contents, model.Sources]:
         from aiohttp import web
 
         try:

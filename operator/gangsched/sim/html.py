@@ -23,6 +23,9 @@ from gangsched.view import model, render
 from gangsched.view.board import APPLICATION, PODGROUP, Key
 
 STATIC = ("dashboard.css", "dashboard.js")
+MAX_GANGS = 2000
+"""Gangs written (blocked first, then those not over): the files are filtered in the
+browser only, so they hold more than a served page."""
 
 
 def view_of(out: RunOutput, explain: model.Explain | None) -> model.View | None:
@@ -53,10 +56,10 @@ def view_of(out: RunOutput, explain: model.Explain | None) -> model.View | None:
         ps = scheduler.pods.get(uid)  # type: ignore[call-overload]
         return ps is not None and bool(ps.pod.placeholder)
 
-    nodes = model.node_uses(scheduler.cluster.nodes.values(), placeholder)
+    nodes = model.node_uses(model.copy_nodes(scheduler.cluster.nodes.values()), placeholder)
     contents = backend.board.contents()
-    return model.build(contents, model.Sources(specs=specs, partial_seconds=partial,
-                                               nodes=nodes, explain=explain))
+    sources = model.Sources(specs=specs, partial_seconds=partial, nodes=nodes, explain=explain)
+    return model.select(model.build(contents, sources), contents, sources, limit=MAX_GANGS)
 
 
 def write(view: model.View, directory: str) -> list[str]:

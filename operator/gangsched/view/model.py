@@ -42,6 +42,9 @@ SHOWN = ("cpu", "memory")
 MAX_NODES = 500
 """Nodes listed, fullest first (the domains sum all of them)."""
 
+MAX_GANGS = 300
+"""Gangs listed (and explained) once filtered, blocked first; the rest are counted."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Bar:
@@ -135,6 +138,8 @@ class View:
     nodes: tuple[NodeRow, ...]
     domains: tuple[DomainRow, ...]
     node_count: int
+    gang_count: int
+    """Gangs that match the filters (``gangs`` lists the first :data:`MAX_GANGS`)."""
     namespaces: tuple[str, ...]
     """Every namespace, queue and state of the gangs: the filters' choices."""
     queue_names: tuple[str, ...]
@@ -151,18 +156,28 @@ class Sources:
     explain: Explain | None = None
 
 
-def node_uses(nodes: Iterable[Any], placeholder: Callable[[str], bool]) -> list[NodeUse]:
-    """The nodes of a core's cluster (``scheduler.cluster.nodes.values()``: node states
-    with ``node``, ``used`` and ``pods``), with the room held by the pods for which
-    ``placeholder(uid)`` holds. Read it on the thread that runs the core."""
+NodeCopy = tuple[Any, Resources, dict[str, Resources]]
+"""(``Node``, used, request by pod uid) of one node of the core (see :func:`copy_nodes`)."""
+
+
+def copy_nodes(nodes: Iterable[Any]) -> list[NodeCopy]:
+    """What the dashboard needs of the core's node states (``scheduler.cluster.nodes
+    .values()``), copied: the node and its usage are immutable values, the pods' requests
+    a dict copied at C speed. Run it on the core's thread, between cycles; it is the only
+    part of the view that waits for the core, and the only one a cycle waits for."""
+    return [(ns.node, ns.used, ns.pods.copy()) for ns in nodes]
+
+
+def node_uses(nodes: Iterable[NodeCopy], placeholder: Callable[[str], bool]) -> list[NodeUse]:
+    """The nodes copied by :func:`copy_nodes`, with the room held by the pods for which
+    ``placeholder(uid)`` holds."""
     out = []
-    for ns in nodes:
-        held = Resources.ZERO
-        for uid, request in ns.pods.items():
+    for node, used, pods in nodes:
+        held: dict[str, int] = {}
+        for uid, request in pods.items():
             if placeholder(uid):
-                held = held + request
-        node = ns.node
-        out.append(NodeUse(node.name, node.allocatable, ns.used, held, node.labels,
+                _add(held, request)
+        out.append(NodeUse(node.name, node.allocatable, used, Resources(held), node.labels,
                            not node.unschedulable and node.ready))
     return out
 
@@ -182,8 +197,9 @@ def _order(g: GangRow) -> tuple[object, ...]:
 
 
 def build(contents: Contents, sources: Sources) -> View:
-    """The whole view; missing pieces (a gang without spec, no nodes) show as empty.
-    Gangs are listed blocked first, then the ones not over, each by namespace and name."""
+    """The whole view, every gang listed but none explained yet (:func:`select` does
+    that for the gangs it keeps); missing pieces (a gang without spec, no nodes) show as
+    empty. Gangs are listed blocked first, then the ones not over, by namespace and name."""
     gangs = tuple(sorted(_gangs(contents, sources), key=_order))
     nodes = sorted(sources.nodes, key=lambda n: (-_fullness(n), n.name))
     return View(
@@ -193,18 +209,23 @@ def build(contents: Contents, sources: Sources) -> View:
         nodes=tuple(_node(n) for n in nodes[:MAX_NODES]),
         domains=tuple(_domains(sources.nodes)),
         node_count=len(sources.nodes),
+        gang_count=len(gangs),
         namespaces=tuple(sorted({g.namespace for g in gangs})),
         queue_names=tuple(sorted({g.queue for g in gangs} | set(contents.queues))),
         states=tuple(sorted({g.state for g in gangs})),
     )
 
 
-def select(view: View, *, namespace: str = "", queue: str = "", state: str = "") -> View:
-    """The view with only the gangs that match every filter given (empty: any)."""
-    gangs = tuple(g for g in view.gangs
-                  if (not namespace or g.namespace == namespace)
-                  and (not queue or g.queue == queue) and (not state or g.state == state))
-    return dataclasses.replace(view, gangs=gangs)
+def select(view: View, contents: Contents, sources: Sources, *, namespace: str = "",
+           queue: str = "", state: str = "", limit: int = MAX_GANGS) -> View:
+    """The view with the first ``limit`` gangs that match every filter given (empty:
+    any), each explained from ``contents`` and ``sources`` (those the view was built
+    from); the choices of the filters stay those of every gang."""
+    matching = [g for g in view.gangs
+                if (not namespace or g.namespace == namespace)
+                and (not queue or g.queue == queue) and (not state or g.state == state)]
+    kept = tuple(_explained(g, contents, sources) for g in matching[:max(0, limit)])
+    return dataclasses.replace(view, gangs=kept, gang_count=len(matching))
 
 
 # --- queues ------------------------------------------------------------------------------
@@ -251,23 +272,33 @@ def _gang(key: Key, d: SetAppStatus | SetPodGroupStatus, contents: Contents,
         groups = tuple(GroupRow(t.name, t.min_member, t.real_bound, t.placeholders.allocated,
                                 t.real_pending + t.placeholders.pending, _blocking(t.blocking))
                        for t in d.task_groups)
-        status = statuses.app_status_body(d, now=contents.now, generation=1, old_status=None)
     else:
         state, queue = d.phase, str(spec.get("queue") or "default")
         groups = (GroupRow("(pod group)", _int(spec.get("minMember")), d.scheduled,
                            d.assumed, max(0, d.members - d.scheduled - d.assumed),
                            _blocking(d.blocking)),)
-        status = statuses.podgroup_status_body(d, now=contents.now, generation=1,
-                                               old_status=None)
-    explanation = ""
-    if sources.explain is not None:
-        obj = {"kind": key[0], "metadata": {"namespace": namespace, "name": name},
-               "spec": spec, "status": status}
-        explanation = sources.explain(obj, [_event_json(e) for e in events], [],
-                                      now=contents.now)
     return GangRow(key[0], namespace, name, queue, state, d.reason, d.message, groups,
                    contents.full_gang.get(key), sources.partial_seconds.get(key, 0.0),
-                   tuple(reversed(events)), explanation)
+                   tuple(reversed(events)), "")
+
+
+def _explained(g: GangRow, contents: Contents, sources: Sources) -> GangRow:
+    """The row with ``gangsched explain``'s text, written from the status the operator
+    writes for the gang's last status decision."""
+    key = (g.kind, f"{g.namespace}/{g.name}")
+    d = contents.apps.get(key[1]) if g.kind == APPLICATION else contents.groups.get(key[1])
+    if sources.explain is None or d is None:
+        return g
+    if isinstance(d, SetAppStatus):
+        status = statuses.app_status_body(d, now=contents.now, generation=1, old_status=None)
+    else:
+        status = statuses.podgroup_status_body(d, now=contents.now, generation=1,
+                                               old_status=None)
+    obj = {"kind": g.kind, "metadata": {"namespace": g.namespace, "name": g.name},
+           "spec": sources.specs.get(key) or {}, "status": status}
+    events = [_event_json(e) for e in reversed(g.events)]
+    return dataclasses.replace(g, explanation=sources.explain(obj, events, [],
+                                                              now=contents.now))
 
 
 def _blocking(b: Any) -> str:

@@ -157,7 +157,10 @@ def _apps(view: View) -> str:
                + _select("queue", "queue", view.queue_names)
                + _select("state", "state", view.states)
                + '<noscript><button type="submit">filter</button></noscript>'
-               f'<span id="shown" class="stamp">{len(view.gangs)} shown</span></form>')
+               f'<span id="shown" class="stamp">{len(view.gangs)} shown</span>'
+               + (f'<span class="stamp">the first {len(view.gangs)} of {view.gang_count} '
+                  "that match, blocked first: filter to see others</span>"
+                  if view.gang_count > len(view.gangs) else "") + "</form>")
     if not view.gangs:
         return f"<h1>Applications and PodGroups</h1>{filters}<p class=\"empty\">None.</p>"
     rows = "".join(_gang(g) for g in view.gangs)
