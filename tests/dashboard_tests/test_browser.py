@@ -24,7 +24,7 @@ from gangsched.shell.runtime import Runtime
 from gangsched.view.board import Board
 from shellkit import FakeClock, OperatorUnderTest, wait_for
 
-SECOND = 'tr[data-key="Application/default/second"]'
+SECOND = 'tbody[data-key="Application/default/second"]'
 TIMEOUT_MS = 15_000
 
 
@@ -78,7 +78,7 @@ def until_refreshed(page: Any) -> None:
 
 def shown(page: Any) -> list[str]:
     return list(page.eval_on_selector_all(
-        "tr[data-gang]", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.key)"))
+        "[data-gang]", "rows => rows.filter(r => !r.hidden).map(r => r.dataset.key)"))
 
 
 def choose(page: Any, name: str, value: str, expected: set[str]) -> None:
@@ -86,7 +86,7 @@ def choose(page: Any, name: str, value: str, expected: set[str]) -> None:
     operator's page, fetched again at once, brings the rows it had left out)."""
     page.select_option(f'select[name="{name}"]', value)
     page.wait_for_function(
-        "want => { const got = [...document.querySelectorAll('tr[data-gang]')]"
+        "want => { const got = [...document.querySelectorAll('[data-gang]')]"
         ".filter(r => !r.hidden).map(r => r.dataset.key).sort();"
         " return JSON.stringify(got) === JSON.stringify(want); }",
         arg=sorted(expected), polling=50)
@@ -107,20 +107,22 @@ async def test_a_gang_is_shown_waiting_then_bound(browser: Browser,
         explain = await browser.run(lambda: page.inner_text(f"{SECOND} pre.explain"))
         assert "blocked by QueueQuota at queue team" in explain
         assert "queue headroom: cpu=1" in explain and "queue max: cpu=4" in explain
+        shot = os.environ.get("GANGSCHED_DASHBOARD_SCREENSHOT")
+        if shot:
+            await browser.run(lambda: page.screenshot(path=shot, full_page=True))
 
         scenario.raise_quota(api)
         await wait_for(lambda: scenario.reserved(api, "second") == "2/2", what="second bound")
         # The page follows by itself: no reload.
         await browser.run(lambda: page.wait_for_function(
             "row => { const r = document.querySelector(row);"
-            " return r && !r.classList.contains('blocked'); }", arg=SECOND, polling=100))
+            " const held = r && r.querySelectorAll('table.groups tr')[1].cells[3];"
+            " return r && !r.classList.contains('blocked') && held.textContent === '2'; }",
+            arg=SECOND, polling=100))
         after = await browser.run(cells, page, SECOND)
         assert after["placeholders"] == "2" and after["blocking"] == "—", after
         assert await browser.run(lambda: page.locator(f"{SECOND} details").get_attribute(
             "open")) is not None  # the reader's open details stay open
-        shot = os.environ.get("GANGSCHED_DASHBOARD_SCREENSHOT")
-        if shot:
-            await browser.run(lambda: page.screenshot(path=shot))
 
         # The queues and the nodes show the placeholders' room.
         await browser.run(page.goto, base)
@@ -157,7 +159,7 @@ async def test_filters_show_only_the_gangs_asked_for(browser: Browser,
         # A filtered address is filtered by the operator too.
         await browser.run(page.goto, base + "apps.html?queue=team")
         rows = await browser.run(lambda: page.eval_on_selector_all(
-            "tr[data-gang]", "rows => rows.map(r => r.dataset.key)"))
+            "[data-gang]", "rows => rows.map(r => r.dataset.key)"))
         assert set(rows) == every - {"Application/research/solo"}
         assert await browser.run(lambda: page.input_value('select[name="queue"]')) == "team"
     finally:

@@ -35,6 +35,7 @@ Explain = Callable[..., str]
 
 LEVELS = ((ZONE, "zone"), (BLOCK, "block"), (RACK, "rack"))
 """Topology levels shown, widest first, by node label."""
+_LEVEL_LABELS = tuple(label for label, _ in LEVELS)
 
 SHOWN = ("cpu", "memory")
 """Resources every bar row shows; other resources are shown where some row has them."""
@@ -355,25 +356,49 @@ def _add(into: dict[str, int], vector: Resources) -> None:
         into[name] = into.get(name, 0) + amount
 
 
+def _merge(into: _Sum, other: _Sum) -> None:
+    into.nodes += other.nodes
+    _add_all(into.allocatable, other.allocatable)
+    _add_all(into.used, other.used)
+    _add_all(into.held, other.held)
+    into.largest_free_cpu = max(into.largest_free_cpu, other.largest_free_cpu)
+
+
+def _add_all(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
 def _domains(nodes: Iterable[NodeUse]) -> Iterator[DomainRow]:
-    """Each domain of each level: its nodes' sums (plain dicts: 65,000 nodes are summed in
-    a tenth of a second) and the most cpu free on one schedulable node."""
-    sums: dict[tuple[int, str], _Sum] = {}
+    """Each domain of each level: its nodes' sums and the most cpu free on one
+    schedulable node. Nodes are summed once per set of topology labels (a rack's nodes
+    share one), then those sums into each level's domains: a node is added once, not once
+    per level."""
+    by_labels: dict[tuple[str | None, ...], _Sum] = {}
     for n in nodes:
-        free_cpu = max(0, n.allocatable.get(resources.CPU) - n.used.get(resources.CPU)) \
-            if n.schedulable else 0
-        for index, (label, _) in enumerate(LEVELS):
-            value = n.labels.get(label)
+        place = tuple(map(n.labels.get, _LEVEL_LABELS))
+        if place.count(None) == len(LEVELS):
+            continue
+        s = by_labels.get(place)
+        if s is None:
+            s = by_labels[place] = _Sum()
+        s.nodes += 1
+        _add(s.allocatable, n.allocatable)
+        _add(s.used, n.used)
+        _add(s.held, n.placeholders)
+        if n.schedulable:
+            free_cpu = n.allocatable.get(resources.CPU) - n.used.get(resources.CPU)
+            if free_cpu > s.largest_free_cpu:
+                s.largest_free_cpu = free_cpu
+    sums: dict[tuple[int, str], _Sum] = {}
+    for place, part in by_labels.items():
+        for index, value in enumerate(place):
             if value is None:
                 continue
             s = sums.get((index, value))
             if s is None:
                 s = sums[(index, value)] = _Sum()
-            s.nodes += 1
-            _add(s.allocatable, n.allocatable)
-            _add(s.used, n.used)
-            _add(s.held, n.placeholders)
-            s.largest_free_cpu = max(s.largest_free_cpu, free_cpu)
+            _merge(s, part)
     for (index, value), s in sorted(sums.items()):
         allocatable, used = Resources(s.allocatable), Resources(s.used)
         free = (allocatable - used).clamp_non_negative()

@@ -167,8 +167,7 @@ def _apps(view: View) -> str:
     return ("<h1>Applications and PodGroups</h1>" + filters
             + "<table class=\"grid gangs\"><thead><tr><th>gang</th><th>queue</th>"
             "<th>state</th><th>task groups</th><th>time to full gang</th>"
-            "<th>partial gang</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>")
+            f"<th>partial gang</th></tr></thead>{rows}</table>")
 
 
 def _seconds(value: float | None) -> str:
@@ -195,20 +194,23 @@ def _gang(g: GangRow) -> str:
               f"{esc(g.events[0].message)}</div>" if g.events else "")
     reason = (f'<div class="msg">{esc(g.reason)}: {esc(g.message)}</div>'
               if g.reason or g.message else "")
+    # The explanation prints the Events; the list stands in when there is none.
+    told = (f'<pre class="explain">{esc(g.explanation)}</pre>' if g.explanation else
+            f'<ul class="events">{events or "<li>no events</li>"}</ul>')
     detail = (f'<details data-key="{esc(key)}"><summary>explain and events</summary>'
-              f'<pre class="explain">{esc(g.explanation)}</pre>'
-              f'<ul class="events">{events or "<li>no events</li>"}</ul></details>')
+              f"{told}</details>")
     blocked = " blocked" if g.blocked else ""
-    return (f'<tr class="gang{blocked}" data-gang data-kind="{esc(g.kind)}" '
+    return (f'<tbody class="gang{blocked}" data-gang data-kind="{esc(g.kind)}" '
             f'data-namespace="{esc(g.namespace)}" data-queue="{esc(g.queue)}" '
-            f'data-state="{esc(g.state)}" data-key="{esc(key)}">'
+            f'data-state="{esc(g.state)}" data-key="{esc(key)}"><tr class="main">'
             f'<td class="name"><span class="kind">{esc(g.kind)}</span> '
-            f"{esc(g.namespace)}/<b>{esc(g.name)}</b>{reason}{latest}{detail}</td>"
+            f"{esc(g.namespace)}/<b>{esc(g.name)}</b>{reason}{latest}</td>"
             f"<td>{esc(g.queue)}</td>"
             f'<td><span class="state s-{esc(g.state)}">{esc(g.state)}</span></td>'
             f'<td><table class="groups">{groups}</table></td>'
             f'<td class="num">{_seconds(g.time_to_full)}</td>'
-            f'<td class="num">{g.partial_seconds:.1f} s</td></tr>')
+            f'<td class="num">{g.partial_seconds:.1f} s</td></tr>'
+            f'<tr class="detail"><td colspan="6">{detail}</td></tr></tbody>')
 
 
 # --- nodes -------------------------------------------------------------------------------

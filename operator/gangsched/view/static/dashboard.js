@@ -19,7 +19,7 @@
     var selects = document.querySelectorAll("select[data-filter]");
     selects.forEach(function (s) { s.value = q.get(s.name) || ""; });
     var shown = 0;
-    document.querySelectorAll("tr[data-gang]").forEach(function (row) {
+    document.querySelectorAll("[data-gang]").forEach(function (row) {
       var ok = true;
       selects.forEach(function (s) {
         var want = q.get(s.name);
