@@ -138,8 +138,9 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
                      help="simulate a generated workload instead: 'day' is a day of mixed "
                           "batch and AI jobs")
     sim.add_argument("--nodes", type=_node_count, default=1000,
-                     help="nodes of the generated workload (default 1000, at most 5000: "
-                          "the largest cluster Kubernetes supports)")
+                     help="nodes of the generated workload (default 1000, at most 100000: "
+                          "the largest clusters run today); above 5000, GPU racks and "
+                          "blocks and training gangs of 256 to 2048 pods")
     sim.add_argument("--pods", type=_positive_int, default=10_000,
                      help="pods of the generated workload (default 10000)")
     sim.add_argument("--seed", type=int, default=1, help="seed of the generated workload")
@@ -205,13 +206,12 @@ def _positive_int(text: str) -> int:
 
 
 def _node_count(text: str) -> int:
-    from gangsched.sim.parse import MAX_NODES
+    from gangsched.sim.parse import MAX_NODES, MAX_NODES_WHY
 
     value = _positive_int(text)
     if value > MAX_NODES:
         raise argparse.ArgumentTypeError(
-            f"must be at most {MAX_NODES} (the largest cluster Kubernetes supports), "
-            f"got {value}")
+            f"must be at most {MAX_NODES} ({MAX_NODES_WHY}), got {value}")
     return value
 
 

@@ -7,7 +7,8 @@ conflicts), :mod:`fakeapi.watch`, :mod:`fakeapi.lifecycle` (deletion, finalizers
 :mod:`fakeapi.pods` (admission, binding, eviction, kubelet), :mod:`fakeapi.kubelet`
 (graceful deletion, start-up delay, watch lag), :mod:`fakeapi.schema`
 (CRDs), :mod:`fakeapi.patching`, :mod:`fakeapi.selectors`, :mod:`fakeapi.validation`,
-:mod:`fakeapi.discovery`, :mod:`fakeapi.faults`.
+:mod:`fakeapi.discovery`, :mod:`fakeapi.faults`, :mod:`fakeapi.claims` (the resourceclaim
+controller) and :mod:`fakeapi.dra_validation` (resource.k8s.io).
 """
 
 from fakeapi.errors import ApiError

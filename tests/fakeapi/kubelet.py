@@ -12,6 +12,8 @@ uniformly per pod from a seeded generator, or one fixed number):
   is it removed and watchers see ``DELETED``. The kubelet never takes longer than the
   grace period (it kills the containers when that runs out).
 * ``watch_lag``: every watch event reaches watchers this long after the write.
+* ``controller``: the resourceclaim controller acts this long after the change it
+  reacts to (:mod:`fakeapi.claims`).
 
 The API-server half of graceful deletion (which pods are deleted at once, a second
 DELETE that shortens the grace period) is :func:`grace_period`, followed by
@@ -53,11 +55,15 @@ class Timing:
     """Seconds from a graceful DELETE to the pod's removal (capped by its grace period)."""
     watch_lag: float = 0.0
     """Seconds every watch event is held back before it is sent."""
+    controller: Span = 0.0
+    """Seconds a kube-controller-manager controller (the resourceclaim controller of
+    :mod:`fakeapi.claims`) takes to act on a change it watches."""
 
     def __post_init__(self) -> None:
         _check("start", self.start)
         _check("stop", self.stop)
         _check("watch_lag", self.watch_lag)
+        _check("controller", self.controller)
 
     @property
     def graceful(self) -> bool:
@@ -67,10 +73,10 @@ class Timing:
 
 INSTANT = Timing()
 
-REALISTIC = Timing(start=(0.2, 0.8), stop=(0.5, 2.0), watch_lag=0.05)
+REALISTIC = Timing(start=(0.2, 0.8), stop=(0.5, 2.0), watch_lag=0.05, controller=(0.05, 0.3))
 """What a real node and API server take, roughly: the scenario runs use these."""
 
-QUICK = Timing(start=(0.01, 0.05), stop=(0.05, 0.2), watch_lag=0.01)
+QUICK = Timing(start=(0.01, 0.05), stop=(0.05, 0.2), watch_lag=0.01, controller=(0.01, 0.05))
 """Small but non-zero: the shell tests run under these so that nothing relies on an
 instant deletion while the suite stays fast."""
 

@@ -22,7 +22,8 @@ Faithful:
 Simplified: budgets count matching, non-terminating pods as expected and running
 ones as healthy (no controller scale lookup); the fake kubelet (``auto_run``) marks
 pods Running and Ready after the ``start`` delay of :mod:`fakeapi.kubelet` (within the
-binding request when it is 0), unless the pod is deleted or replaced meanwhile.
+binding request when it is 0), unless the pod is deleted or replaced meanwhile, and
+only once its ResourceClaims are allocated and reserved for it (:mod:`fakeapi.claims`).
 """
 
 from __future__ import annotations
@@ -246,12 +247,7 @@ def bind(store: Store, ns: str, name: str | None, binding: Any) -> Obj:
         uid = md["uid"]
 
         def start() -> None:
-            current = store.lookup(pods_t, ns, name)
-            if current is None or current["metadata"]["uid"] != uid or \
-                    current["metadata"].get("deletionTimestamp") or \
-                    (current.get("status") or {}).get("phase") != "Pending":
-                return
-            set_running(store, current)
+            store.claims.try_start(ns, name, uid)
 
         store.kubelet.later(store.kubelet.draw(store.kubelet.timing.start), start)
     return errors.status_body(201)

@@ -106,6 +106,22 @@ def workload_api(version: str) -> tuple[ResourceType, ...]:
             dataclasses.replace(podgroups, drops_status_on_create=True))
 
 
+DRA_GROUP = "resource.k8s.io"
+
+
+def dra_api(version: str) -> tuple[ResourceType, ...]:
+    """Dynamic Resource Allocation's types at ``version`` (``v1``, GA since Kubernetes
+    1.34): DeviceClass and ResourceSlice cluster-scoped, ResourceClaim (with its
+    ``status`` subresource, where the scheduler writes ``allocation`` and ``reservedFor``)
+    and ResourceClaimTemplate namespaced. Built in but not in :data:`BUILTINS`: an older
+    cluster (or one with the API turned off) serves none of them (see
+    :meth:`Registry.serve`)."""
+    return (_t(DRA_GROUP, version, "deviceclasses", "DeviceClass", False),
+            _t(DRA_GROUP, version, "resourceclaims", "ResourceClaim", True, subs=("status",)),
+            _t(DRA_GROUP, version, "resourceclaimtemplates", "ResourceClaimTemplate", True),
+            _t(DRA_GROUP, version, "resourceslices", "ResourceSlice", False))
+
+
 #: Subresource discovery entries that name another kind (the rest repeat the parent's).
 SUBRESOURCE_KINDS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     # subresource: (group, version, kind, verbs)

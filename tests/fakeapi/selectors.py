@@ -193,6 +193,7 @@ FIELDS_BY_KIND: dict[str, frozenset[str]] = {
         "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName",
     }),
     "Node": frozenset({"spec.unschedulable"}),
+    "ResourceSlice": frozenset({"spec.nodeName", "spec.driver"}),
     "Namespace": frozenset({"status.phase"}),
     "Event": frozenset({
         "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",

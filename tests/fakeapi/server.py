@@ -375,6 +375,20 @@ class FakeApiServer:
         for version in versions or ("v1alpha2",):
             self.store.registry.unserve(resources.workload_api(version))
 
+    def serve_dra(self, *versions: str) -> None:
+        """Serve Dynamic Resource Allocation (``resource.k8s.io`` DeviceClasses,
+        ResourceSlices, ResourceClaims, ResourceClaimTemplates) at ``versions`` (default
+        ``v1``), as Kubernetes 1.34 and later do, with the resourceclaim controller and the
+        kubelet's check of a pod's claims (:mod:`fakeapi.claims`); :meth:`stop_dra` turns
+        it off again."""
+        for version in versions or ("v1",):
+            self.store.registry.serve(resources.dra_api(version))
+
+    def stop_dra(self, *versions: str) -> None:
+        """Stop serving ``resource.k8s.io`` at ``versions`` (default ``v1``)."""
+        for version in versions or ("v1",):
+            self.store.registry.unserve(resources.dra_api(version))
+
     def install_crds_from_dir(self, path: str | pathlib.Path) -> builtins.list[str]:
         """Create (or replace) every CRD in the ``*.yaml``/``*.yml`` files of a folder."""
         names = []

@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from fakeapi import (
+    claims,
+    dra_validation,
     errors,
     kubelet,
     lifecycle,
@@ -126,6 +128,8 @@ class Store:
         self.kubelet = kubelet.Kubelet(timing, seed=seed)
         """The fake kubelet's delays (graceful deletion, start-up, watch lag)."""
         self.gc = lifecycle.Lifecycle(self)
+        self.claims = claims.ClaimController(self)
+        """The resourceclaim controller and the kubelet's check of a pod's claims."""
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(self.rtype("", "v1", "namespaces"), None, {"metadata": {"name": name}})
         pcs = self.rtype("scheduling.k8s.io", "v1", "priorityclasses")
@@ -206,6 +210,7 @@ class Store:
             for ref in new_refs - old_refs:
                 self.dependents.setdefault(ref, set()).add(entry)
         bucket.log.append(watch.WatchEvent(self.rv, etype, new, old))
+        self.claims.observe(rtype, etype, new)
         return new
 
     # --- create ------------------------------------------------------------------------
@@ -280,6 +285,9 @@ class Store:
             obj = lifecycle.namespace_defaults(obj)
         elif rtype.group == "" and rtype.kind == "Node" and old is None:
             obj = nodes.taint_at_creation(obj)
+        elif rtype.group == resources.DRA_GROUP and rtype.kind in dra_validation.RULES:
+            obj = dra_validation.admit(rtype.kind, obj, old)
+            causes += dra_validation.RULES[rtype.kind](obj, old)
         else:
             obj = volumes.admit(rtype, obj, old)
         rule = validation.KIND_RULES.get((rtype.group, rtype.kind))

@@ -140,7 +140,8 @@ async def test_koordinator_gang_group_across_namespaces(fake_api_factory: Any,
         assert owner_of(group) == "gang-a-member-0"
         assert group is not None and group["spec"] == {
             "minMember": 5, "scheduleTimeoutSeconds": 3600, "totalNumber": 5, "mode": "Strict",
-            "gangGroup": ["namespace-a/gang-a", "namespace-b/gang-b"], "queue": "default"}
+            "gangGroup": ["namespace-a/gang-a", "namespace-b/gang-b"], "queue": "default",
+            "onTimeout": "Requeue", "waitForMinMember": True}
         await wait_for(lambda: status_of(api, "podgroups", "namespace-b", "gang-b")
                        .get("phase") in ("Scheduled", "Running"), what="gang-b Scheduled")
     finally:
@@ -170,6 +171,35 @@ async def test_coscheduling_podgroup(fake_api_factory: Any, tmp_path: pathlib.Pa
         status = written()
         assert set(status) == {"phase", "running", "succeeded", "failed", "scheduleStartTime"}
         assert api.try_get("podgroups", "default", "pg1", api_version=GANGSCHED) is None
+    finally:
+        await op.kill()
+
+
+async def test_a_coscheduling_group_waits_for_its_quorum_before_its_timer(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """scheduler-plugins' pg1 (minMember 3, scheduleTimeoutSeconds 10): two pods at once,
+    the third 25 s later. coscheduling's PreFilter turns the group away until its third
+    pod exists, so its Permit wait starts only then: the late pod binds with the others,
+    and the group is never timed out."""
+    api, op = await start(fake_api_factory, tmp_path)
+    assert isinstance(op.clock, FakeClock)
+    try:
+        podgroup = load(COSCHEDULING_PODGROUP)
+        podgroup["metadata"]["namespace"] = "default"
+        api.create(podgroup)
+        replicas = create(api, pods_of(COSCHEDULING_DEPLOYMENT, 2, uids=False))
+        for _ in range(5):  # 25 s in steps, a cycle at each
+            op.clock.advance(5)
+            await op.settle(2)
+        assert bound(api, replicas) == []
+        await wait_for(lambda: "has 2 of its minMember 3 pods" in condition(
+            api.try_get("pods", "default", replicas[0]), "PodScheduled").get("message", ""),
+            what="the pods say they wait for the third")
+        assert events(api, reason="ScheduleTimeout") == []
+        late = create(api, pods_of(COSCHEDULING_DEPLOYMENT, 3, uids=False)[2:])
+        await wait_for(lambda: len(bound(api, replicas + late)) == 3, what="gang bound")
+        obj = api.get("podgroups", "default", "pg1", api_version=COSCHEDULING)
+        assert (obj.get("status") or {}).get("phase") != "TimedOut"
     finally:
         await op.kill()
 

@@ -85,6 +85,8 @@ from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
+    DeviceGone,
+    DeviceObserved,
     EvictionFailed,
     NamespaceGone,
     NamespaceObserved,
@@ -256,6 +258,12 @@ class Scheduler:
         elif isinstance(obs, VolumeBindFailed):
             membership.bind_failed(self, BindFailed(obs.uid, obs.node, obs.code, obs.message),
                                  volumes=True)
+        elif isinstance(obs, DeviceObserved):
+            self.volumes.devices.upsert(obs.obj)
+            self.cluster.retry()
+        elif isinstance(obs, DeviceGone):
+            self.volumes.devices.remove(obs.kind, obs.key)
+            self.cluster.retry()
         else:
             assert_never(obs)
 

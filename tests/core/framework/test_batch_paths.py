@@ -36,6 +36,7 @@ from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.framework.runner import Framework
 from gangsched.core.placement.cluster import Cluster
 from gangsched.core.plugins import podtopologyspread as pts
+from gangsched.core.plugins.podtopologyspread import scoring as pts_scoring
 from gangsched.core.values.constraints import ANY_NODE, Taint, TaintEffect
 from gangsched.core.values.model import Node, Scoring
 from gangsched.core.values.placement_terms import Placement, SpreadConstraint, WhenUnsatisfiable
@@ -707,16 +708,16 @@ def check_scores_by_orders(fwk: Framework, cycle: fw.CycleState, info: PodInfo,
     ordered = sorted(nodes, key=lambda n: n.order)
     spread = fwk.plugin(pts.NAME)
     assert isinstance(spread, pts.PodTopologySpread)
-    for ratio in (pts.BY_VALUE_RATIO, 0):
+    for ratio in (pts_scoring.BY_VALUE_RATIO, 0):
         cycle.orders = [n.order for n in ordered]
         cycle.usage_keys = [n.usage_key for n in ordered]
-        kept, pts.BY_VALUE_RATIO = pts.BY_VALUE_RATIO, ratio
+        kept, pts_scoring.BY_VALUE_RATIO = pts_scoring.BY_VALUE_RATIO, ratio
         try:
             fwk.pre_score(cycle, info, cluster, ordered)
             got = fwk.score(cycle, info, ordered)
             by_value = spread._by_value(cycle, ordered, 1)
         finally:
-            pts.BY_VALUE_RATIO = kept
+            pts_scoring.BY_VALUE_RATIO = kept
             cycle.orders = cycle.usage_keys = None
         assert got == per_node_scores(cycle, info, ordered), names(ordered)
         if by_value is not None:
@@ -841,14 +842,14 @@ def test_spread_by_value_leaves_out_a_value_whose_every_node_has_matching_pods()
     nodes = [n for n in cluster.sorted_nodes() if n.node.name != "b3"]
     cycle.orders = [n.order for n in nodes]
     cycle.usage_keys = [n.usage_key for n in nodes]
-    kept, pts.BY_VALUE_RATIO = pts.BY_VALUE_RATIO, 0
+    kept, pts_scoring.BY_VALUE_RATIO = pts_scoring.BY_VALUE_RATIO, 0
     try:
         fwk.pre_score(cycle, info, cluster, nodes)
         spread = fwk.plugin(pts.NAME)
         assert isinstance(spread, pts.PodTopologySpread)
         by_value = spread._by_value(cycle, nodes, 1)
     finally:
-        pts.BY_VALUE_RATIO = kept
+        pts_scoring.BY_VALUE_RATIO = kept
     assert by_value is not None
     cycle.orders = cycle.usage_keys = None
     fwk.pre_score(cycle, info, cluster, nodes)

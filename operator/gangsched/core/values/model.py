@@ -81,6 +81,22 @@ class GangMode(_ParsedEnum):
     NON_STRICT = "NonStrict"
 
 
+NO_TIMEOUT = 100 * 365 * 86400.0
+"""A schedule timeout that never expires: a century (the gangs of schedulers that have
+none, such as Volcano's and kube-scheduler's)."""
+
+
+class TimeoutAction(_ParsedEnum):
+    """What a PodGroup's expired ``scheduleTimeoutSeconds`` does. ``Fail``: the group is
+    ``TimedOut`` for good (gangsched's own PodGroups). ``Requeue``: its assumed members
+    are released and its pending members go back to the queue with a backoff, and the
+    group is tried again with a fresh timer (coscheduling's and Koordinator's Permit
+    timeout)."""
+
+    FAIL = "Fail"
+    REQUEUE = "Requeue"
+
+
 class SortPolicy(_ParsedEnum):
     FIFO = "fifo"
     STATE_AWARE = "stateaware"
@@ -310,6 +326,12 @@ class PodGroupSpec:
     min_resources: Resources = Resources.ZERO
     schedule_timeout: float = 600.0
     mode: GangMode = GangMode.STRICT
+    on_timeout: TimeoutAction = TimeoutAction.FAIL
+    """See :class:`TimeoutAction`."""
+    wait_for_min_member: bool = False
+    """No member is placed before ``min_member`` of its pods exist (coscheduling's and
+    Koordinator's PreFilter, Volcano's gang validity, Kueue's whole group): the schedule
+    timeout can only start once they do."""
     gang_group: tuple[GroupKey, ...] = ()
     total_number: int | None = None
     queue: str = DEFAULT_QUEUE
