@@ -34,6 +34,7 @@ async def test_the_operator_serves_the_pages_of_what_it_holds(
         assert "script-src 'self'" in headers["Content-Security-Policy"]
         assert 'data-key="Application/default/second"' in page
         assert "QueueQuota: " in page and "queue headroom: cpu=1" in page  # explain's numbers
+        assert "does not hold the Lease" not in page  # it leads
         _, _, research = await get(port, "/apps.html?namespace=research")
         assert 'data-key="Application/research/solo"' in research
         assert 'data-key="Application/default/second"' not in research

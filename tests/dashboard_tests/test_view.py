@@ -346,3 +346,12 @@ def test_the_static_files_ship_in_the_package() -> None:
     script = (static / "dashboard.js").read_text()
     assert "http" not in script.replace("window.location.href", "")
     assert "innerHTML" not in script
+
+
+def test_a_notice_is_said_above_every_page() -> None:
+    contents, sources = Board().contents(), model.Sources(notice=f"not the leader {HOSTILE}")
+    view = model.build(contents, sources)
+    for name, _ in render.PAGES:
+        page = render.page(view, name)
+        assert '<p class="notice">not the leader &lt;script&gt;' in page
+    assert 'class="notice"' not in render.page(view_of(Board()), "index.html")

@@ -117,6 +117,10 @@ class Dashboard:
             (entry.kind, key): rt.metrics.holdings.partial_seconds(key, now)
             for key, entry in list(spans.items())}
         scheduler = rt.scheduler
+        notice = "" if rt.leading.is_set() else (
+            f"This replica ({rt.settings.identity}) does not hold the Lease "
+            f"{rt.settings.namespace}/{rt.settings.lease_name}: it schedules nothing and has "
+            "nothing to show. Forward to the replica named in the Lease's holderIdentity.")
 
         def copy() -> tuple[list[model.NodeCopy], dict[Any, Any]]:
             # On the core's thread, between cycles: copies only (see bench/dashboard.py).
@@ -131,7 +135,7 @@ class Dashboard:
                 return ps is not None and bool(ps.pod.placeholder)
             sources = model.Sources(specs=specs, partial_seconds=partial,
                                     nodes=model.node_uses(nodes, placeholder),
-                                    explain=format_explanation)
+                                    explain=format_explanation, notice=notice)
             return model.build(contents, sources), contents, sources
         return await asyncio.to_thread(build)
 

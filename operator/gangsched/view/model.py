@@ -145,6 +145,8 @@ class View:
     """Every namespace, queue and state of the gangs: the filters' choices."""
     queue_names: tuple[str, ...]
     states: tuple[str, ...]
+    notice: str = ""
+    """Said above every page (a replica that does not lead, say)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -155,6 +157,7 @@ class Sources:
     partial_seconds: Mapping[Key, float] = dataclasses.field(default_factory=dict)
     nodes: Sequence[NodeUse] = ()
     explain: Explain | None = None
+    notice: str = ""
 
 
 NodeCopy = tuple[Any, Resources, dict[str, Resources]]
@@ -214,6 +217,7 @@ def build(contents: Contents, sources: Sources) -> View:
         namespaces=tuple(sorted({g.namespace for g in gangs})),
         queue_names=tuple(sorted({g.queue for g in gangs} | set(contents.queues))),
         states=tuple(sorted({g.state for g in gangs})),
+        notice=sources.notice,
     )
 
 

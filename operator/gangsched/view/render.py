@@ -52,6 +52,7 @@ def page(view: View, name: str, *, live: bool = True,
     refreshes itself every ``refresh`` seconds), else written as a snapshot file."""
     title = dict(PAGES)[name]
     body = {"index.html": _queues, "apps.html": _apps, "nodes.html": _nodes}[name](view)
+    notice = f'<p class="notice">{esc(view.notice)}</p>' if view.notice else ""
     here = ' class="here"'
     nav = "".join(f'<a href="{n}"{here if n == name else ""}>{t}</a>' for n, t in PAGES)
     stamp = times.format_time(view.now)
@@ -68,7 +69,7 @@ def page(view: View, name: str, *, live: bool = True,
         f"<header><span class=\"brand\">gangsched</span><nav>{nav}</nav>"
         f"<span id=\"stamp\" class=\"stamp\">{esc(stamp)} · {mode}</span>"
         "<span id=\"refresh\" class=\"stamp\"></span></header>"
-        f"<main id=\"content\">{body}</main></body></html>\n")
+        f"<main id=\"content\">{notice}{body}</main></body></html>\n")
 
 
 def to_json(view: View) -> str:
