@@ -3,8 +3,8 @@
 The operator builds a view at most every two seconds (``gangsched.shell.dashboard``):
 
 * on the event loop: the board's tables and the objects' specs are copied;
-* on the core's thread, between cycles (a cycle waits for it): the nodes and the pods
-  are copied (``copy_nodes``, a dict copy);
+* on the core's thread, between cycles (a cycle waits for it): the nodes are copied
+  (``copy_nodes``: a dict copy per node);
 * on a worker thread: the nodes' placeholder-held room is summed (``node_uses``), the
   view model is built (``model.build``), the gangs a page shows are filtered and
   explained (``model.select``) and the page rendered.
@@ -117,13 +117,7 @@ def measure(nodes: int, gangs: int, repeat: int) -> dict[str, float]:
         return uid.endswith(("-0", "-1", "-2"))
 
     out: dict[str, float] = {}
-    pods = {uid: object() for s in states for uid in s.pods}  # the core's pods, by uid
-
-    def copy() -> list[model.NodeCopy]:
-        pods.copy()
-        return model.copy_nodes(states)
-
-    out["copy (core thread)"], copies = best(repeat, copy)
+    out["copy (core thread)"], copies = best(repeat, lambda: model.copy_nodes(states))
     out["node uses (worker)"], uses = best(repeat, lambda: model.node_uses(copies, placeholder))
     out["board copy (event loop)"], contents = best(repeat, b.contents)
     sources = model.Sources(nodes=uses, explain=format_explanation)

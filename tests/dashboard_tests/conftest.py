@@ -14,27 +14,21 @@ must be one its RBAC grants: the dashboard reads nothing of its own.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 import pathlib
 import shutil
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import pytest_asyncio
+from dashboard_browser import Browser
 from fakeapi import FakeApiServer
 from gangsched.shell import permissions
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "shell"))  # shellkit
 
-T = TypeVar("T")
-CHROMIUM_FLAGS = ["--headless", "--disable-gpu", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"]
 
 
 @pytest_asyncio.fixture
@@ -72,38 +66,6 @@ def missing(why: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{why}; CI must have it (scripts/test runs scripts/install-chromium.sh)")
     pytest.skip(f"{why}: run scripts/install-chromium.sh (apt-get install chromium)")
-
-
-class Browser:
-    """A headless Chromium on a thread of its own (Playwright's sync API stays there)."""
-
-    def __init__(self, executable: str) -> None:
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="browser")
-        self._profile = tempfile.mkdtemp(prefix="gangsched-chromium-")
-        self._thread.submit(self._start, executable).result()
-
-    def _start(self, executable: str) -> None:
-        from playwright.sync_api import sync_playwright
-
-        self._playwright = sync_playwright().start()
-        flags = [*CHROMIUM_FLAGS, *(["--no-sandbox"] if os.geteuid() == 0 else [])]
-        self.context = self._playwright.chromium.launch_persistent_context(
-            self._profile, executable_path=executable, headless=True, args=flags,
-            viewport={"width": 1280, "height": 800}, chromium_sandbox=False)
-
-    async def run(self, work: Callable[..., T], *args: Any) -> T:
-        """``work(*args)`` on the browser's thread, the event loop free meanwhile."""
-        return await asyncio.get_running_loop().run_in_executor(self._thread, work, *args)
-
-    def close(self) -> None:
-        def stop() -> None:
-            self.context.close()
-            self._playwright.stop()
-        try:
-            self._thread.submit(stop).result(timeout=30)
-        finally:
-            self._thread.shutdown(wait=False)
-            shutil.rmtree(self._profile, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

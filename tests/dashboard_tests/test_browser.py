@@ -16,9 +16,9 @@ import pathlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import dashboard_scenario as scenario
 import pytest_asyncio
-import scenario
-from conftest import Browser
+from dashboard_browser import Browser
 from gangsched.shell.dashboard import Dashboard
 from gangsched.shell.runtime import Runtime
 from gangsched.view.board import Board

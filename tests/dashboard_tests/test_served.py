@@ -7,8 +7,8 @@ import pathlib
 from typing import Any
 
 import aiohttp
+import dashboard_scenario as scenario
 import pytest
-import scenario
 from gangsched import cli
 from gangsched.shell.main import run_operator
 from gangsched.shell.settings import OperatorSettings

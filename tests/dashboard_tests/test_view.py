@@ -11,7 +11,7 @@ import tomllib
 from typing import Any
 
 import pytest
-from builders import (
+from dashboard_builders import (
     GIB,
     FakeNodeState,
     app,

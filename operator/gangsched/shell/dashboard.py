@@ -122,16 +122,20 @@ class Dashboard:
             f"{rt.settings.namespace}/{rt.settings.lease_name}: it schedules nothing and has "
             "nothing to show. Forward to the replica named in the Lease's holderIdentity.")
 
-        def copy() -> tuple[list[model.NodeCopy], dict[Any, Any]]:
+        def copy() -> list[model.NodeCopy]:
             # On the core's thread, between cycles: copies only (see bench/dashboard.py).
-            return model.copy_nodes(scheduler.cluster.nodes.values()), scheduler.pods.copy()
+            return model.copy_nodes(scheduler.cluster.nodes.values())
 
         loop = asyncio.get_running_loop()
-        nodes, pods = await loop.run_in_executor(rt.core_thread, copy)
+        nodes = await loop.run_in_executor(rt.core_thread, copy)
+        pods: dict[Any, Any] = scheduler.pods
 
         def build() -> tuple[model.View, Contents, model.Sources]:
             def placeholder(uid: str) -> bool:
-                ps = pods.get(uid)  # a PodState's pod is an immutable value
+                # Looked up, never iterated, while the core may change the table: one
+                # dict look-up is atomic, and a pod's ``pod`` is an immutable value whose
+                # placeholder flag never changes.
+                ps = pods.get(uid)
                 return ps is not None and bool(ps.pod.placeholder)
             sources = model.Sources(specs=specs, partial_seconds=partial,
                                     nodes=model.node_uses(nodes, placeholder),
