@@ -14,16 +14,14 @@ must be one its RBAC grants: the dashboard reads nothing of its own.
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from dashboard_browser import Browser
+from dashboard_browser import Browser, chromium, missing
 from fakeapi import FakeApiServer
 from gangsched.shell import permissions
 
@@ -48,24 +46,6 @@ async def fake_api_factory(
              if client in ("gangsched", "kopf")}
     granted = {(p.group, p.resource, p.verb) for p in permissions.NEEDED}
     assert not sorted(calls - granted), "API calls the operator's RBAC does not grant"
-
-
-def chromium() -> str | None:
-    """The Chromium to drive: ``$GANGSCHED_CHROMIUM``, else the distribution's."""
-    named = os.environ.get("GANGSCHED_CHROMIUM")
-    if named:
-        return named if os.access(named, os.X_OK) else None
-    for candidate in ("chromium", "chromium-browser"):
-        found = shutil.which(candidate)
-        if found:
-            return found
-    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
-
-
-def missing(why: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{why}; CI must have it (scripts/test runs scripts/install-chromium.sh)")
-    pytest.skip(f"{why}: run scripts/install-chromium.sh (apt-get install chromium)")
 
 
 @pytest.fixture(scope="module")

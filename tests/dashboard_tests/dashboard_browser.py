@@ -10,10 +10,30 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import pytest
+
 T = TypeVar("T")
 CHROMIUM_FLAGS = ["--headless", "--disable-gpu", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update",
                   "--disable-sync"]
+
+
+def chromium() -> str | None:
+    """The Chromium to drive: ``$GANGSCHED_CHROMIUM``, else the distribution's."""
+    named = os.environ.get("GANGSCHED_CHROMIUM")
+    if named:
+        return named if os.access(named, os.X_OK) else None
+    for candidate in ("chromium", "chromium-browser"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return "/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK) else None
+
+
+def missing(why: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{why}; CI must have it (scripts/test runs scripts/install-chromium.sh)")
+    pytest.skip(f"{why}: run scripts/install-chromium.sh (apt-get install chromium)")
 
 
 class Browser:
