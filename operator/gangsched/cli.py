@@ -115,6 +115,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "with one profile, or its plugins/pluginConfig alone; enable, "
                           "disable and weight the placement plugins (default: "
                           "kube-scheduler's default profile)")
+    run.add_argument("--gather-window", type=float, metavar="SECONDS",
+                     help="how long after a gang's first member no placeholder is made for "
+                          "its missing members, so that members created together are bound "
+                          "together (default 1.0; 0 turns it off)")
     run.add_argument("--placeholders", choices=["missing", "always"], type=str.lower,
                      help="which gang members get a placeholder pod: missing (default: only "
                           "members whose pod does not exist yet; pending ones are reserved "

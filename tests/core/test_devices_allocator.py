@@ -32,6 +32,8 @@ from gangsched.core.values.devices import (
     Version,
 )
 from gangsched.core.values.model import Node
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.core.device_builders import (
     CLASS_A,
@@ -382,3 +384,32 @@ def test_selector_errors_never_raise_and_compile_once() -> None:
         assert outcome.allocations is not None
     # 4 devices, one class selector and one claim selector each, evaluated once.
     assert catalog.selectors.evaluations == 8
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sets(st.integers(min_value=0, max_value=11)), st.integers(min_value=1, max_value=4),
+       st.lists(st.sets(st.integers(min_value=0, max_value=11)), max_size=4))
+def test_kept_free_counts_agree_with_the_search(taken: set[int], count: int,
+                                                changes: list[set[int]]) -> None:
+    """The per-node free counts of simple requests, kept up to date as devices are taken
+    and given back, decide as the search does."""
+    catalog = DeviceCatalog()
+    catalog.upsert(make_class())
+    nodes = [node(f"node-{n}") for n in range(3)]
+    for n in range(3):
+        devices = (device(f"device-{i}", attributes={"big": i % 2 == 0}) for i in range(4))
+        catalog.upsert(make_slice(f"slice-{n}", *devices, node=f"node-{n}", pool=f"pool-{n}"))
+    ids = [DeviceID(DRIVER_A, f"pool-{i // 4}", f"device-{i % 4}") for i in range(12)]
+    wanted = claim("claim-0", request("req-0", CLASS_A, count,
+                                      'device.attributes["driver-a"].big'))
+    for step in [taken, *changes]:
+        for i, device_id in enumerate(ids):
+            if i in step and device_id not in catalog.taken:
+                catalog._take(device_id, "other/claim")
+            elif i not in step and device_id in catalog.taken:
+                catalog._release(device_id)
+        selectors = ('device.attributes["driver-a"].big',)
+        quick = catalog.matching.fits(catalog.pools(), catalog.selectors,
+                                      catalog.classes[CLASS_A], selectors, count, nodes)
+        searched = [Allocator(catalog).reason(n, [wanted]) == "" for n in nodes]
+        assert quick == searched

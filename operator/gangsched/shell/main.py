@@ -376,6 +376,7 @@ def run_operator(args: argparse.Namespace) -> int:
                              ("nomination_timeout", "nomination_timeout"),
                              ("eviction_backoff", "eviction_backoff"),
                              ("demand_placeholders", "demand_placeholders"),
+                             ("gather_window", "gather_window"),
                              ("placeholders", "placeholders")):
         value = getattr(args, flag, None)
         if flag == "placeholders" and value is not None:

@@ -90,6 +90,7 @@ class Runtime(WatchHandlers):
         self.queues: dict[str, JSON] = {}
         self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups},
                                partial_threshold=self.settings.partial_gang_threshold)
+        self.metrics.api_answers = client.answers
         self.board: Board | None = Board(self._created) if self.settings.dashboard_port \
             else None
         """What the dashboard shows of the decisions (kept only when it is served)."""
@@ -243,6 +244,7 @@ class Runtime(WatchHandlers):
                 delay = min(self.settings.api_retry_initial * 2 ** attempt,
                             self.settings.api_retry_max)
                 attempt += 1
+                self.metrics.api_retries.inc()
                 log.warning("%s failed: %s; retrying in %.1fs", what, err, delay)
                 if stop is None:
                     await asyncio.sleep(delay)

@@ -6,7 +6,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from gangsched.core.values.model import SchedulerConfig
+from gangsched.core.values.model import GATHER_WINDOW, SchedulerConfig
 from gangsched.translate import labels
 
 
@@ -147,4 +147,5 @@ class OperatorSettings:
     """Seconds a gang may have some but not all of its minimum members holding their room
     (a swap under way) before ``gangsched_gang_partial_violations_total`` counts it."""
 
-    core: SchedulerConfig = field(default_factory=SchedulerConfig)
+    core: SchedulerConfig = field(
+        default_factory=lambda: SchedulerConfig(gather_window=GATHER_WINDOW))

@@ -57,9 +57,10 @@ class Options:
     explain: str | None = None
     """A job to explain as ``gangsched explain`` would, as the gangsched run left it."""
     explainer: Callable[..., str] | None = None
+    """``format_explanation(obj, events, pods, claims=...)`` of the operator shell (given
+    by the CLI)."""
     html: str | None = None
     """A folder to write the dashboard's pages of the gangsched run into."""
-    """``format_explanation(obj, events, pods)`` of the operator shell (given by the CLI)."""
 
 
 def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
@@ -103,6 +104,10 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
         known = ", ".join(job.name for job in workload.jobs[:10])
         print(f"gangsched simulate: --explain {options.explain}: no such job in {name} "
               f"(jobs: {known}{', ...' if len(workload.jobs) > 10 else ''})", file=err)
+        return EXIT_USAGE
+    if workload.uses_devices and "naive" in options.compare:
+        print(f"gangsched simulate: --compare naive: {name} has devices (Dynamic Resource "
+              "Allocation), which the naive binder does not model", file=err)
         return EXIT_USAGE
     workload = runner.with_until(workload, options.until)
     if options.actions is not None:
@@ -183,4 +188,4 @@ def _explain(output: RunOutput, job: str, explainer: Callable[..., str]) -> str:
     obj, events, pods = explained.objects(output, job)
     head = (f"Explain {job} ({output.scheduler}, as the run left it at "
             f"{report.duration(output.end)}; times are seconds since the start)\n")
-    return head + explainer(obj, events, pods)
+    return head + explainer(obj, events, pods, claims=explained.claims(output))

@@ -122,7 +122,16 @@ class Allocator:
         except _Stop as stop:
             return Outcome(None, str(stop))
 
-    def _allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> Outcome:
+    def reason(self, node: Node, claims: Sequence[ResourceClaim]) -> str:
+        """Why ``claims`` cannot be allocated on ``node`` (empty when they can): the
+        search alone, without building the results (Filter's question)."""
+        try:
+            return self._allocate(node, claims, results=False).reason
+        except _Stop as stop:
+            return str(stop)
+
+    def _allocate(self, node: Node, claims: Sequence[ResourceClaim], *,
+                  results: bool = True) -> Outcome:
         self.node = node
         self.pools = self.catalog.pools().for_node(node)
         self.claims = claims
@@ -142,6 +151,8 @@ class Allocator:
             if any(pool.invalid for pool in self.pools):
                 return Outcome(None, "invalid resource pools were encountered")
             return Outcome(None)
+        if not results:
+            return Outcome(())
         return Outcome(tuple(build_results(claim, [(r.name, r.device_class, c.id, c.device,
                                                     c.slice, r.spec)
                                                    for r, c in self.results[i]], node)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gangsched.core.devices.celeval import SelectorCache
+from gangsched.core.devices.matching import MatchIndex
 from gangsched.core.devices.pools import PoolIndex, PoolKey
 from gangsched.core.values.devices import (
     AllocationResult,
@@ -54,13 +55,14 @@ class DeviceCatalog:
         self.slices: dict[str, ResourceSlice] = {}
         self.templates: dict[str, ResourceClaimTemplate] = {}
         self.selectors = SelectorCache()
+        self.taken: dict[DeviceID, str] = {}
+        """Device -> the claim (``namespace/name``) that takes it, observed or assumed."""
+        self.matching = MatchIndex(self.taken)
         self.epoch = 0
         self.version = 0
         self._index: PoolIndex | None = None
         self._allocated: dict[str, tuple[DeviceID, ...]] = {}
         """Claim key -> the devices its observed allocation takes."""
-        self.taken: dict[DeviceID, str] = {}
-        """Device -> the claim (``namespace/name``) that takes it, observed or assumed."""
         self.assumed: dict[str, Assumed] = {}
         """Claim key -> what the core assumed for it."""
         self.by_pod: dict[str, list[str]] = {}
@@ -73,6 +75,7 @@ class DeviceCatalog:
         self.epoch += 1
         if isinstance(obj, DeviceClass):
             self.classes[obj.name] = obj
+            self.matching.clear()
         elif isinstance(obj, ResourceSlice):
             self.slices[obj.name] = obj
             self._index = None
@@ -85,6 +88,7 @@ class DeviceCatalog:
         self.epoch += 1
         if kind == "DeviceClass":
             self.classes.pop(key, None)
+            self.matching.clear()
         elif kind == "ResourceSlice":
             self.slices.pop(key, None)
             self._index = None
@@ -105,7 +109,7 @@ class DeviceCatalog:
         self.epoch += 1
         for device in self._allocated.pop(key, ()):
             if self.taken.get(device) == key:
-                del self.taken[device]
+                self._release(device)
         assumed = self.assumed.get(key)
         if claim is None or (assumed is not None and claim.allocation is not None
                              and (assumed.allocation is None
@@ -116,7 +120,7 @@ class DeviceCatalog:
         devices = tuple(r.device_id for r in claim.allocation.devices if not r.admin_access)
         self._allocated[key] = devices
         for device in devices:
-            self.taken[device] = key
+            self._take(device, key)
 
     def assume(self, item: Assumed) -> None:
         """Take what ``item`` allocates for its pod until the claim is seen written."""
@@ -127,7 +131,7 @@ class DeviceCatalog:
         if item.allocation is not None:
             for result in item.allocation.devices:
                 if not result.admin_access:
-                    self.taken[result.device_id] = item.claim
+                    self._take(result.device_id, item.claim)
 
     def forget_pod(self, uid: str) -> None:
         """Give back what pod ``uid`` assumed. Unknown: no-op."""
@@ -150,9 +154,18 @@ class DeviceCatalog:
         if found.allocation is not None:
             for result in found.allocation.devices:
                 if self.taken.get(result.device_id) == key:
-                    del self.taken[result.device_id]
+                    self._release(result.device_id)
             for device in self._allocated.get(key, ()):
-                self.taken[device] = key
+                self._take(device, key)
+
+    def _take(self, device: DeviceID, key: str) -> None:
+        if device not in self.taken:
+            self.matching.changed(device, -1)
+        self.taken[device] = key
+
+    def _release(self, device: DeviceID) -> None:
+        del self.taken[device]
+        self.matching.changed(device, +1)
 
     def taken_in(self, pool: PoolKey) -> list[DeviceID]:
         """The taken devices of ``pool`` (for its shared counters)."""

@@ -31,6 +31,7 @@ prefixes where the selector came from (``class gpu: selector #0: ``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -53,6 +54,10 @@ _MATCH_CACHE_LIMIT = 200_000
 
 class SelectorError(Exception):
     """A selector that does not compile, or that failed on a device."""
+
+
+def _first(item: tuple[str, str, object]) -> str:
+    return item[0]
 
 
 def _quantity(milli: int) -> dict[str, int]:
@@ -98,8 +103,13 @@ def _compare(a: Any, b: Any) -> int:
 def _to_quantity(text: Any) -> dict[str, int]:
     if not isinstance(text, str):
         raise TypeError("no such overload: quantity(string)")
+    return _quantity(_milli_of(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _milli_of(text: str) -> int:
     try:
-        return _quantity(Quantity.parse(text).milli)
+        return Quantity.parse(text).milli
     except QuantityError as err:
         raise ValueError(f"quantity: {err}") from None
 
@@ -230,7 +240,8 @@ class SelectorCache:
 
     def __init__(self) -> None:
         self._compiled: dict[str, _Compiled] = {}
-        self._matches: dict[tuple[str, int], tuple[Device, bool | str]] = {}
+        self._matches: dict[tuple[str, object], bool | str] = {}
+        self._contents: dict[int, tuple[Device, object]] = {}
         self._context = cel.Context(functions=dict(_FUNCTIONS))
         self.evaluations = 0
 
@@ -247,18 +258,30 @@ class SelectorCache:
     def matches(self, expression: str, driver: str, device: Device) -> bool:
         """Whether ``device`` of ``driver`` passes ``expression``; :class:`SelectorError`
         when it does not compile, fails at run time, or is not a bool."""
-        key = (expression, id(device))
-        found = self._matches.get(key)
-        if found is not None and found[0] is device:
-            verdict = found[1]
-        else:
+        key = (expression, self._content(driver, device))
+        verdict = self._matches.get(key)
+        if verdict is None:
             verdict = self._evaluate(expression, driver, device)
             if len(self._matches) >= _MATCH_CACHE_LIMIT:
                 self._matches.clear()
-            self._matches[key] = (device, verdict)
+            self._matches[key] = verdict
         if isinstance(verdict, str):
             raise SelectorError(verdict)
         return verdict
+
+    def _content(self, driver: str, device: Device) -> object:
+        """What a selector sees of ``device`` (its driver, attributes and capacities), as
+        a key: devices alike share their verdicts."""
+        found = self._contents.get(id(device))
+        if found is not None and found[0] is device:
+            return found[1]
+        key = (driver, tuple(sorted(((k, type(v).__name__, v)
+                                     for k, v in device.attributes.items()), key=_first)),
+               tuple(sorted((name, cap.value.milli) for name, cap in device.capacity.items())))
+        if len(self._contents) >= _MATCH_CACHE_LIMIT:
+            self._contents.clear()
+        self._contents[id(device)] = (device, key)
+        return key
 
     def _evaluate(self, expression: str, driver: str, device: Device) -> bool | str:
         compiled = self._get(expression)

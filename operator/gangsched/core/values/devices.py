@@ -37,6 +37,7 @@ import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gangsched.core.values.constraints import ConstraintError, NodeAffinity, TolerationOperator
 from gangsched.core.values.resources import parse_quantity
@@ -372,9 +373,9 @@ class ConsumerRef:
     api_group: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceID:
-    """A device, cluster-wide: driver, pool and device name."""
+class DeviceID(NamedTuple):
+    """A device, cluster-wide: driver, pool and device name (a tuple: it is hashed for
+    every device looked at)."""
 
     driver: str
     pool: str

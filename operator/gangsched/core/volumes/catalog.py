@@ -309,7 +309,11 @@ class VolumeCatalog:
             self.epoch += 1
 
     def forget_pod(self, uid: str) -> None:
-        """Give back what pod ``uid`` assumed and is not yet seen done. Unknown: no-op."""
+        """Give back what pod ``uid`` assumed and is not yet seen done (volumes and
+        devices). Unknown: no-op."""
+        if uid in self.devices.by_pod:
+            self.devices.forget_pod(uid)
+            self.epoch += 1
         for item in self.by_pod.pop(uid, ()):
             if self.assumed_claim.get(item.claim) == item:
                 self._confirm(item.claim)
