@@ -228,6 +228,8 @@ def test_domains_sum_their_nodes_and_tell_the_most_cpu_free_on_one_node() -> Non
     r1 = rows[("rack", "r1")]
     assert r1.nodes == 2 and r1.free.get("cpu") == 9000 and r1.largest_free_cpu == 7000
     assert r1.bars[0].segments == (("used", 5000), ("placeholders", 2000))
+    assert r1.bars[0].capacity == 16_000
+    assert "used 5 · placeholders 2 of 16" in render.bar(r1.bars[0])
     assert rows[("rack", "r2")].largest_free_cpu == 0  # cordoned: no room for a member
     assert rows[("block", "b1")].nodes == 3
     # Nodes: fullest first, with their domains.

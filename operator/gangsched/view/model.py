@@ -55,6 +55,8 @@ class Bar:
     """(kind, amount) stacked from the left: ``used``, ``placeholders``, ``pending``."""
     marks: tuple[tuple[str, int], ...] = ()
     """(kind, amount): ``guaranteed``, ``quota``."""
+    capacity: int | None = None
+    """What the segments are out of (a node's or a domain's allocatable), if anything."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -336,7 +338,7 @@ def _usage_bars(allocatable: Resources, used: Resources, held: Resources) -> tup
     names = [n for n in _names(allocatable) if allocatable.get(n) or used.get(n)]
     return tuple(Bar(n, max(allocatable.get(n), used.get(n), 1),
                      (("used", max(0, used.get(n) - held.get(n))),
-                      ("placeholders", held.get(n))))
+                      ("placeholders", held.get(n))), capacity=allocatable.get(n))
                  for n in names)
 
 

@@ -107,6 +107,8 @@ def bar(b: Bar) -> str:
         for kind, units in b.marks)
     caption = " · ".join(f"{kind} {amount(b.resource, units)}"
                          for kind, units in (*b.segments, *b.marks) if units > 0)
+    if b.capacity is not None:
+        caption = f"{caption or 'none'} of {amount(b.resource, b.capacity)}"
     return (f'<div class="barrow"><span class="res">{esc(b.resource)}</span>'
             f'<span class="bar">{parts}{marks}</span>'
             f'<span class="cap">{esc(caption) or "none"}</span></div>')
