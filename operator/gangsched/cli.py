@@ -177,6 +177,9 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     sim.add_argument("--html", metavar="DIR",
                      help="write the dashboard's pages (queues, applications, nodes) for the "
                           "gangsched run, as it ended, into DIR: open DIR/index.html")
+    sim.add_argument("--html-at", type=_non_negative, metavar="SECONDS",
+                     help="with --html: the run as it was at this simulated time, not at "
+                          "its end")
     sim.add_argument("--jobs", type=_limit, default=50, metavar="N|all",
                      help="jobs to list per run (default 50; 0 for none)")
     progress = sim.add_mutually_exclusive_group()
@@ -336,6 +339,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         explain=args.explain,
         explainer=explainer,
         html=args.html,
+        html_at=args.html_at,
     )
     return command.simulate(options, sys.stdout, sys.stderr)
 
