@@ -109,6 +109,7 @@ class Dispatch:
         """Hand ``job`` to the API pool again after a backoff (a transient API error)."""
         delay = min(self.settings.api_retry_initial * 2 ** attempt,
                     self.settings.api_retry_max)
+        self.metrics.api_retries.inc()
         asyncio.get_running_loop().call_later(delay, self.api.submit, job)
 
     def _pod_event(self, obj: JSON, kind: str, reason: str, message: str) -> None:
