@@ -35,9 +35,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gangsched.core.values import devices as dv
 from gangsched.core.values.model import AppKey, GroupKey, Pod, PodPhase, PodUID
 from gangsched.core.values.resources import Resources
-from gangsched.sim import racks
+from gangsched.core.values.volume_specs import PodVolumes
+from gangsched.sim import devices, racks
 from gangsched.sim.backends import Backend
 from gangsched.sim.jobs import JobRun, Outcome, PodRun, PodStatus
 from gangsched.sim.latency import NO_LATENCY, Latency
@@ -143,6 +145,8 @@ class Engine:
         started = time.perf_counter()
         for queue in self.workload.queues:
             self.backend.add_queue(queue)
+        if self.workload.uses_devices:
+            self.backend.add_devices(self.workload.device_classes, self.workload.slices)
         for node in self.workload.nodes:
             self.backend.add_node(node)
             self.usage.capacity(node.allocatable, 1)
@@ -379,6 +383,14 @@ class Engine:
             pod_group=GroupKey(run.key) if job.group is not None else None,
             queue=job.queue if job.kind is JobKind.PODS else None,
         )
+        if template.claims:
+            claims = tuple(dv.ResourceClaim(
+                job.namespace, devices.claim_name(pod.name, entry),
+                spec=self.workload.claim_templates.get(claim_template, dv.ClaimSpec()),
+                owner_pod=uid) for entry, claim_template in template.claims)
+            self.backend.add_claims(claims)
+            pod = dataclasses.replace(pod, volumes=PodVolumes(
+                resource_claims=tuple(c.name for c in claims)))
         pod_run = PodRun(run, uid, pod.name, member, template)
         pod_run.created = self.now
         self.pods[uid] = pod_run
