@@ -200,6 +200,13 @@ def _placement(rng: random.Random, name: str, size: int, mix: bool,
     return Placement(labels=labels, default_spread=default_spread)
 
 
+def cluster(nodes: int) -> list[Node]:
+    """The benchmark's nodes: 32 cpu, 128Gi, 110 pods; a pool, a hostname and a zone."""
+    return [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b", HOST: f"node-{i:05d}",
+                                         ZONE: f"zone-{i % ZONES}"})
+            for i in range(nodes)]
+
+
 def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workload:
     """A deterministic workload of ``pods`` pending pods in gangs, on ``nodes`` nodes;
     ``mix`` adds pod labels, anti-affinity and spread (see :func:`_placement`), local
@@ -207,10 +214,7 @@ def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workloa
     the mix is the same with or without them)."""
     rng = random.Random(seed)
     volume_rng = random.Random(seed + 1)
-    node_list = [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b",
-                                              HOST: f"node-{i:05d}",
-                                              ZONE: f"zone-{i % ZONES}"})
-                 for i in range(nodes)]
+    node_list = cluster(nodes)
     shapes: list[tuple[str, int]] = []
     left = pods
     while left > 0:
