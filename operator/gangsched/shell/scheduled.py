@@ -25,8 +25,9 @@ Binding's expense:
   :data:`PUSHBACK_SECONDS`, or the ``Retry-After`` it gave), no Event is sent: each one
   due is dropped, and one answered 429 itself is dropped, never retried. A Binding is
   never dropped: one answered 429 goes back to the core, which tries it again;
-* at most ``limit`` Events wait (kube-scheduler's broadcaster keeps 1,000): beyond, the
-  oldest is dropped.
+* at most ``limit`` Events wait (50,000 by default): beyond, the oldest is dropped.
+  (kube-scheduler's broadcaster hands each Event at once to a goroutine of its own, which
+  waits for its client's rate limit: its Events wait without bound.)
 
 Each Event is named after its pod and a digest of the pod's uid and node, so a create
 tried again after a lost answer finds the first (409) and writes nothing twice. A pod is
@@ -96,7 +97,7 @@ class ScheduledEvents:
     """Queue and write the ``Scheduled`` Events (see the module docstring)."""
 
     def __init__(self, client: KubeClient, *, identity: str, default_scheduler: str,
-                 enabled: bool = True, workers: int = 4, limit: int = 1000,
+                 enabled: bool = True, workers: int = 8, limit: int = 50_000,
                  binds: WorkPool | None = None, patience: float = 1.0,
                  monotonic: Callable[[], float] | None = None) -> None:
         self.client = client

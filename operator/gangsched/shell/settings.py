@@ -58,9 +58,10 @@ class OperatorSettings:
     """Record the ``Scheduled`` Event of every pod bound, as kube-scheduler does
     (``Successfully assigned NS/POD to NODE``; see :mod:`gangsched.shell.scheduled`)."""
 
-    scheduled_event_queue: int = 1000
+    scheduled_event_queue: int = 50_000
     """At most this many ``Scheduled`` Events wait to be written; beyond, the oldest is
-    dropped (kube-scheduler's event broadcaster keeps as many)."""
+    dropped. They wait while binds are under way: a backlog of thousands of pods bound at
+    once has its Events written after its Bindings."""
 
     status_workers: int = 8
     """Status patches (Applications, PodGroups, Queues) written concurrently per flush."""
