@@ -15,8 +15,11 @@ Written off the bind path: :meth:`ScheduledEvents.bound` only queues the Event, 
 workers of their own write later, so no Binding ever waits for one. And never at a
 Binding's expense:
 
-* a worker waits, before each Event, while Bindings are queued or under way (at most
-  ``patience`` seconds, so Events are delayed, never starved);
+* a worker waits, before each Event, while Bindings are queued or under way, or one was
+  submitted or ended within the last :data:`SETTLE` seconds (the next cycle's are coming: a
+  backlog binds cycle after cycle), at most ``patience`` seconds, so that Events are
+  delayed, never starved. A backlog of thousands of pods has most of its Events written
+  once its Bindings are done; each Event's ``eventTime`` is its Binding's;
 * with the client's rate limit, an Event takes a token only while more than half the
   burst is saved (:meth:`TokenBucket.try_spare
   <gangsched.shell.ratelimit.TokenBucket.try_spare>`): the Bindings, which queue for
@@ -57,6 +60,10 @@ REASON = "Scheduled"
 ACTION = "Binding"
 PUSHBACK_SECONDS = 1.0
 """After a 429, how long no Event is sent (longer when the server's ``Retry-After`` says so)."""
+SETTLE = 0.1
+"""Seconds without a Binding submitted or ended after which the Bindings are taken to be done for
+now (a cycle hands its binds over every 20 ms while it works, and cycles follow each
+other within 10 ms while pods wait)."""
 MAX_INSTANCE = 128
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
@@ -195,9 +202,25 @@ class ScheduledEvents:
             finally:
                 self.running -= 1
 
+    async def _after_binds(self) -> None:
+        """Wait until the Bindings are done for now (see the module docstring), at most
+        ``patience`` seconds."""
+        binds = self.binds
+        if binds is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.patience
+        while (left := deadline - loop.time()) > 0:
+            if binds.busy:
+                await binds.quiet(left)
+                continue
+            idle = loop.time() - binds.active_at
+            if idle >= SETTLE:
+                return
+            await asyncio.sleep(min(left, SETTLE - idle))
+
     async def _write(self, b: Bound) -> None:
-        if self.binds is not None and self.binds.busy:
-            await self.binds.quiet(self.patience)
+        await self._after_binds()
         limiter = self.client.limiter
         if limiter is not None:  # a spare token, taken here: the create does not queue
             keep = limiter.burst / 2
