@@ -7,6 +7,7 @@
     python3 bench/core.py --repeat 3           # keep the fastest of 3 runs per cell
     python3 bench/core.py --backlog            # only the backlog sweep
     python3 bench/core.py --topology           # racks and blocks (see bench/topology_mix.py)
+    python3 bench/core.py --dra                # devices through DRA (see bench/dra_mix.py)
 
 Not a test: it prints a table. Everything runs in this one thread ("one core").
 
@@ -199,6 +200,13 @@ def _placement(rng: random.Random, name: str, size: int, mix: bool,
     return Placement(labels=labels, default_spread=default_spread)
 
 
+def cluster(nodes: int) -> list[Node]:
+    """The benchmark's nodes: 32 cpu, 128Gi, 110 pods; a pool, a hostname and a zone."""
+    return [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b", HOST: f"node-{i:05d}",
+                                         ZONE: f"zone-{i % ZONES}"})
+            for i in range(nodes)]
+
+
 def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workload:
     """A deterministic workload of ``pods`` pending pods in gangs, on ``nodes`` nodes;
     ``mix`` adds pod labels, anti-affinity and spread (see :func:`_placement`), local
@@ -206,10 +214,7 @@ def build(nodes: int, pods: int, seed: int = 7, *, mix: bool = False) -> Workloa
     the mix is the same with or without them)."""
     rng = random.Random(seed)
     volume_rng = random.Random(seed + 1)
-    node_list = [Node(f"node-{i:05d}", NODE, {"pool": "a" if i % 2 else "b",
-                                              HOST: f"node-{i:05d}",
-                                              ZONE: f"zone-{i % ZONES}"})
-                 for i in range(nodes)]
+    node_list = cluster(nodes)
     shapes: list[tuple[str, int]] = []
     left = pods
     while left > 0:
@@ -610,12 +615,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topology", action="store_true",
                         help="only the topology mix: 20 blocks x 10 racks, 30%% of the gangs "
                              "asking for a rack or a block (bench/topology_mix.py)")
+    parser.add_argument("--dra", action="store_true",
+                        help="only the DRA mix: 8 devices per node, a fifth of the gangs "
+                             "claiming one each per pod (bench/dra_mix.py)")
     parser.add_argument("--percentage-of-nodes-to-score", type=int, default=0, metavar="N",
                         help="kube-scheduler's percentageOfNodesToScore (default 0: its "
                              "adaptive share, 10%% of 5,000 nodes)")
     args = parser.parse_args(argv)
     DEFAULT_SPREAD = args.default_spread
     PERCENTAGE_OF_NODES_TO_SCORE = args.percentage_of_nodes_to_score
+    if args.dra:
+        import dra_mix
+
+        return dra_mix.main(["--nodes", str(args.nodes), "--pods", str(args.pods),
+                             "--repeat", str(1 if args.quick else args.repeat)])
     if args.topology:
         import topology_mix
 

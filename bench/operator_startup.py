@@ -242,6 +242,18 @@ async def _debug(url: str) -> JSON:
         return result
 
 
+async def _bind_rate(url: str, pending: int, deadline: float) -> float | None:
+    """Binds per second from the first bind until every pending pod is bound (the
+    fake's count of the operator's bindings; None if not all are by ``deadline``)."""
+    while time.monotonic() < deadline:
+        counters = await _debug(url)
+        if counters.get("by_agent_verb", {}).get(BIND_KEY, 0) >= pending:
+            first = counters["first"][BIND_KEY]
+            return (pending - 1) / (time.time() - first) if pending > 1 else None
+        await asyncio.sleep(0.05)
+    return None
+
+
 async def _populate(fake: cluster.FakeCluster, nodes: int, pods: int, pending: int) -> None:
     w = cluster.Workload(nodes=nodes, pods=pending, gang_size=0, cpu="100m", memory="256Mi",
                          scheduler_name=SCHEDULER)
@@ -278,17 +290,20 @@ async def run_scale(nodes: int, pods: int, pending: int, log_dir: pathlib.Path,
                                   if args.scheduler_profile else [])], log_dir)
         try:
             started = json.loads((await child.expect("STARTED", 120)).split(" ", 1)[1])
-            ready = json.loads((await child.expect("READY", 300)).split(" ", 1)[1])
-            first_bind = None
+            # 300 s at 5,000 nodes / 100,000 pods, longer for larger clusters.
+            patience = max(300.0, (nodes + pods) / 1000)
+            ready = json.loads((await child.expect("READY", patience)).split(" ", 1)[1])
+            first_bind = binds_per_second = None
             if pending:
-                deadline = time.monotonic() + 120
+                deadline = time.monotonic() + patience
                 while time.monotonic() < deadline:
                     first = (await _debug(fake.url)).get("first", {})
                     if BIND_KEY in first:
                         first_bind = first[BIND_KEY] - launch
                         break
                     await asyncio.sleep(0.05)
-            await child.wait_idle(at_least=2.0, quiet=1.0, timeout=300)
+                binds_per_second = await _bind_rate(fake.url, pending, deadline)
+            await child.wait_idle(at_least=2.0, quiet=1.0, timeout=patience)
             rss, peak = _rss(child.proc.pid)
         finally:
             await child.stop()
@@ -300,6 +315,7 @@ async def run_scale(nodes: int, pods: int, pending: int, log_dir: pathlib.Path,
                 "list_seconds": ready["at"] - started["at"],
                 "stall_list": ready["stall"], "stall_after": done.get("stall"),
                 "rss": rss, "rss_peak": peak, "first_bind": first_bind,
+                "binds_per_second": binds_per_second,
                 "cpu_started": started["cpu"], "cpu_ready": ready["cpu"],
                 "timeline": {"imports done": done.get("at", {}).get("imported", launch) - launch,
                              "sync start": started["at"] - launch,
@@ -335,6 +351,9 @@ def report(result: JSON) -> None:
          f"{result['cpu_started']:.2f} / {result['cpu_ready']:.2f}"),
         ("time to first bind from launch",
          "-" if result["first_bind"] is None else f"{result['first_bind']:.2f} s"),
+        ("binds/s, first to last pending pod",
+         "-" if result.get("binds_per_second") is None
+         else f"{result['binds_per_second']:.0f}"),
     ]
     for label, value in rows:
         print(f"  {label:<46} {value}")

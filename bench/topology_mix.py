@@ -27,6 +27,12 @@ placed untimed (the cluster about 40% full), then each of the next N gangs (in t
 order, plain pods skipped) is added alone and the cycles until its last real pod is bound
 are timed: the latency of one gang's placement, its whole round trip (placeholders,
 swaps) included; p50, p95 and max, for the topology gangs and the others apart.
+
+*Training gangs* (``--large N``, with ``--large-size M``, default 1,024): on the same
+cluster about 40% full, N PodGroups of M members (1 cpu, 4Gi each; Strict), each asking
+for one block and preferring one rack, added one at a time: the CPU time of the cycle
+that decides where the whole gang goes (every member assumed, the gang's binds asked),
+and of the cycles until its last member is bound (the binds' round trips included).
 """
 
 from __future__ import annotations
@@ -43,15 +49,18 @@ from gangsched.core.values.decisions import BindPod
 from gangsched.core.values.model import (
     AppKey,
     AppSpec,
+    GangMode,
     GroupKey,
     Node,
     Pod,
     PodGroupSpec,
+    PodUID,
     QueueSpec,
     SchedulerConfig,
     SortPolicy,
     TopologyRequest,
 )
+from gangsched.core.values.resources import Resources
 from gangsched.sim.world import World
 from gangsched.translate.topology import BLOCK, RACK, ZONE
 
@@ -158,12 +167,12 @@ def measure(nodes: int, pods: int) -> Outcome:
     return Outcome(result, gangs, len(asked), within)
 
 
-def one_by_one(nodes: int, pods: int, count: int) -> dict[bool, list[float]]:
-    """CPU seconds to place each of ``count`` gangs added one at a time (see the module
-    docstring), keyed by whether the gang asks for a topology."""
+def _warm(nodes: int, pods: int) -> tuple[World, float, list[tuple[str, AppSpec | PodGroupSpec,
+                                                                   list[Pod]]], int, set[str]]:
+    """The world with the first 70% of the gangs placed (the cluster about 40% full), the
+    clock, the gangs in order, how many are placed, and the keys of the topology gangs."""
     workload, asked = build(nodes, pods)
-    scheduler = Scheduler(SchedulerConfig())
-    world = World(scheduler, keep_decisions=False)
+    world = World(Scheduler(SchedulerConfig()), keep_decisions=False)
     world.add_queue(QueueSpec("batch", sort_policy=SortPolicy.FIFO))
     for node in workload.nodes:
         world.add_node(node)
@@ -179,34 +188,71 @@ def one_by_one(nodes: int, pods: int, count: int) -> dict[bool, list[float]]:
             gangs.append((spec.key, spec, members))
     now = 1.0
     warm = int(len(gangs) * 0.7)
-
-    def place(spec: AppSpec | PodGroupSpec, members: list[Pod]) -> None:
-        if isinstance(spec, AppSpec):
-            world.add_app(spec)
-        else:
-            world.add_group(spec)
-        for pod in members:
-            world.add_pod(pod)
-
     for _, spec, members in gangs[:warm]:
-        place(spec, members)
+        _add(world, spec, members)
     for _ in range(20):
         world.step(now)
         now += 0.01
+    return world, now, gangs, warm, set(asked)
+
+
+def _add(world: World, spec: AppSpec | PodGroupSpec, members: list[Pod]) -> None:
+    if isinstance(spec, AppSpec):
+        world.add_app(spec)
+    else:
+        world.add_group(spec)
+    for pod in members:
+        world.add_pod(pod)
+
+
+def _until_bound(world: World, now: float, wanted: set[PodUID]) -> tuple[float, float, float]:
+    """Cycles until every pod of ``wanted`` is bound (at most 20): the CPU seconds of the
+    first cycle, of them all, and the clock after."""
+    started = time.process_time()
+    first = 0.0
+    for cycle in range(20):
+        for bind in core._binds(world.step(now)):
+            wanted.discard(bind.uid)
+        if cycle == 0:
+            first = time.process_time() - started
+        now += 0.01
+        if not wanted:
+            break
+    return first, time.process_time() - started if not wanted else float("inf"), now
+
+
+def one_by_one(nodes: int, pods: int, count: int) -> dict[bool, list[float]]:
+    """CPU seconds to place each of ``count`` gangs added one at a time (see the module
+    docstring), keyed by whether the gang asks for a topology."""
+    world, now, gangs, warm, asked = _warm(nodes, pods)
     times: dict[bool, list[float]] = {True: [], False: []}
     for key, spec, members in gangs[warm:warm + count]:
-        place(spec, members)
-        wanted = {pod.uid for pod in members}
-        started = time.process_time()
-        for _ in range(20):
-            for bind in core._binds(world.step(now)):
-                wanted.discard(bind.uid)
-            now += 0.01
-            if not wanted:
-                break
-        if not wanted:
-            times[key in asked].append(time.process_time() - started)
+        _add(world, spec, members)
+        _, total, now = _until_bound(world, now, {pod.uid for pod in members})
+        if total != float("inf"):
+            times[key in asked].append(total)
     return times
+
+
+def large(nodes: int, pods: int, count: int, size: int) -> list[tuple[float, float, str]]:
+    """Per training gang (see the module docstring): the CPU seconds of the deciding
+    cycle and until its last member is bound, and the blocks its members landed in."""
+    world, now, _, _, _ = _warm(nodes, pods)
+    request = Resources.from_k8s({"cpu": 1, "memory": "4Gi"})
+    found: list[tuple[float, float, str]] = []
+    for index in range(count):
+        key = GroupKey(f"bench/llm-{index}")
+        spec = PodGroupSpec(key, uid=f"llm-{index}", min_member=size, queue="batch",
+                            mode=GangMode.STRICT, creation=1e6 + index,
+                            topology=BLOCK_PREFERRING_RACK)
+        members = [Pod(PodUID(f"llm-{index}-{i}"), "bench", f"llm-{index}-{i}", request,
+                       creation=1e6 + index, pod_group=key) for i in range(size)]
+        _add(world, spec, members)
+        decided, total, now = _until_bound(world, now, {pod.uid for pod in members})
+        blocks = {world.nodes[str(world.pods[p.uid].node_name)].labels[BLOCK]
+                  for p in members if world.pods[p.uid].node_name is not None}
+        found.append((decided, total, ",".join(sorted(blocks))))
+    return found
 
 
 def _quantiles(values: list[float]) -> str:
@@ -229,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs, the fastest is kept (default 2)")
     parser.add_argument("--one-by-one", type=int, default=200,
                         help="gangs placed one at a time, each timed (200; 0: none)")
+    parser.add_argument("--large", type=int, default=0, metavar="N",
+                        help="training gangs asking for a block, placed one at a time (0)")
+    parser.add_argument("--large-size", type=int, default=1024, metavar="M",
+                        help="members of each training gang (1024)")
     args = parser.parse_args(argv)
     workload, asked = build(args.nodes, args.pods)
     racks = len({n.labels[RACK] for n in workload.nodes})
@@ -261,6 +311,13 @@ def main(argv: list[str] | None = None) -> int:
               "is bound):")
         print(f"  asking for a rack or a block             {_quantiles(times[True])}")
         print(f"  asking for nothing                       {_quantiles(times[False])}")
+    if args.large:
+        print(f"Training gangs of {args.large_size} asking for a block, one at a time, on a "
+              "cluster about 40% full (CPU):")
+        for index, (decided, total, blocks) in enumerate(
+                large(args.nodes, args.pods, args.large, args.large_size)):
+            print(f"  gang {index}: decided in {decided * 1000:7.1f} ms, every member bound "
+                  f"after {total * 1000:7.1f} ms, in block {blocks or '-'}")
     return 0
 
 

@@ -79,6 +79,9 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--metrics-port", type=_port, metavar="PORT",
                      help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics "
                           "(default 9090; 0 for none)")
+    run.add_argument("--dashboard-port", type=_port, metavar="PORT",
+                     help="serve the read-only web dashboard on http://0.0.0.0:PORT/ "
+                          "(off unless given; 0 for none)")
     run.add_argument("--kube-api-qps", dest="kube_api_qps", type=_non_negative, metavar="QPS",
                      help="requests per second to the API server, sustained (default 50, as "
                           "kube-scheduler; 0 for no client-side limit)")
@@ -115,6 +118,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "with one profile, or its plugins/pluginConfig alone; enable, "
                           "disable and weight the placement plugins (default: "
                           "kube-scheduler's default profile)")
+    run.add_argument("--gather-window", type=float, metavar="SECONDS",
+                     help="how long after a gang's first member no placeholder is made for "
+                          "its missing members, so that members created together are bound "
+                          "together (default 1.0; 0 turns it off)")
     run.add_argument("--placeholders", choices=["missing", "always"], type=str.lower,
                      help="which gang members get a placeholder pod: missing (default: only "
                           "members whose pod does not exist yet; pending ones are reserved "
@@ -138,8 +145,9 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
                      help="simulate a generated workload instead: 'day' is a day of mixed "
                           "batch and AI jobs")
     sim.add_argument("--nodes", type=_node_count, default=1000,
-                     help="nodes of the generated workload (default 1000, at most 5000: "
-                          "the largest cluster Kubernetes supports)")
+                     help="nodes of the generated workload (default 1000, at most 100000: "
+                          "the largest clusters run today); above 5000, GPU racks and "
+                          "blocks and training gangs of 256 to 2048 pods")
     sim.add_argument("--pods", type=_positive_int, default=10_000,
                      help="pods of the generated workload (default 10000)")
     sim.add_argument("--seed", type=int, default=1, help="seed of the generated workload")
@@ -169,6 +177,12 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     sim.add_argument("--explain", metavar="JOB",
                      help="explain the job JOB as 'gangsched explain' would, as the "
                           "gangsched run left it")
+    sim.add_argument("--html", metavar="DIR",
+                     help="write the dashboard's pages (queues, applications, nodes) for the "
+                          "gangsched run, as it ended, into DIR: open DIR/index.html")
+    sim.add_argument("--html-at", type=_non_negative, metavar="SECONDS",
+                     help="with --html: the run as it was at this simulated time, not at "
+                          "its end")
     sim.add_argument("--jobs", type=_limit, default=50, metavar="N|all",
                      help="jobs to list per run (default 50; 0 for none)")
     progress = sim.add_mutually_exclusive_group()
@@ -202,13 +216,12 @@ def _positive_int(text: str) -> int:
 
 
 def _node_count(text: str) -> int:
-    from gangsched.sim.parse import MAX_NODES
+    from gangsched.sim.parse import MAX_NODES, MAX_NODES_WHY
 
     value = _positive_int(text)
     if value > MAX_NODES:
         raise argparse.ArgumentTypeError(
-            f"must be at most {MAX_NODES} (the largest cluster Kubernetes supports), "
-            f"got {value}")
+            f"must be at most {MAX_NODES} ({MAX_NODES_WHY}), got {value}")
     return value
 
 
@@ -303,8 +316,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     plot = args.plot if args.plot is not None else _default_plot(args)
     plot_by_default = args.plot is None and plot is not None
     explainer: Callable[..., str] | None = None
-    if args.explain is not None:
-        loaded = _shell("explain", "format_explanation", "simulate --explain")
+    if args.explain is not None or args.html is not None:
+        loaded = _shell("explain", "format_explanation",
+                        "simulate --explain" if args.explain is not None else "simulate --html")
         if loaded is None:
             return EXIT_USAGE
         explainer = cast(Callable[..., str], loaded)
@@ -327,6 +341,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         actions=args.actions,
         explain=args.explain,
         explainer=explainer,
+        html=args.html,
+        html_at=args.html_at,
     )
     return command.simulate(options, sys.stdout, sys.stderr)
 

@@ -28,7 +28,7 @@ def test_help_everywhere(argv: list[str], capsys: pytest.CaptureFixture[str]) ->
         pytest.param(["simulate", "w.yaml", "--generate", "day"], id="workload-and-generate"),
         pytest.param(["simulate", "w.yaml", "--write-workload", "x.yaml"], id="write-no-gen"),
         pytest.param(["simulate", "--generate", "day", "--nodes", "0"], id="zero-nodes"),
-        pytest.param(["simulate", "--generate", "day", "--nodes", "5001"], id="too-many-nodes"),
+        pytest.param(["simulate", "--generate", "day", "--nodes", "100001"], id="too-many-nodes"),
         pytest.param(["simulate", "w.yaml", "--actions", ""], id="no-actions"),
         pytest.param(["simulate", "w.yaml", "--plot", "x.png", "--no-plot"],
                      id="plot-and-no-plot"),
@@ -41,6 +41,14 @@ def test_help_everywhere(argv: list[str], capsys: pytest.CaptureFixture[str]) ->
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(argv) == cli.EXIT_USAGE
     assert capsys.readouterr().err
+
+
+def test_generated_nodes_go_up_to_100000_and_the_refusal_says_why(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli._node_count("100000") == 100_000
+    assert cli.main(["simulate", "--generate", "day", "--nodes", "100001"]) == cli.EXIT_USAGE
+    assert "must be at most 100000 (the largest clusters run today: EKS's 100,000 nodes), " \
+        "got 100001" in capsys.readouterr().err
 
 
 def _fake_shell(monkeypatch: pytest.MonkeyPatch, calls: list[object]) -> None:

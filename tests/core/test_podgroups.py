@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 from builders import make_node, make_pod, make_podgroup, make_queue, res
 from gangsched.core.placement.cluster import Cluster
-from gangsched.core.values.decisions import BindPod
-from gangsched.core.values.model import GangMode, GroupKey, PodGroupSpec
+from gangsched.core.values.decisions import BindPod, RecordEvent
+from gangsched.core.values.model import GangMode, GroupKey, PodGroupSpec, TimeoutAction
 from simworld import SimWorld
 
 STRICT, NON_STRICT = GangMode.STRICT, GangMode.NON_STRICT
@@ -162,6 +163,71 @@ def test_timeout_counts_from_the_first_assumption(mode: GangMode) -> None:
     w.add_node(make_node("n1", cpu=8))
     w.settle(161)
     assert bound(w, "pg") == 0  # no longer scheduled
+
+
+def coscheduling_group(name: str, min_member: int, **kw: Any) -> PodGroupSpec:
+    """A PodGroup with coscheduling's timer: nothing placed before the quorum exists, and
+    a timeout requeues."""
+    return dataclasses.replace(make_podgroup(name, min_member, **kw),
+                               on_timeout=TimeoutAction.REQUEUE, wait_for_min_member=True)
+
+
+def test_the_wait_starts_at_the_quorum_and_a_late_member_binds_with_the_others() -> None:
+    """coscheduling's PreFilter: two of three pods at once, the third 25 s later, with a
+    10 s timeout. No member is placed (no timer) before the third exists; then all three
+    are bound together."""
+    w = world(8)
+    w.add_group(coscheduling_group("pg", 3, timeout=10))
+    members(w, "pg", 2)
+    for t in (0, 5, 11, 20, 24):
+        w.step(t)
+    rt = w.scheduler.groups[GroupKey("default/pg")]
+    assert (rt.schedule_start, rt.timed_out, rt.assumed) == (None, False, set())
+    assert w.pending_reason("pg-0") == "WaitingForGang"
+    assert "has 2 of its minMember 3 pods" in w.pending_reasons[w.uid_of("pg-0")].message
+    members(w, "pg", 1, first=2)
+    w.settle(25)
+    assert bound(w, "pg") == 3
+    assert w.group_status[GroupKey("default/pg")].phase in ("Scheduled", "Running")
+
+
+def test_a_requeuing_timeout_sends_the_members_back_with_a_growing_backoff() -> None:
+    """coscheduling's Permit timeout: what was assumed is released, the members back off
+    (1 s, then 2 s...), and the group is tried again with a fresh timer; once room comes
+    it is bound. It is never TimedOut."""
+    w = world(1)
+    w.add_group(coscheduling_group("pg", 2, mode=NON_STRICT, timeout=60))
+    members(w, "pg", 2)
+    w.step(100)
+    key = GroupKey("default/pg")
+    assert w.scheduler.groups[key].schedule_start == 100
+    out = w.step(160)
+    rt = w.scheduler.groups[key]
+    assert (rt.timed_out, rt.assumed, rt.schedule_start) == (False, set(), None)
+    assert w.scheduler.cluster.nodes["n0"].used.get("cpu") == 0
+    assert [e.reason for e in out if isinstance(e, RecordEvent)] == ["ScheduleTimeout"]
+    assert "tried again in 1s" in rt.message
+    w.step(160.5)
+    assert w.pending_reason("pg-0") == "GangTimedOut"
+    assert w.group_status[key].phase != "TimedOut"
+    w.step(161)  # the backoff is over: assumed again, a fresh timer
+    assert w.scheduler.groups[key].schedule_start == 161
+    w.step(221)
+    assert "tried again in 2s" in w.scheduler.groups[key].message
+    w.add_node(make_node("n1", cpu=8))
+    w.settle(223)
+    assert bound(w, "pg") == 2
+    assert w.scheduler.groups[key].requeues == 0
+
+
+def test_a_requeuing_group_persisted_as_timed_out_is_scheduled_again() -> None:
+    """A TimedOut phase written before (or by a Fail group later switched) does not stop
+    a group that requeues."""
+    w = world(8)
+    w.add_group(dataclasses.replace(coscheduling_group("pg", 2), persisted_phase="TimedOut"))
+    members(w, "pg", 2)
+    w.settle(0)
+    assert bound(w, "pg") == 2
 
 
 def test_once_satisfied_later_members_are_ordinary_pods() -> None:

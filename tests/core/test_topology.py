@@ -347,6 +347,33 @@ def test_the_tightest_rack_that_fits_wins_ties_by_name() -> None:
     assert found.nodes == ("c", "c", "c")
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    free=st.lists(st.integers(min_value=0, max_value=4), min_size=4, max_size=24),
+    rack_of=st.lists(st.integers(min_value=0, max_value=2), min_size=24, max_size=24),
+    shapes=st.lists(st.sampled_from(["500m", "1", "1500m"]), min_size=1, max_size=12),
+    asked=st.sampled_from([TopologyRequest(required=RACK), TopologyRequest(preferred=(RACK,)),
+                           TopologyRequest()]),
+    scoring=st.sampled_from([Scoring.BINPACK, Scoring.SPREAD]),
+)
+def test_members_alike_scanned_from_the_last_ones_first_room_plan_the_same(
+        free: list[int], rack_of: list[int], shapes: list[str], asked: TopologyRequest,
+        scoring: Scoring) -> None:
+    """A member like the one before starts its scan where that one found room: the plan
+    (nodes, domain, or the refusal and its words) is the one of scanning every member
+    from the first node. Runs of alike members and changes of shape both occur."""
+    cluster = cluster_of({f"r{rack}": {} for rack in range(3)} | {
+        f"r{rack}": {f"n{i:02d}": cpu for i, cpu in enumerate(free) if rack_of[i] == rack}
+        for rack in range(3)})
+    gang = [PodInfo(res(cpu=cpu) + Resources({"pods": 1})) for cpu in sorted(shapes)]
+    gang += [PodInfo(res(cpu=cpu) + Resources({"pods": 1})) for cpu in shapes]
+    carried = topology.plan(cluster, asked, gang, (), scoring)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(topology, "CARRY_SKIPS", False)
+        scanned = topology.plan(cluster, asked, gang, (), scoring)
+    assert carried == scanned
+
+
 def test_a_plan_changes_nothing_in_the_cluster() -> None:
     cluster = cluster_of({"r1": {"a": 2, "b": 1}, "r2": {"c": 2}})
     before = {name: state.free for name, state in cluster.nodes.items()}

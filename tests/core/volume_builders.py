@@ -11,6 +11,7 @@ from gangsched.core.values.constraints import (
     SelectorOperator,
     SelectorRequirement,
 )
+from gangsched.core.values.devices import AllocationResult
 from gangsched.core.values.model import Pod
 from gangsched.core.values.resources import parse_resource
 from gangsched.core.values.selectors import LabelSelector
@@ -104,7 +105,10 @@ def make_csinode(name: str, **limits: int) -> CSINode:
 
 def make_claim(name: str, *, allocated: bool = True,
                node: str | None = None) -> ResourceClaim:
-    return ResourceClaim("default", name, allocated, on_nodes(node) if node else ANY_NODE)
+    if not allocated:
+        return ResourceClaim("default", name)
+    selector = on_nodes(node) if node else None
+    return ResourceClaim("default", name, allocation=AllocationResult(node_selector=selector))
 
 
 def with_volumes(pod: Pod, *claims: str, ephemeral: tuple[str, ...] = (),

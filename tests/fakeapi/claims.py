@@ -236,8 +236,9 @@ class ClaimController:
         reserved = list(status.get("reservedFor") or [])
         valid = [r for r in reserved if not self._consumer_gone(ns, r)]
         md = claim["metadata"]
-        if len(valid) < len(reserved) or (md.get("deletionTimestamp") and not valid
-                                          and status.get("allocation") is not None):
+        dropped = len(valid) < len(reserved)
+        deleting = bool(md.get("deletionTimestamp")) and not valid
+        if dropped or (deleting and status.get("allocation") is not None):
             new_status = {k: v for k, v in status.items() if k != "reservedFor"}
             if valid:
                 new_status["reservedFor"] = valid
@@ -250,7 +251,8 @@ class ClaimController:
                                      precondition=md["resourceVersion"])
             md = claim["metadata"]
         finalizers = list(md.get("finalizers") or [])
-        if FINALIZER in finalizers and (claim.get("status") or {}).get("allocation") is None:
+        if FINALIZER in finalizers and (dropped or deleting) and \
+                (claim.get("status") or {}).get("allocation") is None:
             body = meta.with_meta(claim, finalizers=[f for f in finalizers if f != FINALIZER]
                                   or None)
             claim = self.store.write(claims_t, claim, body, precondition=md["resourceVersion"])

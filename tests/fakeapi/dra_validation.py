@@ -24,7 +24,9 @@ scheduler's writes and a test's objects meet:
   claim, a driver, a pool and a device.
 
 Simplified: CEL expressions are not compiled (the real server refuses one that does
-not compile), and quantities, taints, counters and capacity are not checked.
+not compile), and quantities, taints, counters and capacity are not checked. Only the
+built-in ``v1`` is checked (older versions' shapes differ: a v1beta1 request has its
+fields flat).
 """
 
 from __future__ import annotations

@@ -285,7 +285,8 @@ class Store:
             obj = lifecycle.namespace_defaults(obj)
         elif rtype.group == "" and rtype.kind == "Node" and old is None:
             obj = nodes.taint_at_creation(obj)
-        elif rtype.group == resources.DRA_GROUP and rtype.kind in dra_validation.RULES:
+        elif rtype.builtin and rtype.group == resources.DRA_GROUP and rtype.version == "v1" \
+                and rtype.kind in dra_validation.RULES:
             obj = dra_validation.admit(rtype.kind, obj, old)
             causes += dra_validation.RULES[rtype.kind](obj, old)
         else:

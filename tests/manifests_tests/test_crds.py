@@ -393,7 +393,8 @@ def test_invalid_objects_are_refused_at_the_right_field(obj: dict[str, Any], whe
         pytest.param(
             "PodGroup",
             {"minMember": 3},
-            {"minMember": 3, "scheduleTimeoutSeconds": 600, "mode": "Strict", "queue": "default"},
+            {"minMember": 3, "scheduleTimeoutSeconds": 600, "onTimeout": "Fail",
+             "waitForMinMember": False, "mode": "Strict", "queue": "default"},
             id="podgroup-minimal",
         ),
         pytest.param(

@@ -28,6 +28,7 @@ from shellkit import (
     status_of,
     wait_for,
 )
+from shellkit import pod as plain_pod
 from translate.dialect_manifests import (
     COSCHEDULING_DEPLOYMENT,
     COSCHEDULING_PODGROUP,
@@ -140,7 +141,8 @@ async def test_koordinator_gang_group_across_namespaces(fake_api_factory: Any,
         assert owner_of(group) == "gang-a-member-0"
         assert group is not None and group["spec"] == {
             "minMember": 5, "scheduleTimeoutSeconds": 3600, "totalNumber": 5, "mode": "Strict",
-            "gangGroup": ["namespace-a/gang-a", "namespace-b/gang-b"], "queue": "default"}
+            "gangGroup": ["namespace-a/gang-a", "namespace-b/gang-b"], "queue": "default",
+            "onTimeout": "Requeue", "waitForMinMember": True}
         await wait_for(lambda: status_of(api, "podgroups", "namespace-b", "gang-b")
                        .get("phase") in ("Scheduled", "Running"), what="gang-b Scheduled")
     finally:
@@ -170,6 +172,35 @@ async def test_coscheduling_podgroup(fake_api_factory: Any, tmp_path: pathlib.Pa
         status = written()
         assert set(status) == {"phase", "running", "succeeded", "failed", "scheduleStartTime"}
         assert api.try_get("podgroups", "default", "pg1", api_version=GANGSCHED) is None
+    finally:
+        await op.kill()
+
+
+async def test_a_coscheduling_group_waits_for_its_quorum_before_its_timer(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """scheduler-plugins' pg1 (minMember 3, scheduleTimeoutSeconds 10): two pods at once,
+    the third 25 s later. coscheduling's PreFilter turns the group away until its third
+    pod exists, so its Permit wait starts only then: the late pod binds with the others,
+    and the group is never timed out."""
+    api, op = await start(fake_api_factory, tmp_path)
+    assert isinstance(op.clock, FakeClock)
+    try:
+        podgroup = load(COSCHEDULING_PODGROUP)
+        podgroup["metadata"]["namespace"] = "default"
+        api.create(podgroup)
+        replicas = create(api, pods_of(COSCHEDULING_DEPLOYMENT, 2, uids=False))
+        for _ in range(5):  # 25 s in steps, a cycle at each
+            op.clock.advance(5)
+            await op.settle(2)
+        assert bound(api, replicas) == []
+        await wait_for(lambda: "has 2 of its minMember 3 pods" in condition(
+            api.try_get("pods", "default", replicas[0]), "PodScheduled").get("message", ""),
+            what="the pods say they wait for the third")
+        assert events(api, reason="ScheduleTimeout") == []
+        late = create(api, pods_of(COSCHEDULING_DEPLOYMENT, 3, uids=False)[2:])
+        await wait_for(lambda: len(bound(api, replicas + late)) == 3, what="gang bound")
+        obj = api.get("podgroups", "default", "pg1", api_version=COSCHEDULING)
+        assert (obj.get("status") or {}).get("phase") != "TimedOut"
     finally:
         await op.kill()
 
@@ -247,6 +278,40 @@ async def test_volcano_podgroup_is_read_only(fake_api_factory: Any,
         patches = [e for e in api.request_log if e.method == "PATCH"
                    and "scheduling.volcano.sh" in e.path_qs]
         assert patches == []
+    finally:
+        await op.kill()
+
+
+async def test_a_volcano_group_whose_minimum_exceeds_the_cluster_evicts_and_binds_nothing(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """Volcano keeps a PodGroup whose ``minResources`` exceed the cluster Pending: its
+    member (1 cpu, priority above the 12 low pods filling the 12 cpu) would fit after one
+    eviction, but the gang's minimum (30 cpu) never fits. No eviction, no bind, and the
+    member says why, with the numbers."""
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": "high"}, "value": 1000})
+        low = [api.create(plain_pod(f"low-{i}"))["metadata"]["name"] for i in range(12)]
+        await wait_for(lambda: len(bound(api, low)) == 12, what="the low pods run")
+        group = load(VOLCANO_PODGROUP)
+        group["spec"]["minMember"] = 1
+        group["spec"]["minResources"] = {"cpu": "30"}
+        api.create(group)
+        member = pods_of(VOLCANO_POD, 1, uids=False)[0]
+        member["spec"]["priorityClassName"] = "high"
+        (name,) = create(api, [member])
+        await wait_for(lambda: "cpu=30" in condition(api.try_get("pods", "default", name),
+                                                     "PodScheduled").get("message", ""),
+                       what="the member says why")
+        await op.settle(3)
+        assert api.request_count("create", "pods", "eviction") == 0
+        assert bound(api, [name]) == [] and len(bound(api, low)) == 12
+        said = condition(api.get("pods", "default", name), "PodScheduled")
+        assert said["reason"] == "Unschedulable"
+        assert said["message"].startswith("Unsatisfiable: PodGroup default/volcano:test "
+                                          "needs cpu=30 in all"), said
+        assert "cpu=12" in said["message"]
     finally:
         await op.kill()
 

@@ -245,11 +245,16 @@ RESOURCE_CLAIM_CRD = {
 }
 
 
-async def test_a_pod_is_bound_once_its_resource_claim_is_allocated_where_it_is(cluster) -> None:  # type: ignore[no-untyped-def]
+async def test_a_claim_allocated_elsewhere_decides_the_node(cluster) -> None:  # type: ignore[no-untyped-def]
+    """On a v1beta1 cluster (request fields flat): a claim whose class does not exist
+    cannot be allocated here; once something else allocates it, the pod goes to the
+    allocation's node."""
     api, kubeconfig = cluster
     api.create(RESOURCE_CLAIM_CRD)
     api.create({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
-                "metadata": {"name": "gpu-claim", "namespace": "default"}, "spec": {}})
+                "metadata": {"name": "gpu-claim", "namespace": "default"},
+                "spec": {"devices": {"requests": [{"name": "gpu",
+                                                   "deviceClassName": "elsewhere"}]}}})
     op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
     try:
         body = pod("gpu-job")
@@ -258,8 +263,12 @@ async def test_a_pod_is_bound_once_its_resource_claim_is_allocated_where_it_is(c
         scheduled = await wait_for(
             lambda: condition(api.get("pods", "default", "gpu-job"), "PodScheduled"),
             what="PodScheduled condition")
-        assert 'resourceclaim "gpu-claim" is not allocated' in scheduled["message"]
+        assert scheduled["status"] == "False"
+        await op.settle()
+        assert node_of(api, "gpu-job") is None
         api.patch_status("resourceclaims", "default", "gpu-claim", {"allocation": {
+            "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com",
+                                     "pool": "node-c", "device": "gpu-0"}]},
             "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
                 {"key": "metadata.name", "operator": "In", "values": ["node-c"]}]}]}}},
             api_version="resource.k8s.io/v1beta1")

@@ -179,6 +179,37 @@ async def test_watch_errors_other_than_410_watch_again_without_listing(  # type:
     assert delays[:2] == ([0.01] if fault.get("drop_connection") else [0.01, 0.02])
 
 
+async def test_a_bookmark_moves_a_filtered_watch_past_events_it_never_saw(  # type: ignore[no-untyped-def]
+        fake_api_factory) -> None:
+    """As client-go's reflector: a watch that filters (a label selector) sees no event of
+    the pods it leaves out, so its resourceVersion stays where it was while theirs push
+    the server's history past it; a BOOKMARK carries the server's current version, and
+    the next watch starts there instead of getting 410 and listing everything again."""
+    api = await fake_api_factory(history_limit=4, bookmark_interval=0.05)
+    api.log_requests = True
+    mine = pod("mine")
+    mine["metadata"]["labels"] = {"app": "mine"}
+    api.create(mine)
+    consumer = Consumer()
+    async with KubeClient(Connection(host=api.url)) as client:
+        r = reflector(client, consumer, params={"labelSelector": "app=mine"},
+                      timeout_seconds=1)
+        await r.list()
+        listed_at = int(r.resource_version)
+        async with running(r):
+            await api.wait_for_watches(1)
+            for i in range(12):  # others' events: the history keeps the last 4 or so
+                api.create(pod(f"other-{i}"))
+                await asyncio.sleep(0.01)  # the stream keeps up (else it is 410 at once)
+            await wait_for(lambda: len(requests_to(api, PODS, watch=True)) >= 2,
+                           what="the watch ended by its timeout and started again", timeout=10)
+    watches = [int(query["resourceVersion"]) for query, _ in requests_to(api, PODS, watch=True)]
+    assert watches[0] == listed_at
+    assert watches[1] >= listed_at + 12  # a bookmark's version, past the others' events
+    assert r.lists == 1 and len(requests_to(api, PODS, watch=False)) == 1
+    assert [name for _, name, _ in consumer.seen] == ["mine"]
+
+
 @pytest.mark.parametrize("fault", [
     pytest.param({"status": 410}, id="http-410"),
     pytest.param({"status": 410, "in_stream": True}, id="error-event-410"),

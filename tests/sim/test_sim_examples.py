@@ -10,6 +10,7 @@ from gangsched.core.values.model import PlaceholderPolicy
 from gangsched.sim import generate, parse, results, runner
 from gangsched.sim.jobs import Outcome
 from gangsched.sim.source import Document
+from gangsched.translate.topology import BLOCK, RACK
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "simulations"
 
@@ -71,6 +72,44 @@ def test_a_small_generated_day_runs() -> None:
     summary = results.summarise(out)
     assert summary.completed > summary.jobs // 2
     assert out.end == 86_400
+
+
+def test_a_day_above_5000_nodes_is_an_ai_clusters() -> None:
+    data = generate.day(20_000, 200_000)
+    cpu, gpu = data["nodes"]
+    assert gpu["count"] % generate.BLOCK_NODES == 0
+    assert gpu["topology"] == {"blocks": gpu["count"] // generate.BLOCK_NODES,
+                               "racks": generate.RACKS_PER_BLOCK}
+    assert cpu["count"] + gpu["count"] == 20_000 and "topology" not in cpu
+    training = [g for g in data["podGroups"] if g["name"].startswith("llm-")]
+    assert training and all(g["minMember"] in generate.AI_GANGS for g in training)
+    in_block = [g for g in training if g.get("topology") == {"required": BLOCK}]
+    assert 0.1 < len(in_block) / len(training) < 0.3  # about a fifth
+    # A gang asking for a block fits in one: half a node each.
+    assert max(g["minMember"] for g in in_block) // 2 <= generate.BLOCK_NODES
+    pods = sum(p["count"] for entry in (*data["applications"], *data["podGroups"],
+                                        {"pods": [{"count": e["count"]} for e in data["pods"]]})
+               for p in entry["pods"])
+    assert pods == 200_000
+    assert 0.2 < sum(g["minMember"] for g in training) / pods < 0.5  # about a third
+
+
+def test_a_day_up_to_5000_nodes_has_neither_racks_nor_training_gangs() -> None:
+    data = generate.day(5000, 20_000)
+    assert all("topology" not in pool for pool in data["nodes"])
+    assert data["nodes"][1]["count"] == 500  # one node in ten on the GPU pool
+    assert not any(g["name"].startswith("llm-") for g in data["podGroups"])
+
+
+def test_an_ai_day_parses_with_its_racks_and_blocks() -> None:
+    workload = parse.build(Document("day", generate.day(6000, 30_000, seed=2)))
+    assert len(workload.nodes) == 6000 and workload.pod_count == 30_000
+    gpu = [n for n in workload.nodes if n.name.startswith("gpu-")]
+    assert len({n.labels[BLOCK] for n in gpu}) == 2
+    assert len({n.labels[RACK] for n in gpu}) == 2 * generate.RACKS_PER_BLOCK
+    asking = [j for j in workload.jobs if j.group is not None
+              and j.group.topology.required == BLOCK]
+    assert asking and all(j.group is not None and j.group.min_member >= 256 for j in asking)
 
 
 def _run(name: str, actions: tuple[str, ...] | None = None,

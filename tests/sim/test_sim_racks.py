@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import textwrap
 from pathlib import Path
 
@@ -150,6 +151,33 @@ def test_stranded_cpu_counts_free_room_no_single_rack_can_use() -> None:
     stranded.advance(20.0, waiting)
     stranded.advance(30.0, [])
     assert stranded.cpu_seconds == pytest.approx(20 * 10 + 20 * 10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stranded_sums_kept_give_what_every_node_gives(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes = [Node(f"n{i}", Resources({"cpu": 8000}),
+                  {k: v for k, v in ((RACK, f"r{i % 4}"), (BLOCK, f"b{i % 2}"))
+                   if rng.random() < 0.9})
+             for i in range(16)]
+    gangs = [_gang(f"g{i}", (), TopologyRequest(key), members=rng.randint(1, 12))
+             for i, key in enumerate((RACK, BLOCK, None, RACK))]
+    stranded = racks.Stranded(nodes)
+    bound: list[tuple[str, int]] = []
+    for step in range(600):
+        draw = rng.random()
+        if draw < 0.55 or not bound:  # a bind, now and then past the node's room
+            bound.append((rng.choice(nodes).name, rng.choice((1000, 2000, 6000))))
+            stranded.bind(*bound[-1])
+        elif draw < 0.8:
+            stranded.bind(*bound.pop(rng.randrange(len(bound))), -1)
+        else:  # the engine's own set changes under it
+            stranded.down ^= {rng.choice(nodes).name}
+        waiting = rng.sample(gangs, rng.randint(0, len(gangs)))
+        stranded.advance(float(step), waiting)
+        assert stranded.current == racks.stranded_now(stranded.free, stranded.labels,
+                                                      stranded.down, waiting)
+    assert stranded.cpu_seconds > 0  # the walk did strand cpu
 
 
 def test_the_racks_example_reports_topology_for_both_schedulers() -> None:

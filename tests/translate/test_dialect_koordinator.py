@@ -19,6 +19,11 @@ def translate(obj: dict[str, Any]) -> Any:
     return pod_with_membership(obj, scheduler_names=KOORD)
 
 
+TIMER = {"onTimeout": "Requeue", "waitForMinMember": True}
+"""Koordinator's timer: nothing placed before min-available pods exist, and a timeout
+requeues the gang."""
+
+
 def spec_of(obj: dict[str, Any]) -> dict[str, Any]:
     definition = gang_definition(obj, translate(obj)[1])
     assert definition is not None and definition.manifest is not None, definition
@@ -50,6 +55,7 @@ def test_the_doc_gang_group_example() -> None:
         "totalNumber": 5,
         "mode": "Strict",
         "gangGroup": ["namespace-a/gang-a", "namespace-b/gang-b"],
+        **TIMER,
     }
     assert validation_errors(manifest) == []
 
@@ -58,7 +64,7 @@ def test_the_lightweight_coscheduling_labels() -> None:
     obj = pods_of(KOORDINATOR_LABELS, 1)[0]
     found, _ = translate(obj)
     assert found.pod_group == GroupKey("default/nginx")
-    assert spec_of(obj) == {"minMember": 3}
+    assert spec_of(obj) == {"minMember": 3, **TIMER}
 
 
 @pytest.mark.parametrize(
@@ -112,7 +118,8 @@ def test_optional_annotations(annotations: dict[str, str], expected: dict[str, A
     base = {"gang.scheduling.koordinator.sh/" + key: None
             for key in ("waiting-time", "total-number", "mode", "groups")}
     base.update({"gang.scheduling.koordinator.sh/" + k: v for k, v in annotations.items()})
-    assert spec_of(pod(KOORDINATOR_GANG_A, annotations=base)) == {"minMember": 5, **expected}
+    expected = {"minMember": 5, **TIMER, **expected}
+    assert spec_of(pod(KOORDINATOR_GANG_A, annotations=base)) == expected
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,8 @@ def test_the_example_group() -> None:
     assert definition.key == "default/sample-group"
     assert manifest["metadata"]["name"] == "sample-group"
     assert manifest["metadata"]["labels"]["gangsched.io/dialect"] == "kueue"
-    assert manifest["spec"] == {"minMember": 2, "totalNumber": 2, "queue": "user-queue"}
+    assert manifest["spec"] == {"minMember": 2, "totalNumber": 2, "queue": "user-queue",
+                                "onTimeout": "Requeue", "waitForMinMember": True}
     assert validation_errors(manifest) == []
 
 

@@ -111,7 +111,8 @@ def test_a_lower_dialect_defines_the_gang_a_higher_one_only_names() -> None:
                                      ({"kueue.x-k8s.io/pod-group-name": "train"},
                                       {"kueue.x-k8s.io/pod-group-total-count": "4"})), found)
     assert definition is not None and definition.manifest is not None
-    assert definition.manifest["spec"] == {"minMember": 4, "totalNumber": 4}
+    assert definition.manifest["spec"] == {"minMember": 4, "totalNumber": 4,
+                                          "onTimeout": "Requeue", "waitForMinMember": True}
 
 
 def test_queues_that_disagree() -> None:

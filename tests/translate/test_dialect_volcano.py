@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from dialect_manifests import VOLCANO_POD, VOLCANO_PODGROUP, load, pod, pods_of
-from gangsched.core.values.model import GangMode, GroupKey
+from gangsched.core.values.model import NO_TIMEOUT, GangMode, GroupKey
 from gangsched.core.values.resources import Resources
 from gangsched.translate.dialects import VOLCANO, foreign, volcano
 from gangsched.translate.pods import pod_with_membership
@@ -67,7 +67,10 @@ def test_the_doc_podgroup() -> None:
     assert spec.key == GroupKey("default/volcano:test")
     assert spec.min_member == 3
     assert spec.min_resources == Resources({"cpu": 3000, "memory": 2048 * Mi})
-    assert (spec.queue, spec.mode, spec.schedule_timeout) == ("default", GangMode.STRICT, 600.0)
+    # Volcano never times a gang out, and places none of it before minMember pods exist
+    assert (spec.queue, spec.mode, spec.schedule_timeout) == ("default", GangMode.STRICT,
+                                                              NO_TIMEOUT)
+    assert spec.wait_for_min_member
     assert spec.invalid is None
 
 

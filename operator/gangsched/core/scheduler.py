@@ -85,6 +85,8 @@ from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
+    DeviceGone,
+    DeviceObserved,
     EvictionFailed,
     NamespaceGone,
     NamespaceObserved,
@@ -256,6 +258,14 @@ class Scheduler:
         elif isinstance(obs, VolumeBindFailed):
             membership.bind_failed(self, BindFailed(obs.uid, obs.node, obs.code, obs.message),
                                  volumes=True)
+        elif isinstance(obs, DeviceObserved):
+            self.volumes.devices.upsert(obs.obj)
+            self.volumes.epoch += 1
+            self.cluster.retry()
+        elif isinstance(obs, DeviceGone):
+            self.volumes.devices.remove(obs.kind, obs.key)
+            self.volumes.epoch += 1
+            self.cluster.retry()
         else:
             assert_never(obs)
 
@@ -298,6 +308,8 @@ class Scheduler:
                                       pod.terminating, pod.nonzero))
         if ps.pod.volumes.any:
             self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
+            if pod.node_name is None:  # placed here: its resource claims are held here
+                volume_placing.hold_claims(self.cluster, self.volumes, ps.uid, pod, node)
         queue = self.queue_of(ps)
         if queue is not None:
             self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
@@ -399,6 +411,11 @@ class Scheduler:
 
     def bind(self, ps: PodState, node: str, reason: str) -> None:
         """Assume ``ps`` on ``node`` at once (no overcommit this cycle) and ask for a bind."""
+        why = volume_placing.hold_claims(self.cluster, self.volumes, ps.uid, ps.pod, node)
+        if why is not None:  # its claims cannot be had there: never bound without them
+            self.uncharge(ps)
+            self.mark_pending(ps, "DynamicResources", why)
+            return
         if ps.node is None:
             self.charge(ps, node)
         ps.assumed = True
@@ -408,7 +425,8 @@ class Scheduler:
         pod = ps.pod
         for decision in self.cluster.pre_bound.pop(pod.uid, ()):
             self.out.append(decision)  # type: ignore[arg-type]  # PreBind's own decisions
-        volumes = volume_placing.writes(self.volumes, ps.uid) if pod.volumes.claims else ()
+        volumes = (volume_placing.writes(self.volumes, ps.uid, pod)
+                   if pod.volumes.claims or pod.volumes.resource_claims else ())
         decision = BindPod(pod.uid, pod.namespace, pod.name, node, reason, volumes)
         if self._together is not None:
             self._together.append(decision)

@@ -15,6 +15,7 @@ where a method says so.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import pathlib
 import ssl
@@ -165,6 +166,9 @@ class KubeClient:
         """The ``Retry-After`` seconds of that answer (0: none given)."""
         self.unauthorized = 0
         """Requests answered 401 (each is retried once with a fresh token)."""
+        self.answers: collections.Counter[tuple[str, int]] = collections.Counter()
+        """(method, status code) -> requests so answered; code 0: no answer (a timeout,
+        a connection refused or broken). Watches are not counted."""
         self.watch_activity: dict[str, float] = {}
         """Watch path -> monotonic time a stream of it last opened or delivered."""
         self._prefetched: dict[_ListKey, ReadAhead[_Page]] = {}
@@ -241,7 +245,9 @@ class KubeClient:
                     if status == 429:
                         self._throttled(response.headers.get("Retry-After"))
             except (TimeoutError, aiohttp.ClientError) as err:
+                self.answers[method.upper(), 0] += 1
                 raise ApiError(0, "Transport", str(err) or type(err).__name__) from err
+            self.answers[method.upper(), status] += 1
             if status != 401 or not self._refused() or attempt:
                 break
         decoded: JSON = {}
@@ -334,9 +340,11 @@ class KubeClient:
         return await self.request("GET", resource_path(group, version, plural, namespace, name))
 
     async def replace(self, group: str, version: str, plural: str, namespace: str | None,
-                      name: str, body: JSON) -> JSON:
-        return await self.request("PUT", resource_path(group, version, plural, namespace, name),
-                                  body=body)
+                      name: str, body: JSON, *, subresource: str = "") -> JSON:
+        path = resource_path(group, version, plural, namespace, name)
+        if subresource:
+            path += "/" + subresource
+        return await self.request("PUT", path, body=body)
 
     async def list(self, path: str, *, params: Mapping[str, str] | None = None,
                    page: int = 500) -> tuple[list[JSON], str]:

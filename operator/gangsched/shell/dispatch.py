@@ -54,7 +54,7 @@ from gangsched.shell.metrics import Metrics
 from gangsched.shell.pending import PendingReports, Report
 from gangsched.shell.scheduled import ScheduledEvents
 from gangsched.shell.settings import OperatorSettings
-from gangsched.shell.storage import StorageWatches, write_volumes
+from gangsched.shell.storage import StorageWatches, release_claims, write_volumes
 from gangsched.translate import render, times
 from gangsched.translate.dialects.foreign import retarget_event
 
@@ -111,6 +111,7 @@ class Dispatch:
         """Hand ``job`` to the API pool again after a backoff (a transient API error)."""
         delay = min(self.settings.api_retry_initial * 2 ** attempt,
                     self.settings.api_retry_max)
+        self.metrics.api_retries.inc()
         asyncio.get_running_loop().call_later(delay, self.api.submit, job)
 
     def _pod_event(self, obj: JSON, kind: str, reason: str, message: str) -> None:
@@ -208,9 +209,12 @@ class Dispatch:
                 return  # leadership lost: the new leader decides about this pod
             fields = {"pod": f"{d.namespace}/{d.name}", "node": d.node, "reason": d.reason}
             if d.volumes:
+                written: dict[str, str] = {}
                 try:
-                    written = await write_volumes(self.client, d.volumes)
+                    await write_volumes(self.client, d.volumes, written=written,
+                                        resource_version=self.storage.resource_version)
                 except ApiError as err:
+                    await self._release((d,), {d.uid: written})
                     self._volumes_failed((d,), d, err, gang=False)
                     return
                 self._bind_when_bound((d,), {d.uid: written})
@@ -249,6 +253,7 @@ class Dispatch:
                         member.volumes, written.get(member.uid, {}), member.node,
                         timeout=self.settings.volume_bind_timeout, monotonic=self.monotonic)
         except ApiError as err:
+            await self._release(members, written)
             self._volumes_failed(members, member, err, gang=len(members) > 1)
             return
         if not self.leading.is_set():
@@ -270,10 +275,11 @@ class Dispatch:
             self.submit(VolumeBindFailed(member.uid, member.node, err.code, text))
 
     async def _bind_gang(self, d: BindGang) -> None:
-        """Every member's volume writes, in order; then PreBind's wait for all their
-        claims; then, only if all succeeded, the Bindings (each on the bind pool). A failed
-        write or wait binds no member: each is reported as ``VolumeBindFailed`` with that
-        error."""
+        """Every member's volume and ResourceClaim writes, in order; then PreBind's wait
+        for all their volume claims; then, only if all succeeded, the Bindings (each on
+        the bind pool). A failed write or wait binds no member: the ResourceClaims written
+        for the gang are released (no device stays held) and each member is reported as
+        ``VolumeBindFailed`` with that error."""
         if not self.leading.is_set() or not d.binds:
             return
         written: dict[PodUID, dict[str, str]] = {}
@@ -281,11 +287,22 @@ class Dispatch:
             if not member.volumes:
                 continue
             try:
-                written[member.uid] = await write_volumes(self.client, member.volumes)
+                await write_volumes(self.client, member.volumes,
+                                    written=written.setdefault(member.uid, {}),
+                                    resource_version=self.storage.resource_version)
             except ApiError as err:
+                await self._release(d.binds, written)
                 self._volumes_failed(d.binds, member, err, gang=True)
                 return
         self._bind_when_bound(d.binds, written)
+
+    async def _release(self, members: tuple[BindPod, ...],
+                       written: dict[PodUID, dict[str, str]]) -> None:
+        """Members will not be bound now: release the ResourceClaims written for them
+        (kube-scheduler's Unreserve; for a gang no device stays held)."""
+        for member in members:
+            await release_claims(self.client, member.volumes, written.get(member.uid, {}),
+                                 resource_version=self.storage.resource_version)
 
     async def _create_placeholder(self, d: CreatePlaceholder) -> None:
         app = self.apps.get(d.app)

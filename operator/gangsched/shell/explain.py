@@ -1,9 +1,11 @@
 """``gangsched explain``: why an Application or PodGroup is where it is.
 
-Reads the object's status (written by the operator), its Events and its pods from the
-cluster with a small synchronous client (pykube-ng), and prints, per task group, the
-placeholders and members needed, reserved, bound and replaced, and the blocking reason
-with the numbers behind it; then why its pods wait, and its event history, oldest first.
+Reads the object's status (written by the operator), its Events, its pods and the
+ResourceClaims of its namespace from the cluster with a small synchronous client
+(pykube-ng), and prints, per task group, the placeholders and members needed, reserved,
+bound and replaced, and the blocking reason with the numbers behind it; then why its pods
+wait, the devices of each member's claims or why it has none
+(:mod:`gangsched.shell.explain_devices`), and its event history, oldest first.
 
 :func:`format_explanation` is pure: it takes the objects as the API returns them, so that
 what it prints is tested on statuses exactly as the operator writes them.
@@ -19,6 +21,7 @@ from typing import Any
 
 from gangsched.core.gangs import partialgang
 from gangsched.core.values import naming
+from gangsched.shell.explain_devices import device_lines
 from gangsched.translate import labels, times
 
 KINDS = {"application": ("Application", "applications"), "podgroup": ("PodGroup", "podgroups")}
@@ -94,14 +97,16 @@ ROOM_REASONS = ("Capacity", "QueueQuota", "Preempting")
 
 def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any]] = (),
                        pods: Iterable[Mapping[str, Any]] = (), *,
-                       now: float | None = None) -> str:
+                       now: float | None = None,
+                       claims: Iterable[Mapping[str, Any]] = ()) -> str:
     """Human-readable explanation of an Application's or PodGroup's status.
 
     ``events`` are its ``events.k8s.io/v1`` Events in any order (printed oldest first, the
     last :data:`MAX_EVENTS`); ``pods`` its pods (their PodScheduled reasons are counted,
     and whether the gang is partial right now: see :func:`partial_line`; how long is
-    told only with ``now``). Missing fields print as their defaults; nothing here raises
-    on a partial object.
+    told only with ``now``), and ``claims`` the ResourceClaims of its namespace (for the
+    devices of members with resource claims). Missing fields print as their defaults;
+    nothing here raises on a partial object.
     """
     pods = list(pods)
     meta = obj.get("metadata") or {}
@@ -115,6 +120,7 @@ def format_explanation(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any
         lines.extend(_application(spec, status))
     lines.extend(partial_line(spec, pods, kind, now))
     lines.extend(_pods(pods))
+    lines.extend(device_lines(pods, claims))
     lines.extend(_history(events))
     return "\n".join(lines) + "\n"
 
@@ -392,7 +398,10 @@ def explain(namespace: str, name: str, kind: str = "application") -> int:
                     params={"fieldSelector": f"regarding.name={name},regarding.kind={kind_name}"})
     pods = _items(api, url="pods", version="v1", namespace=namespace,
                   params={"labelSelector": f"{member}={naming.label_value(name)}"})
-    sys.stdout.write(format_explanation(obj, events, pods, now=time.time()))
+    claims = _items(api, url="resourceclaims", version="resource.k8s.io/v1",
+                    namespace=namespace) if any(
+        (p.get("spec") or {}).get("resourceClaims") for p in pods) else []
+    sys.stdout.write(format_explanation(obj, events, pods, now=time.time(), claims=claims))
     return 0
 
 

@@ -109,8 +109,16 @@ NEEDED: frozenset[Permission] = frozenset([
         "list": "start-up: which drivers track capacity, and the capacity they publish",
         "watch": "follow capacity as volumes are created and deleted"}),
     *_grant("resource.k8s.io", ("resourceclaims",), {
+        "get": "re-read a claim right before allocating or reserving it",
         "list": "start-up: allocations of pods' resource claims (when the API is served)",
-        "watch": "follow allocations"}),
+        "watch": "follow allocations",
+        "update": "add kube-scheduler's delete-protection finalizer before allocating"}),
+    *_grant("resource.k8s.io", ("deviceclasses", "resourceslices", "resourceclaimtemplates"), {
+        "list": "start-up: the devices drivers publish, their classes, the claim templates",
+        "watch": "follow devices published and withdrawn, classes and templates changed"}),
+    *_grant("resource.k8s.io", ("resourceclaims/status",), {
+        "update": "write status.allocation and status.reservedFor before the Binding "
+                  "(resourceVersion-checked)"}),
     *_grant("coordination.k8s.io", ("leases",), {
         "create": "the first replica creates the leader Lease",
         "get": "read the holder and whether the record changed",

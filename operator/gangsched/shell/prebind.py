@@ -120,6 +120,8 @@ class BindingState:
         resourceVersion each write returned."""
         done = True
         for write in writes:
+            if not isinstance(write, BindVolume | AnnotateClaim):
+                continue  # a ResourceClaim's writes: nothing to wait for
             claim_key = f"{write.namespace}/{write.claim}"
             claim = self.claims.get(claim_key)
             if claim is None:
@@ -148,8 +150,8 @@ class BindingState:
                    node: str, *, timeout: float = BIND_TIMEOUT, poll: float = 1.0,
                    monotonic: Callable[[], float]) -> None:
         """Return once :meth:`check` says bound; raise its ApiError, or 504 after
-        ``timeout`` seconds of ``monotonic``. No writes: returns at once."""
-        if not writes:
+        ``timeout`` seconds of ``monotonic``. No volume writes: returns at once."""
+        if not any(isinstance(w, BindVolume | AnnotateClaim) for w in writes):
             return
         deadline = monotonic() + timeout
         wake = asyncio.Event()

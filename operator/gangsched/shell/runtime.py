@@ -62,7 +62,9 @@ from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.storage import PRIORITY_CLASSES, StorageWatches
 from gangsched.shell.supervise import Supervisor
 from gangsched.shell.watch import Reflector
+from gangsched.translate import times
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
+from gangsched.view.board import Board
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,10 @@ class Runtime(WatchHandlers):
         self.queues: dict[str, JSON] = {}
         self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups},
                                partial_threshold=self.settings.partial_gang_threshold)
+        self.metrics.api_answers = client.answers
+        self.board: Board | None = Board(self._created) if self.settings.dashboard_port \
+            else None
+        """What the dashboard shows of the decisions (kept only when it is served)."""
         self.transitions = logs.Transitions(log)
         self.binds = WorkPool("bind", self.settings.bind_workers)
         self.api = WorkPool("api", self.settings.api_workers)
@@ -247,6 +253,7 @@ class Runtime(WatchHandlers):
                 delay = min(self.settings.api_retry_initial * 2 ** attempt,
                             self.settings.api_retry_max)
                 attempt += 1
+                self.metrics.api_retries.inc()
                 log.warning("%s failed: %s; retrying in %.1fs", what, err, delay)
                 if stop is None:
                     await asyncio.sleep(delay)
@@ -362,6 +369,11 @@ class Runtime(WatchHandlers):
                 await self.cycle()
             self.last_cycle = self.monotonic()
 
+    def _created(self, kind: str, key: str) -> float | None:
+        """An Application's or PodGroup's creation time, from the object the watch keeps."""
+        obj = (self.apps if kind == "Application" else self.groups).get(key) or {}
+        return times.parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+
     async def cycle(self) -> list[Decision]:
         """Drain the inbox, run one core cycle, dispatch its decisions.
 
@@ -393,6 +405,8 @@ class Runtime(WatchHandlers):
             return []
         self.cycles += 1
         self.decisions += len(decisions)
+        if self.board is not None:
+            self.board.take(decisions, now)
         for decision in eventmerge.one_per_object(early.rest(decisions)):
             self._dispatch(decision, now)
         for report in self.pending.due(now):

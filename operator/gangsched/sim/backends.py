@@ -14,7 +14,8 @@ jump straight to the next instant at which a timer is due.
 After every cycle the core's books are checked: no node may hold more than its
 allocatable (:mod:`gangsched.core.state.invariants`, incrementally: only the nodes whose usage
 changed). A node over-committed is counted (``overCommittedNodes``, which must stay 0) and
-shown loudly in the timeline.
+shown loudly in the timeline; so is a device allocated to two claims at once
+(``doubleAllocatedDevices``, in a workload with devices).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Protocol
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.state import invariants
 from gangsched.core.state.instants import Instants
+from gangsched.core.values import devices as dv
 from gangsched.core.values.decisions import EvictPod, RecordEvent, SetAppStatus, SetPodGroupStatus
 from gangsched.core.values.model import (
     AppKey,
@@ -44,6 +46,8 @@ from gangsched.sim.jobs import Outcome
 from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.timeline import Timeline
 from gangsched.sim.world import PodListener, World
+from gangsched.view.board import Board, Contents
+from gangsched.view.model import NodeUse, copy_nodes, node_uses
 
 SOURCE = "gangsched"
 PREEMPTION_EVENTS = frozenset({"Preempting", "Preempted", "Reclaimed", "PreemptionFailed",
@@ -82,6 +86,11 @@ class Backend(Protocol):
     def remove_app(self, key: AppKey) -> None: ...
     def add_group(self, spec: PodGroupSpec) -> None: ...
     def remove_group(self, key: GroupKey) -> None: ...
+    def add_devices(self, classes: tuple[dv.DeviceClass, ...],
+                    slices: tuple[dv.ResourceSlice, ...]) -> None:
+        """The cluster serves resource.k8s.io with these DeviceClasses and ResourceSlices."""
+    def add_claims(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
+        """The resourceclaim controller made these claims for a pod about to be added."""
     def add_pod(self, pod: Pod) -> None: ...
     def set_phase(self, uid: PodUID, phase: PodPhase) -> None: ...
     def delete_pod(self, uid: PodUID) -> None: ...
@@ -106,7 +115,8 @@ class GangschedBackend:
     name = SOURCE
 
     def __init__(self, config: SchedulerConfig, listener: PodListener,
-                 timeline: Timeline, latency: Latency = NO_LATENCY) -> None:
+                 timeline: Timeline, latency: Latency = NO_LATENCY, *,
+                 view_at: float | None = None) -> None:
         self.scheduler = Scheduler(config)
         self.latency = latency
         self.world = World(self.scheduler, listener=listener, keep_decisions=False,
@@ -134,6 +144,13 @@ class GangschedBackend:
         """Pods the core evicted, with why, until the engine asks."""
         self.events: dict[str, list[tuple[float, RecordEvent]]] = {}
         """The last MAX_EVENTS Events on each Application and PodGroup (for explain)."""
+        self.board = Board()
+        """What the dashboard shows of the decisions, as the operator keeps it
+        (``simulate --html``)."""
+        self.view_at = view_at
+        self.kept_view: tuple[Contents, list[NodeUse], float] | None = None
+        """The board and the nodes as they were after the first cycle at or after
+        ``view_at``, and when (``simulate --html-at``)."""
 
     # --- objects -------------------------------------------------------------------------
 
@@ -161,6 +178,14 @@ class GangschedBackend:
     def remove_group(self, key: GroupKey) -> None:
         self.world.remove_group(key)
 
+    def add_devices(self, classes: tuple[dv.DeviceClass, ...],
+                    slices: tuple[dv.ResourceSlice, ...]) -> None:
+        self.counters.setdefault("doubleAllocatedDevices", 0)
+        self.world.add_devices(classes, slices)
+
+    def add_claims(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
+        self.world.add_claims(claims)
+
     def add_pod(self, pod: Pod) -> None:
         self.world.add_pod(pod)
 
@@ -173,6 +198,16 @@ class GangschedBackend:
     def has_pod(self, uid: PodUID) -> bool:
         return uid in self.world.pods
 
+    def node_uses(self) -> list[NodeUse]:
+        """The nodes as the dashboard shows them, now."""
+        pods = self.scheduler.pods
+
+        def placeholder(uid: str) -> bool:
+            ps = pods.get(PodUID(uid))
+            return ps is not None and ps.pod.placeholder
+
+        return node_uses(copy_nodes(self.scheduler.cluster.nodes.values()), placeholder)
+
     def state_of(self, key: str) -> str:
         return self.app_state.get(key) or self.group_phase.get(key, "")
 
@@ -182,10 +217,18 @@ class GangschedBackend:
         self.cycles += 1
         decisions = self.world.step(now)
         self.decisions += len(decisions)
+        self.board.take(decisions, now)
+        if self.view_at is not None and self.kept_view is None and now >= self.view_at:
+            self.kept_view = (self.board.contents(), self.node_uses(), now)
         for found in self.watch.check(self.scheduler):
             self.counters["overCommittedNodes"] += 1
             self.timeline.add(now, f"node {found.node}", SOURCE,
                               f"INVARIANT BROKEN: over-committed: {found.describe()}")
+        doubled = self.world.claims.double_allocations
+        if doubled > self.counters.get("doubleAllocatedDevices", 0):
+            self.counters["doubleAllocatedDevices"] = doubled
+            self.timeline.add(now, "devices", SOURCE, "INVARIANT BROKEN: a device allocated "
+                              f"to two claims at once ({doubled} so far)")
         for d in decisions:
             if isinstance(d, SetAppStatus):
                 self._app_status(d, now)

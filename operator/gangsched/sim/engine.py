@@ -35,9 +35,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gangsched.core.values import devices as dv
 from gangsched.core.values.model import AppKey, GroupKey, Pod, PodPhase, PodUID
 from gangsched.core.values.resources import Resources
-from gangsched.sim import racks
+from gangsched.core.values.volume_specs import PodVolumes
+from gangsched.sim import devices, racks
 from gangsched.sim.backends import Backend
 from gangsched.sim.jobs import JobRun, Outcome, PodRun, PodStatus
 from gangsched.sim.latency import NO_LATENCY, Latency
@@ -120,6 +122,9 @@ class Engine:
         self.jobs = [JobRun(job, f"{job.namespace}/{job.name}") for job in workload.jobs]
         self.by_key = {run.key: run for run in self.jobs}
         self.by_name = {run.job.name: run for run in self.jobs}
+        self._asking = [run for run in self.jobs
+                        if racks.job_topology(run.job).required is not None]
+        """The jobs whose gang asks for one domain: the only ones stranded cpu is for."""
         self.pods: dict[PodUID, PodRun] = {}
         self.bound: dict[PodUID, _Bound] = {}
         self.nodes = {node.name: node for node in workload.nodes}
@@ -140,6 +145,8 @@ class Engine:
         started = time.perf_counter()
         for queue in self.workload.queues:
             self.backend.add_queue(queue)
+        if self.workload.uses_devices:
+            self.backend.add_devices(self.workload.device_classes, self.workload.slices)
         for node in self.workload.nodes:
             self.backend.add_node(node)
             self.usage.capacity(node.allocatable, 1)
@@ -281,8 +288,9 @@ class Engine:
             self._gang_started(job)
 
     def _waiting(self) -> list[JobRun]:
-        """Submitted jobs whose gang does not run (for the stranded-capacity measure)."""
-        return [run for run in self.jobs if run.attempt > 0 and not run.done
+        """Submitted jobs whose gang does not run and asks for one domain (for the
+        stranded-capacity measure, which passes over the others)."""
+        return [run for run in self._asking if run.attempt > 0 and not run.done
                 and not run.gang_running]
 
     def _hold(self, pod: Pod, job: JobRun | None, category: str) -> None:
@@ -375,6 +383,14 @@ class Engine:
             pod_group=GroupKey(run.key) if job.group is not None else None,
             queue=job.queue if job.kind is JobKind.PODS else None,
         )
+        if template.claims:
+            claims = tuple(dv.ResourceClaim(
+                job.namespace, devices.claim_name(pod.name, entry),
+                spec=self.workload.claim_templates.get(claim_template, dv.ClaimSpec()),
+                owner_pod=uid) for entry, claim_template in template.claims)
+            self.backend.add_claims(claims)
+            pod = dataclasses.replace(pod, volumes=PodVolumes(
+                resource_claims=tuple(c.name for c in claims)))
         pod_run = PodRun(run, uid, pod.name, member, template)
         pod_run.created = self.now
         self.pods[uid] = pod_run

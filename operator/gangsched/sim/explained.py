@@ -3,8 +3,10 @@
 The explanation is the operator's own formatting (``gangsched.shell.explain``, handed in
 by the CLI); this module builds what it reads from the run as it ended: the object with
 the status the operator would have written (:mod:`gangsched.translate.statuses`), the
-Events the core recorded on it, and its pods with their PodScheduled reasons. Simulated
-time counts from the epoch (t=0 is 1970-01-01T00:00:00Z).
+Events the core recorded on it, and its pods with their PodScheduled reasons and
+resource claims; :func:`claims` the ResourceClaims of the simulated cluster, for the
+devices of each member. Simulated time counts from the epoch (t=0 is
+1970-01-01T00:00:00Z).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from gangsched.core.values.model import AppKey, GroupKey
 from gangsched.sim.backends import GangschedBackend
 from gangsched.sim.engine import RunOutput
 from gangsched.sim.workload import Job, JobKind
-from gangsched.translate import labels, render, statuses, times
+from gangsched.translate import device_claims, labels, render, statuses, times
 
 Obj = dict[str, Any]
 
@@ -56,13 +58,36 @@ def objects(out: RunOutput, name: str) -> tuple[Obj, list[Obj], list[Obj]]:
         pending = world.pending_reasons.get(pod.uid)
         conditions = [] if pod.node_name or pending is None else [
             render.pod_scheduled_condition(pending, now=out.end)]
+        spec: Obj = {"nodeName": pod.node_name} if pod.node_name else {}
+        if pod.volumes.resource_claims:
+            spec["resourceClaims"] = [{"name": claim.removeprefix(f"{pod.name}-"),
+                                       "resourceClaimName": claim}
+                                      for claim in pod.volumes.resource_claims]
         pods.append({
             "metadata": {"name": pod.name, "labels": {labels.LABEL_PLACEHOLDER: "true"}
                          if pod.placeholder else {}},
-            "spec": {"nodeName": pod.node_name} if pod.node_name else {},
+            "spec": spec,
             "status": {"conditions": conditions},
         })
     return obj, events, pods
+
+
+def claims(out: RunOutput) -> list[Obj]:
+    """The ResourceClaims of the simulated cluster as the run left them, as the API
+    returns them (none for a run not made by the core)."""
+    if not isinstance(out.backend, GangschedBackend):
+        return []
+    found: list[Obj] = []
+    for claim in out.backend.world.claims.claims.values():
+        status: Obj = {}
+        if claim.allocation is not None:
+            status["allocation"] = device_claims.allocation_to_k8s(claim.allocation)
+        if claim.reserved_for:
+            status["reservedFor"] = [{"resource": r.resource, "name": r.name, "uid": r.uid}
+                                     for r in claim.reserved_for]
+        found.append({"metadata": {"namespace": claim.namespace, "name": claim.name},
+                      "status": status})
+    return found
 
 
 def _spec(job: Job) -> Obj:

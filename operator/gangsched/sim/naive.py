@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from gangsched.core.values import devices as dv
 from gangsched.core.values.constraints import (
     matches_affinity,
     matches_node_selector,
@@ -127,6 +128,14 @@ class NaiveBackend:
         pass
 
     # --- pods ----------------------------------------------------------------------------
+
+    def add_devices(self, classes: tuple[dv.DeviceClass, ...],
+                    slices: tuple[dv.ResourceSlice, ...]) -> None:
+        """Nothing: the naive binder models no devices (``gangsched simulate`` refuses to
+        compare it on a workload with devices)."""
+
+    def add_claims(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
+        """Nothing: see :meth:`add_devices`."""
 
     def add_pod(self, pod: Pod) -> None:
         self.pods[pod.uid] = pod

@@ -47,10 +47,11 @@ GROUP = (*JOB, "minMember", "minResources", "mode", "scheduleTimeoutSeconds", "p
 TASK_GROUP = ("name", "minMember", "minResource", "nodeSelector", "tolerations", "affinity",
               "topology")
 POD = ("name", "taskGroup", "count", "delay", "after", "duration", "cpu", "memory", "gpu",
-       "resources", "priority", "nodeSelector", "tolerations", "affinity")
+       "resources", "priority", "nodeSelector", "tolerations", "affinity", "claims")
 PLAIN = ("name", "namespace", "submitAt", "queue", "priority", "replicas", "intervalSeconds",
          "count", "duration", "cpu", "memory", "gpu", "resources", "nodeSelector",
-         "tolerations", "affinity", "onPodFailure", "restartDelaySeconds")
+         "tolerations", "affinity", "onPodFailure", "restartDelaySeconds", "claims")
+CLAIM = ("name", "template")
 GPU = "nvidia.com/gpu"
 
 E = TypeVar("E", bound=enum.Enum)
@@ -92,6 +93,8 @@ class JobReader:
         self.doc = doc
         self.r = r
         self.paths: dict[str, Path] = {}
+        self.claim_templates: Mapping[str, object] = {}
+        """The workload's claim templates by name (read before the jobs)."""
 
     def common(self, path: Path, obj: Mapping[str, object], queues: set[str]) -> _Common:
         """The (name, submit time) of each replica, and the fields every job kind shares."""
@@ -214,6 +217,27 @@ class JobReader:
         sub = self.r.mapping(value, (*path, key), ("cpu", "memory", "gpu", "resources"))
         return requests(self.r, sub, (*path, key)) if sub is not None else Resources.ZERO
 
+    def claims(self, obj: Mapping[str, object], path: Path) -> tuple[tuple[str, str], ...]:
+        """A pod entry's ``claims``: (name in the pod, template), each template one of
+        ``claim_templates`` (the workload's ``claimTemplates``)."""
+        r = self.r
+        found = []
+        names: set[str] = set()
+        for cpath, item in r.items(obj, path, "claims"):
+            claim = r.mapping(item, cpath, CLAIM, required=("name", "template"))
+            if claim is None:
+                continue
+            name = r.string(claim, cpath, "name", pattern=NAME, what=NAME_WHAT)
+            template = r.string(claim, cpath, "template", pattern=NAME, what=NAME_WHAT)
+            if template and template not in self.claim_templates:
+                known = ", ".join(sorted(self.claim_templates)) or "none are defined"
+                r.fail((*cpath, "template"), f'no claim template "{template}" ({known})')
+            if name in names:
+                r.fail((*cpath, "name"), f'claim "{name}" is listed twice')
+            names.add(name)
+            found.append((name, template))
+        return tuple(found)
+
     def templates(self, path: Path, obj: Mapping[str, object],
                   groups: Mapping[str, TaskGroup], *, app: bool) -> list[PodTemplate]:
         r = self.r
@@ -254,6 +278,7 @@ class JobReader:
                                   group.tolerations if group else ()),
                 affinity=r.k8s(p, ppath, "affinity", k8s_constraints.node_affinity_from_k8s,
                                group.affinity if group else ANY_NODE),
+                claims=self.claims(p, ppath),
             ))
             next_index[prefix] = next_index.get(prefix, 0) + count
         return templates
@@ -305,6 +330,7 @@ class JobReader:
                               ()),
             affinity=r.k8s(obj, path, "affinity", k8s_constraints.node_affinity_from_k8s,
                            ANY_NODE),
+            claims=self.claims(obj, path),
         )
         return [Job(name, JobKind.PODS, submit, (template,), {None: 1}, common.namespace,
                     common.queue, common.priority, behaviour=common.behaviour,

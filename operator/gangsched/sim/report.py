@@ -73,6 +73,9 @@ def verdict(outs: Sequence[RunOutput], name: str) -> str:
         if s.counters.get("overCommittedNodes"):
             text += (f"; INVARIANT BROKEN: {s.counters['overCommittedNodes']} times a node "
                      "held more than its allocatable (see the timeline)")
+        if s.counters.get("doubleAllocatedDevices"):
+            text += (f"; INVARIANT BROKEN: {s.counters['doubleAllocatedDevices']} devices "
+                     "allocated to two claims at once (see the timeline)")
         lines.append(f"  {out.scheduler:<{width}}  {text}")
     return "\n".join(lines)
 

@@ -29,6 +29,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gangsched.core.values import devices as dv
 from gangsched.core.values.constraints import ANY_NODE, NodeAffinity, Toleration
 from gangsched.core.values.model import (
     AppSpec,
@@ -85,6 +86,8 @@ class PodTemplate:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
     affinity: NodeAffinity = ANY_NODE
+    claims: tuple[tuple[str, str], ...] = ()
+    """(name in the pod, claim template) of each of the pods' ResourceClaims."""
 
     def member_names(self) -> list[str]:
         """The pods' names within their job, ``<prefix>-<i>``."""
@@ -162,6 +165,17 @@ class Workload:
     warnings: tuple[str, ...] = ()
     """Valid values that are almost certainly not what was meant, as ``file:line:col:
     path: warning: ...``; the workload runs anyway."""
+    device_classes: tuple[dv.DeviceClass, ...] = ()
+    slices: tuple[dv.ResourceSlice, ...] = ()
+    """The ResourceSlices the nodes' drivers publish (``nodes[].devices``)."""
+    claim_templates: Mapping[str, dv.ClaimSpec] = field(default_factory=dict)
+    """The spec of the claims made from each claim template, by its name."""
+
+    @property
+    def uses_devices(self) -> bool:
+        """Whether Dynamic Resource Allocation is part of it (the resource.k8s.io API is
+        then served in the simulated cluster)."""
+        return bool(self.device_classes or self.slices or self.claim_templates)
 
     @property
     def pod_count(self) -> int:

@@ -12,6 +12,13 @@ gone (or bound) meanwhile is answered as the API server would (``BindFailed`` 40
 409) and counted in ``bind_refused``; without, it is a bug and raises.
 It never decides anything: all scheduling comes from the one real core.
 
+Dynamic Resource Allocation: :meth:`World.add_devices` publishes DeviceClasses and
+ResourceSlices (and says the resource.k8s.io API is served); the claims of pods are kept
+by a :class:`~gangsched.sim.claims.ClaimBook` (the resourceclaim controller, and the
+claim writes a bind carries: a refused one binds nothing and comes back as
+``VolumeBindFailed``; for a ``BindGang`` every member's writes succeed before any member
+is bound).
+
 Evictions (``EvictPod``) go through a simple model of PodDisruptionBudgets:
 ``disruption_budgets`` maps an Application or PodGroup (``namespace/name``) to the number
 of its running pods that must stay; an eviction that would break it is refused with a 429
@@ -32,6 +39,7 @@ from collections.abc import Iterable
 from typing import Protocol, assert_never
 
 from gangsched.core.scheduler import Scheduler
+from gangsched.core.values import devices as dv
 from gangsched.core.values.decisions import (
     AnnotateNode,
     BindGang,
@@ -62,6 +70,7 @@ from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
     BindFailed,
+    DeviceObserved,
     EvictionFailed,
     NodeGone,
     NodeObserved,
@@ -71,7 +80,10 @@ from gangsched.core.values.observations import (
     PodGroupObserved,
     PodObserved,
     QueueObserved,
+    ResourceClaimsServed,
+    VolumeBindFailed,
 )
+from gangsched.sim.claims import ClaimBook, ClaimError
 from gangsched.sim.latency import NO_LATENCY, Latency, Later
 
 WATCH = "watch"
@@ -128,6 +140,8 @@ class World:
         """Annotations the core set on nodes (``AnnotateNode``), by node name."""
         self._uids = itertools.count()
         self.now = 0.0
+        self.claims = ClaimBook(self.observe)
+        """The pods' ResourceClaims (see the module docstring)."""
 
     # --- inputs --------------------------------------------------------------------------
 
@@ -186,12 +200,27 @@ class World:
     def add_queue(self, spec: QueueSpec) -> None:
         self.observe(QueueObserved(spec))
 
+    def add_devices(self, classes: tuple[dv.DeviceClass, ...],
+                    slices: tuple[dv.ResourceSlice, ...]) -> None:
+        """The cluster serves resource.k8s.io, with these classes and drivers' slices."""
+        self.observe(ResourceClaimsServed(True))
+        for device_class in classes:
+            self.observe(DeviceObserved(device_class))
+        for published in slices:
+            self.observe(DeviceObserved(published))
+
+    def add_claims(self, claims: tuple[dv.ResourceClaim, ...]) -> None:
+        """The resourceclaim controller made a pod's claims (before the pod is added)."""
+        self.claims.add(claims)
+
     def add_pod(self, pod: Pod) -> None:
         self._put(self.pods.get(pod.uid), pod)
 
     def set_phase(self, uid: PodUID, phase: PodPhase) -> None:
         old = self.pods[uid]
         self._put(old, dataclasses.replace(old, phase=phase))
+        if not self.pods[uid].active:
+            self.claims.pod_finished(uid)
 
     def _put(self, old: Pod | None, pod: Pod) -> None:
         """Store ``pod``, tell the core, then the listener."""
@@ -237,6 +266,7 @@ class World:
             if self._by_name.get((old.namespace, old.name)) == uid:
                 del self._by_name[(old.namespace, old.name)]
             self.observe(PodGone(uid))
+            self.claims.pod_finished(uid)
             if self.listener is not None:
                 self.listener.pod_changed(old, None)
 
@@ -291,7 +321,7 @@ class World:
             if isinstance(d, BindPod):
                 self._bind(d)
             elif isinstance(d, BindGang):
-                self.apply(d.binds)  # no volumes in a simulation: the binds as such
+                self._bind_gang(d)
             elif isinstance(d, CreatePlaceholder):
                 self._create_placeholder(d)
             elif isinstance(d, DeletePod):
@@ -315,6 +345,22 @@ class World:
             else:
                 assert_never(d)
 
+    def _bind_gang(self, d: BindGang) -> None:
+        """Every member's claim writes, then the Bindings; a refused write binds no
+        member (each comes back as ``VolumeBindFailed``) and undoes the others."""
+        done = []
+        for member in d.binds:
+            try:
+                done.extend(self.claims.write(member.volumes))
+            except ClaimError as error:
+                self.claims.release(done)
+                text = f"{member.namespace}/{member.name}: {error.message}"
+                for each in d.binds:
+                    self.observe(VolumeBindFailed(each.uid, each.node, error.code, text))
+                return
+        for member in d.binds:
+            self._bind(dataclasses.replace(member, volumes=()))
+
     def _bind(self, d: BindPod) -> None:
         pod = self.pods.get(d.uid)
         if pod is None or pod.node_name is not None:
@@ -325,6 +371,12 @@ class World:
             self.observe(BindFailed(d.uid, d.node, code, "not found" if pod is None
                                     else f"pod is already assigned to node {pod.node_name}"))
             return
+        if d.volumes:
+            try:
+                self.claims.write(d.volumes)
+            except ClaimError as error:
+                self.observe(VolumeBindFailed(d.uid, d.node, error.code, error.message))
+                return
         self.bind_count[d.uid] = self.bind_count.get(d.uid, 0) + 1
         later = self.auto_run and self.latency.running_after > 0
         phase = PodPhase.RUNNING if self.auto_run and not later else pod.phase

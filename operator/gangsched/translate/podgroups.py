@@ -30,6 +30,14 @@ def _mode(raw: object) -> model.GangMode:
         raise fields.TranslationError(f"spec.mode: {error}") from None
 
 
+def _on_timeout(raw: object) -> model.TimeoutAction:
+    text = fields.string(raw, "spec.onTimeout", default=model.TimeoutAction.FAIL.value)
+    try:
+        return cast(model.TimeoutAction, model.TimeoutAction.from_string(text))
+    except ValueError as error:
+        raise fields.TranslationError(f"spec.onTimeout: {error}") from None
+
+
 def _gang_group(raw: object, problems: fields.Problems) -> tuple[model.GroupKey, ...]:
     path = "spec.gangGroup"
     items: Sequence[Any] = problems.read(lambda: fields.sequence(raw, path), ())
@@ -55,8 +63,9 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
 
     ``key`` is ``namespace/name``. ``spec.minMember`` is required (1 to 10000; 1 is used
     while it is missing or wrong). Defaults: no minResources, ``scheduleTimeoutSeconds``
-    600, mode Strict, no gangGroup, ``totalNumber`` None (minMember), queue ``default``,
-    creation 0.0. ``priority``: ``spec.priorityClassName`` resolved in ``priorities`` (no
+    600, ``onTimeout`` Fail, ``waitForMinMember`` false, mode Strict, no gangGroup,
+    ``totalNumber`` None (minMember), queue ``default``, creation 0.0. ``priority``:
+    ``spec.priorityClassName`` resolved in ``priorities`` (no
     class: the global default, else 0; the core takes the highest of it and the
     members'; an unknown class counts as none until it is made). Invalid:
     wrong types, bad or negative quantities, out-of-range integers, an unknown mode,
@@ -96,6 +105,10 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
         DEFAULT_SCHEDULE_TIMEOUT,
     )
     mode = problems.read(lambda: _mode(spec.get("mode")), model.GangMode.STRICT)
+    on_timeout = problems.read(lambda: _on_timeout(spec.get("onTimeout")),
+                               model.TimeoutAction.FAIL)
+    wait = problems.read(lambda: fields.boolean(spec.get("waitForMinMember"),
+                                                "spec.waitForMinMember", default=False), False)
     gang_group = _gang_group(spec.get("gangGroup"), problems)
     total: int | None = None
     if spec.get("totalNumber") is not None:
@@ -131,6 +144,8 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
         min_resources=min_resources,
         schedule_timeout=float(timeout),
         mode=mode,
+        on_timeout=on_timeout,
+        wait_for_min_member=wait,
         gang_group=gang_group,
         total_number=total,
         queue=queue,

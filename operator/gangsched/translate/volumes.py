@@ -22,6 +22,7 @@ from typing import Any
 
 from gangsched.core.values import constraints
 from gangsched.core.values import volume_specs as vmodel
+from gangsched.core.values.devices import AllocationResult
 from gangsched.translate import fields, k8s_constraints, k8s_placement
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -275,8 +276,12 @@ def resource_claim(obj: Mapping[str, Any]) -> vmodel.ResourceClaim:
                                       "status.allocation")
         except (fields.TranslationError, constraints.ConstraintError):
             affinity = constraints.NodeAffinity(())
+    result = None
+    if isinstance(allocation, Mapping):
+        result = AllocationResult(node_selector=None if affinity.required_terms is None
+                                  else affinity)
     return vmodel.ResourceClaim(str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-                                allocated=isinstance(allocation, Mapping), node_affinity=affinity)
+                                allocation=result)
 
 
 def pod_volumes(name: str, spec: Mapping[str, Any], status: Mapping[str, Any],

@@ -18,8 +18,10 @@ from gangsched.core.values.decisions import (
     BindPod,
     BindVolume,
     PodPending,
+    ReserveClaim,
     VolumeWrite,
 )
+from gangsched.core.values.devices import ConsumerRef
 from gangsched.core.values.model import Node, Pod, PodPhase
 from gangsched.core.values.observations import (
     NodeObserved,
@@ -30,6 +32,8 @@ from gangsched.core.values.observations import (
 from gangsched.core.values.volume_specs import VolumeObject
 
 from tests.core.builders import make_node, make_pod
+from tests.core.device_builders import claim as device_claim
+from tests.core.device_builders import request
 from tests.core.volume_builders import (
     FAST,
     IMMEDIATE,
@@ -214,11 +218,16 @@ CASES = [
                       "the resource.k8s.io API is not served"),
                  id="dra-api-not-served-waits"),
     pytest.param(Case([make_claim("gpu", node="n3")], pod(resource_claims=("gpu",)), "n3",
-                      dra=True),
-                 id="dra-allocated-claim-decides-the-node"),
-    pytest.param(Case([make_claim("gpu", allocated=False)], pod(resource_claims=("gpu",)),
-                      None, 'resourceclaim "gpu" is not allocated', dra=True),
-                 id="dra-unallocated-claim-waits"),
+                      writes=(ReserveClaim("default", "gpu", "", "",
+                                           ConsumerRef("p", "uid-default-p")),), dra=True),
+                 id="dra-allocated-claim-decides-the-node-and-is-reserved"),
+    pytest.param(Case([device_claim("gpu", request("req-0", "no-such-class"))],
+                      pod(resource_claims=("gpu",)), None,
+                      "request req-0: device class no-such-class does not exist", dra=True),
+                 id="dra-unallocated-claim-of-a-missing-class-waits"),
+    pytest.param(Case([device_claim("gpu")], pod(resource_claims=("gpu",)), None,
+                      "device class class-a does not exist", dra=True),
+                 id="dra-claim-waits-for-its-device-class"),
     pytest.param(Case([], pod(resource_claims=("gpu",)), None,
                       'resourceclaim "gpu" not found', dra=True),
                  id="dra-missing-claim-waits"),

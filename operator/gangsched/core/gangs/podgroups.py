@@ -8,8 +8,16 @@ bound. Then all assumed members of the whole GangGroup are bound in the same cyc
   gang condition rolls back, and the gang is tried again only when capacity is freed.
 * ``NonStrict``: assumptions accumulate across cycles until the condition holds.
 * ``scheduleTimeoutSeconds`` counts from the first assumption (persisted in status as
-  ``scheduleStartTime``); on expiry every assumption is released and the group is
-  ``TimedOut``: its pods are no longer scheduled, and say so.
+  ``scheduleStartTime``); on expiry every assumption is released, and then, as the
+  group's ``on_timeout`` says: ``Fail``, the group is ``TimedOut``: its pods are no
+  longer scheduled, and say so; ``Requeue`` (coscheduling, Koordinator), its pending
+  members go back to the queue with a backoff (1 s doubling to 10 s, kube-scheduler's
+  pod backoff) and the group is tried again with a fresh timer.
+* A GangGroup with a PodGroup whose ``minResources`` exceed the nodes as they are
+  (:func:`~gangsched.core.gangs.unsatisfiable.declared_verdict`) has no member assumed,
+  with or without ``enqueue``: its pods wait with ``Unsatisfiable`` and the numbers.
+* ``wait_for_min_member``: no member is assumed before ``minMember`` pods of the group
+  exist (coscheduling's PreFilter), so the timer starts only once they do.
 * Once satisfied, later members are scheduled as ordinary pods ("after gang"). A group
   that has a bound member when the operator starts counts as satisfied.
 * Phases: ``Pending`` until the ``enqueue`` action lets the gang in (at once without
@@ -33,11 +41,11 @@ from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.earmarks as earmarks
 import gangsched.core.gangs.ordinary as ordinary_logic
-from gangsched.core.gangs import gangplace
+from gangsched.core.gangs import gangplace, unsatisfiable
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.state.records import GroupRuntime, PodState, in_order, placement_order
 from gangsched.core.values.decisions import BlockingReason, EventType, ObjectRef
-from gangsched.core.values.model import GangMode, GroupKey, PodGroupSpec
+from gangsched.core.values.model import GangMode, GroupKey, PodGroupSpec, TimeoutAction
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
@@ -48,6 +56,11 @@ QUOTA_EXCEEDED = "QueueQuotaExceeded"
 larger than its queue is ``Rejected``. Unlike a rejected Application it is checked again
 when the PodGroup or the queue changes, and waits again once it fits the max."""
 ENQUEUED_PHASES = ("Inqueue", "Scheduling")
+REQUEUE_BACKOFF = 1.0
+"""The first backoff of a requeued group's members, doubling with each timeout in a row
+(kube-scheduler's ``podInitialBackoffSeconds``)."""
+REQUEUE_BACKOFF_MAX = 10.0
+"""kube-scheduler's ``podMaxBackoffSeconds``."""
 
 
 def ref(rt: GroupRuntime) -> ObjectRef:
@@ -62,7 +75,8 @@ def group_observed(s: Session, spec: PodGroupSpec) -> None:
         rt = None
     if rt is None:
         rt = GroupRuntime(spec=spec, schedule_start=spec.persisted_start)
-        rt.timed_out = spec.persisted_phase == "TimedOut"
+        rt.timed_out = (spec.persisted_phase == "TimedOut"
+                        and spec.on_timeout is TimeoutAction.FAIL)
         rt.satisfied = spec.persisted_phase in SATISFIED_PHASES
         rt.inqueue = spec.persisted_phase in ENQUEUED_PHASES  # enqueued before a restart
         if spec.persisted_reservation_expiry is not None:
@@ -74,6 +88,8 @@ def group_observed(s: Session, spec: PodGroupSpec) -> None:
         return
     old, rt.spec = rt.spec, spec
     rt.dirty = True
+    if rt.timed_out and spec.on_timeout is TimeoutAction.REQUEUE:
+        rt.timed_out = False  # a group that requeues is never timed out for good
     if old != spec:
         _retry_gang(s, spec)
     if old.queue != spec.queue:
@@ -146,12 +162,44 @@ def timeouts(s: Session, now: float) -> None:
             continue
         placed = len(rt.assumed) + _bound(s, rt)
         _release_assumed(s, rt)
+        if rt.spec.on_timeout is TimeoutAction.REQUEUE:
+            _requeue(s, rt, placed, now)
+            continue
         rt.timed_out = True
         rt.reason = "ScheduleTimeout"
         rt.message = (f"{placed}/{rt.spec.min_member} members placed when the "
                       f"{rt.spec.schedule_timeout:g}s schedule timeout expired; its pods are "
                       "no longer scheduled (delete and re-create the PodGroup to retry)")
         s.event(ref(rt), EventType.WARNING, "ScheduleTimeout", rt.message)
+
+
+def _requeue(s: Session, rt: GroupRuntime, placed: int, now: float) -> None:
+    """The timeout of a group that requeues (coscheduling's Permit timeout rejects every
+    waiting member, and they go back to the queue): its timer stops, and its pending
+    members are tried again after a backoff that doubles with each timeout in a row."""
+    rt.schedule_start = None
+    rt.requeues += 1
+    delay = min(REQUEUE_BACKOFF * 2 ** (rt.requeues - 1), REQUEUE_BACKOFF_MAX)
+    rt.requeue_until = now + delay
+    rt.reason = "ScheduleTimeout"
+    rt.message = (f"{placed}/{rt.spec.min_member} members placed when the "
+                  f"{rt.spec.schedule_timeout:g}s schedule timeout expired; the waiting "
+                  f"members went back to the queue and are tried again in {delay:g}s")
+    rt.dirty = True
+    s.event(ref(rt), EventType.WARNING, "ScheduleTimeout", rt.message)
+
+
+def _quorum_missing(s: Session, gang: list[GroupRuntime]) -> tuple[GroupRuntime, int] | None:
+    """The first PodGroup of ``gang`` that waits for ``minMember`` of its pods to exist
+    before any is placed, with how many exist; ``None`` when none waits."""
+    for g in gang:
+        if not g.spec.wait_for_min_member or g.satisfied:
+            continue
+        found = sum(1 for uid in s.group_members.get(g.spec.key, ())
+                    if s.pods[uid].pod.active and not s.pods[uid].pod.terminating)
+        if found < g.spec.min_member:
+            return g, found
+    return None
 
 
 def _bound(s: Session, rt: GroupRuntime) -> int:
@@ -241,7 +289,28 @@ def schedule_group(s: Session, unit: GroupUnit, done: set[GroupKey], now: float)
         _mark_all(s, unit.pending, "WaitingForGangGroup", message)
         return
     done.update(g.spec.key for g in gang)
+    verdict = next((v for g in gang
+                    if (v := unsatisfiable.declared_verdict(s, g)) is not None), None)
+    if verdict is not None:  # minResources can never fit: place nothing
+        _mark_all(s, _all_pending(s, gang), unsatisfiable.REASON, verdict.message)
+        return
     if not _enqueued(s, gang, now):
+        return
+    short = _quorum_missing(s, gang)
+    if short is not None:
+        g, found = short
+        message = (f"PodGroup {g.spec.key} has {found} of its minMember {g.spec.min_member} "
+                   "pods; none is placed before all of them exist")
+        for member in gang:  # not attempted: no blocking reason (the pods say why)
+            if member.blocking != BlockingReason():
+                member.blocking, member.dirty = BlockingReason(), True
+        _mark_all(s, _all_pending(s, gang),
+                  "WaitingForGang", message)
+        return
+    waiting = next((g for g in gang if not s.reached(g.requeue_until)), None)
+    if waiting is not None:
+        _mark_all(s, _all_pending(s, gang),
+                  "GangTimedOut", waiting.message)
         return
     if all(g.failed_epoch == s.cluster.free_epoch for g in gang):
         return
@@ -271,6 +340,9 @@ def schedule_group(s: Session, unit: GroupUnit, done: set[GroupKey], now: float)
             count = len(g.assumed)
             g.assumed.clear()
             g.satisfied = True
+            g.requeues = 0
+            if g.reason == "ScheduleTimeout":
+                g.reason = g.message = ""
             g.blocking = BlockingReason()
             g.dirty = True
             s.event(ref(g), EventType.NORMAL, "GangScheduled",
@@ -342,6 +414,10 @@ def gang_of(s: Session, key: GroupKey) -> list[GroupRuntime] | GroupKey:
         found[current] = member
         todo.extend(k for k in member.spec.members_of_gang_group if k not in found)
     return [found[k] for k in sorted(found)]
+
+
+def _all_pending(s: Session, gang: list[GroupRuntime]) -> list[PodState]:
+    return [ps for found in _pending_by_group(s, gang).values() for ps in found]
 
 
 def _pending_by_group(s: Session, gang: list[GroupRuntime]) -> dict[GroupKey, list[PodState]]:

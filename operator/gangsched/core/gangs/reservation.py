@@ -17,9 +17,14 @@ Once admitted, each task group's ``minMember`` members hold room in one of two w
   and *held* in the core only (``AppRuntime.assumed``): it takes capacity and queue
   quota as its placeholder would, and no bind is asked for;
 * for a member whose pod does not exist yet, a placeholder is asked for (again after
-  ``placeholder_retry`` seconds if it still has not appeared) and placed when it comes.
-  A placeholder asked for before its member appeared is still used: the member takes
-  it after the reservation (:mod:`~gangsched.core.gangs.swap`).
+  ``placeholder_retry`` seconds if it still has not appeared) and placed when it comes,
+  but not before ``SchedulerConfig.gather_window`` has passed since the gang's first
+  real member was created (:func:`gathered_at`): members created together are held and
+  bound together, with no placeholder. A placeholder not yet placed when a member of
+  its task group appears is no longer needed: it is deleted (``PlaceholderOrphaned``,
+  at once: an unbound pod has no grace period) and the member holds the room itself;
+  an allocated one is taken by the member after the reservation
+  (:mod:`~gangsched.core.gangs.swap`).
 
 A task group that asks for a topology (or whose members require pod affinity to one
 another) is planned whole first (:mod:`~gangsched.core.gangs.gangplace`): its held members and
@@ -51,7 +56,14 @@ from gangsched.core.gangs import gangplace
 from gangsched.core.placement.cluster import ONE_POD
 from gangsched.core.state.records import AppRuntime, PodState, placement_order
 from gangsched.core.values import naming
-from gangsched.core.values.decisions import BlockingReason, CreatePlaceholder, EventType, ObjectRef
+from gangsched.core.values.decisions import (
+    BlockingReason,
+    CreatePlaceholder,
+    DeletePod,
+    DeleteReason,
+    EventType,
+    ObjectRef,
+)
 from gangsched.core.values.model import AppSpec, PlaceholderPolicy
 from gangsched.core.values.resources import Resources
 
@@ -145,18 +157,27 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
             admit(s, rt, remaining)
     direct = s.config.placeholders is PlaceholderPolicy.MISSING
     waiting = waiting_members(rt, reals) if direct else {}
+    gathering = (direct and s.config.gather_window > 0
+                 and not s.reached(gathered_at(s, rt, reals)))
     names = {group.name: _names(rt, group.name, group.min_member) for group in spec.task_groups}
     standing: list[PodState] = []
     for group in spec.task_groups:
         group_names = names[group.name]
-        present = sum(1 for name in group_names if name in observed)
-        retry = s.config.placeholder_retry
-        asked = sum(1 for name in group_names if name not in observed
-                    and not s.reached(rt.create_asked.get(name, -1e18) + retry))
+        unplaced = [observed[name] for name in group_names
+                    if name in observed and observed[name].node is None]
+        present = sum(1 for name in group_names if name in observed) - (
+            len(unplaced) if direct else 0)
         need = group.min_member - running.get(group.name, 0) - present
-        members_here = waiting.get(group.name, [])[:max(0, need - asked)]
+        members_here = waiting.get(group.name, [])[:max(0, need)]
         standing.extend(members_here)
         missing = need - len(members_here)
+        if direct:  # placeholders not placed yet give way to the members that are here
+            for ps in unplaced[max(0, missing):]:
+                release(s, rt, ps, DeleteReason.ORPHANED,
+                        f"not needed: a member of task group {group.name} is here")
+            missing -= min(len(unplaced), max(0, missing))
+        if gathering:
+            continue  # the members being created now come before any placeholder
         for index, name in enumerate(group_names):
             if missing <= 0:
                 break
@@ -215,6 +236,30 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
                 f"every task group has its minMember: {', '.join(parts)}; "
                 "the gang's capacity is held")
     return _bind_held(s, rt)
+
+
+def release(s: Session, rt: AppRuntime, ps: PodState, reason: DeleteReason, message: str) -> None:
+    """Ask for the deletion of one placeholder, and ask again until it is gone."""
+    ps.release_reason = reason.value
+    ps.delete_asked = s.now
+    s.deleting[ps.uid] = None
+    if reason is not DeleteReason.PLACEHOLDER_REPLACED:
+        rt.counter(ps.pod.task_group or "").released += 1
+    pod = ps.pod
+    s.out.append(DeletePod(pod.uid, pod.namespace, pod.name, reason, message))
+    rt.dirty = True
+
+
+def gathered_at(s: Session, rt: AppRuntime, reals: list[PodState]) -> float:
+    """When the gathering of ``rt``'s members ends (see the module docstring): the window
+    after the core first saw the gang, but no later than the window after the creation
+    of its first real member (else of the Application) and the second that creation
+    times are rounded down to. So a restart gathers an old gang no more."""
+    if rt.gather_seen is None:
+        rt.gather_seen = s.now
+    first = min((ps.pod.creation for ps in reals), default=rt.spec.creation)
+    window = s.config.gather_window
+    return min(rt.gather_seen, first + 1.0) + window
 
 
 def waiting_members(rt: AppRuntime, reals: list[PodState]) -> dict[str, list[PodState]]:

@@ -10,6 +10,10 @@ Assumptions are given back when the pod's placement is undone (``Scheduler.uncha
 a pod not yet bound) or its bind fails. The VolumeBinding plugin's own Reserve and
 PreBind (:mod:`gangsched.core.plugins.volumebinding`) do the same from a cycle state.
 
+Claims of ``spec.resourceClaims`` (DynamicResources) are allocated on the node and
+assumed the same way (:func:`gangsched.core.volumes.claims.reserve`), and their writes
+(allocation and reservation of each claim) follow the volume writes.
+
 Pods without claims pay one attribute test.
 """
 
@@ -20,8 +24,10 @@ from typing import TYPE_CHECKING
 from gangsched.core.values.decisions import VolumeWrite
 from gangsched.core.values.model import Pod, PodUID, Scoring
 from gangsched.core.volumes import binding
+from gangsched.core.volumes import claims as resource_claims
 
 VOLUME_BINDING = "VolumeBinding"
+DYNAMIC_RESOURCES = "DynamicResources"
 
 if TYPE_CHECKING:
     from gangsched.core.placement.cluster import Cluster
@@ -32,6 +38,7 @@ def reserve(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod, nod
     """Assume the bindings of ``pod`` (whose uid is ``uid``) on ``node`` in ``volumes`` (a
     no-op for a pod without claims, for a node ``cluster`` does not know, when they do not
     fit there, which Filter has ruled out, or when the profile disables VolumeBinding)."""
+    hold_claims(cluster, volumes, uid, pod, node)
     if not pod.volumes.claims:
         return
     if cluster.framework(Scoring.BINPACK).plugin(VOLUME_BINDING) is None:
@@ -45,10 +52,30 @@ def reserve(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod, nod
         volumes.assume(uid, plan)
 
 
-def writes(volumes: VolumeCatalog, uid: PodUID) -> tuple[VolumeWrite, ...]:
-    """The PreBind writes for the bindings the pod ``uid`` assumed in ``volumes`` (none for
-    most pods, and for a pod it does not know)."""
+def hold_claims(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod,
+                node: str) -> str | None:
+    """Make sure the resource claims of ``pod`` are held for it on ``node``: reserved for
+    it, or allocated and assumed there now. The reason when they cannot be (then the pod
+    must not be bound there); None for a pod without claims, or when the profile
+    disables DynamicResources."""
+    names = pod.volumes.resource_claims
+    if not names or resource_claims.held(volumes, pod.namespace, names, uid):
+        return None
+    if cluster.framework(Scoring.BINPACK).plugin(DYNAMIC_RESOURCES) is None:
+        return None
+    state = cluster.nodes.get(node)
+    if state is None:
+        return f"node {node} is gone"
+    return resource_claims.reserve(volumes, pod.namespace, pod.volumes, uid, state.node)
+
+
+def writes(volumes: VolumeCatalog, uid: PodUID, pod: Pod) -> tuple[VolumeWrite, ...]:
+    """The PreBind writes for the bindings and claims the pod ``uid`` assumed in
+    ``volumes`` (none for most pods, and for a pod it does not know): volume bindings
+    first, then claim allocations and reservations."""
     assumed = volumes.by_pod.get(uid)
-    if not assumed:
-        return ()
-    return binding.writes(volumes, assumed)
+    found = binding.writes(volumes, assumed) if assumed else ()
+    if pod.volumes.resource_claims and uid in volumes.devices.by_pod:
+        found += resource_claims.writes(volumes, uid, pod.name, pod.volumes.resource_claims,
+                               pod.namespace)
+    return found

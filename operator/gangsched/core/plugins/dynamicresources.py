@@ -1,10 +1,14 @@
-"""DynamicResources (PreFilter, Filter): a pod with resource claims is never bound blindly.
+"""DynamicResources (PreFilter, Filter): kube-scheduler's structured allocation.
 
-See :mod:`gangsched.core.volumes.claims`: until every claim of the pod exists and is
-allocated (by something else: gangsched allocates no devices), the pod fits nowhere and
-says why; then only the nodes of each allocation's ``nodeSelector`` fit. When the
-resource.k8s.io API is not served, the pod waits saying so. Skips pods without
-``spec.resourceClaims``.
+See :mod:`gangsched.core.volumes.claims`: PreFilter reads the pod's claims (waiting,
+in kube-scheduler's words, for a claim not made yet, missing, being deleted or in use,
+or for a DeviceClass that does not exist); Filter wants each allocated claim's
+``nodeSelector`` to select the node and every claim still to allocate to be allocated
+there together (``cannot allocate all claims``). Reserve and PreBind (assume the devices,
+write each claim's allocation and reservation before the Binding) are carried out by the
+scheduler once it takes the node, through
+:mod:`gangsched.core.placement.volume_assumptions`. When the resource.k8s.io API is
+not served, the pod waits saying so. Skips pods without ``spec.resourceClaims``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
 from gangsched.core.volumes import claims
+from gangsched.core.volumes.catalog import VolumeCatalog
 
 NAME = "DynamicResources"
 _REJECT = fw.Rejections()
@@ -21,23 +26,36 @@ _REJECT = fw.Rejections()
 class DynamicResources:
     name = NAME
     static = False
+    scan_cost = 90
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         volumes = pod.volumes
         if not volumes.resource_claims and not volumes.unresolved_claims:
             return fw.SKIP
-        allocated, why = claims.prefilter(snapshot.volumes, pod.namespace, volumes)
+        plan, why = claims.prefilter(snapshot.volumes, pod.namespace, volumes, pod.uid)
         if why is not None:
             return fw.unresolvable(why)
-        state.write(NAME, allocated)
+        state.write(NAME, (snapshot.volumes, plan))
         return fw.SUCCESS
 
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
-        allocated = state.read(NAME)
-        if not isinstance(allocated, tuple):
+        found = state.read(NAME)
+        if not isinstance(found, tuple):
             return fw.SUCCESS
-        reason = claims.node_failure(allocated, node.node)
+        catalog, plan = found
+        assert isinstance(catalog, VolumeCatalog) and isinstance(plan, claims.ClaimPlan)
+        reason = claims.node_failure(catalog, plan, node.node)
         return fw.SUCCESS if reason is None else _REJECT(reason)
+
+    def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
+                     nodes: list[NodeState]) -> list[NodeState]:
+        found = state.read(NAME)
+        if not isinstance(found, tuple):
+            return nodes
+        catalog, plan = found
+        assert isinstance(catalog, VolumeCatalog) and isinstance(plan, claims.ClaimPlan)
+        reasons = claims.nodes_failures(catalog, plan, [state.node for state in nodes])
+        return [state for state, reason in zip(nodes, reasons, strict=True) if reason is None]
 
 
 def factory(args: object | None) -> DynamicResources:

@@ -337,7 +337,8 @@ def select(
         found = known.get(key)
         if found is None:
             quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + freed.relief)
-            found = quota.ok and enough_places_of(s, pre.shapes, freed.extra, pre.owners)
+            found = quota.ok and _room_for_minimum(s, pre, freed) and enough_places_of(
+                s, pre.shapes, freed.extra, pre.owners)
             if found is None:
                 found = fit(s, pre.items, freed.extra, scoring, pre.owners) is not None
             if found and pre.confined:  # each part that requires a domain fits in one
@@ -362,6 +363,17 @@ def select(
     if found is None and violating:  # a budget is broken only as a last resort
         found = _search(s, pre, usable + violating, nodes, fits, relief_of, total, allowed)
     return found
+
+
+def _room_for_minimum(s: Session, pre: Preemptor, freed: Freed) -> bool:
+    """Does the cluster, with what ``freed`` gives back, have the room ``pre``'s declared
+    minimum asks in all (:attr:`Preemptor.minimum`; always, without one)?"""
+    if not pre.minimum:
+        return True
+    free = s.cluster.free_capacity()[1]
+    for amount in freed.extra.values():
+        free = free + amount
+    return pre.minimum.fits_in(free)
 
 
 def _search(s: Session, pre: Preemptor, usable: list[Unit], nodes: set[str],

@@ -188,6 +188,9 @@ class AppRuntime:
     state_since: float = 0.0
     timer_start: float | None = None
     """First placeholder allocation: the placeholder timeout counts from here."""
+    gather_seen: float | None = None
+    """When a reservation first saw the gang (the gathering of its members counts from
+    here; see :func:`~gangsched.core.gangs.reservation.gathered_at`)."""
     waiting_since: float | None = None
     starting_since: float | None = None
     admitted: bool = False
@@ -292,6 +295,10 @@ class GroupRuntime:
     """The part of its minimum not yet held, earmarked in its queue while Inqueue."""
     retry_after: float = 0.0
     """A deadlock victim is not enqueued again before this."""
+    requeue_until: float = 0.0
+    """A group whose schedule timeout requeued it has no member placed before this."""
+    requeues: int = 0
+    """Schedule timeouts in a row that requeued the group (its backoff doubles)."""
     starving_since: float | None = None
     """See :attr:`AppRuntime.starving_since`; otherwise the wait counts from creation."""
     restored_reservation: tuple[float, tuple[str, ...]] | None = None

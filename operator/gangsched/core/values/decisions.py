@@ -11,6 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gangsched.core.values.devices import AllocationResult, ConsumerRef
 from gangsched.core.values.model import AppKey, GroupKey, PodUID
 from gangsched.core.values.resources import Resources
 
@@ -68,7 +69,54 @@ class AnnotateClaim:
     node: str
 
 
-VolumeWrite = BindVolume | AnnotateClaim
+@dataclass(frozen=True, slots=True)
+class AllocateClaim:
+    """Write a ResourceClaim's allocation and reserve it for the pod (kube-scheduler's
+    DynamicResources PreBind), before the pod's Binding.
+
+    The claim is named by ``namespace``/``claim`` and must still be the object the core
+    computed on: ``claim_uid`` (a claim deleted and made again is another claim) and
+    ``resource_version`` (optimistic concurrency: the write carries it, a 409 means the
+    claim changed and the core will compute again on its new version). The shell:
+
+    1. adds the finalizer :data:`~gangsched.core.values.devices.DELETE_PROTECTION` to
+       ``metadata.finalizers`` if it is missing (an update carrying ``resource_version``;
+       the version it answers is used for the next step);
+    2. writes the status (``PUT .../resourceclaims/<claim>/status``) with
+       ``status.allocation`` = ``allocation`` and ``status.reservedFor`` = the served list
+       plus ``reserved_for``, on that version.
+
+    A failure of either step (409, 404, 422, 5xx, timeout) comes back as
+    ``VolumeBindFailed`` for the pod; the pod is not bound and the core releases the
+    devices it assumed for the claim.
+    """
+
+    namespace: str
+    claim: str
+    claim_uid: str
+    resource_version: str
+    allocation: AllocationResult
+    reserved_for: ConsumerRef
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveClaim:
+    """Reserve an already allocated ResourceClaim for the pod: add ``reserved_for`` to
+    ``status.reservedFor`` (a status update on ``resource_version``, the claim's uid
+    checked), leaving the allocation as it is. Nothing to do when the pod is already in
+    the list. Failure: ``VolumeBindFailed``, as for :class:`AllocateClaim`."""
+
+    namespace: str
+    claim: str
+    claim_uid: str
+    resource_version: str
+    reserved_for: ConsumerRef
+
+
+VolumeWrite = BindVolume | AnnotateClaim | AllocateClaim | ReserveClaim
+"""The PreBind writes of a pod: volume bindings, then claim allocations and reservations.
+Claim writes are always after the volume writes, and in the order of the pod's
+``spec.resourceClaims``."""
 
 
 @dataclass(frozen=True, slots=True)

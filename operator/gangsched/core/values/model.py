@@ -81,6 +81,22 @@ class GangMode(_ParsedEnum):
     NON_STRICT = "NonStrict"
 
 
+NO_TIMEOUT = 100 * 365 * 86400.0
+"""A schedule timeout that never expires: a century (the gangs of schedulers that have
+none, such as Volcano's and kube-scheduler's)."""
+
+
+class TimeoutAction(_ParsedEnum):
+    """What a PodGroup's expired ``scheduleTimeoutSeconds`` does. ``Fail``: the group is
+    ``TimedOut`` for good (gangsched's own PodGroups). ``Requeue``: its assumed members
+    are released and its pending members go back to the queue with a backoff, and the
+    group is tried again with a fresh timer (coscheduling's and Koordinator's Permit
+    timeout)."""
+
+    FAIL = "Fail"
+    REQUEUE = "Requeue"
+
+
 class SortPolicy(_ParsedEnum):
     FIFO = "fifo"
     STATE_AWARE = "stateaware"
@@ -310,6 +326,12 @@ class PodGroupSpec:
     min_resources: Resources = Resources.ZERO
     schedule_timeout: float = 600.0
     mode: GangMode = GangMode.STRICT
+    on_timeout: TimeoutAction = TimeoutAction.FAIL
+    """See :class:`TimeoutAction`."""
+    wait_for_min_member: bool = False
+    """No member is placed before ``min_member`` of its pods exist (coscheduling's and
+    Koordinator's PreFilter, Volcano's gang validity, Kueue's whole group): the schedule
+    timeout can only start once they do."""
     gang_group: tuple[GroupKey, ...] = ()
     total_number: int | None = None
     queue: str = DEFAULT_QUEUE
@@ -382,6 +404,13 @@ class QueueSpec:
         return True
 
 
+GATHER_WINDOW = 1.0
+"""The operator's ``gather_window`` (``--gather-window``): Spark's executor allocator
+creates a batch of executors within half a second of the first, the Job and JobSet
+controllers a gang's pods in one burst of creates; twice that leaves room for a loaded
+API server."""
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     """Cluster-wide settings of the core."""
@@ -409,6 +438,14 @@ class SchedulerConfig:
 
     placeholder_retry: float = 10.0
     """Seconds before a placeholder creation or pod deletion is asked for again."""
+
+    gather_window: float = 0.0
+    """Seconds, from when a gang Application's reservation first sees it (no later than
+    its first real member's creation, else its own), during which no placeholder is made
+    for its missing members: the members a controller creates together (Spark's
+    executors within half a second) are held and bound together instead of each swapping
+    into a placeholder. 0 (the core's default) turns it off; the operator runs with
+    :data:`GATHER_WINDOW`; with ``placeholders: always`` it does nothing."""
 
     placeholders: PlaceholderPolicy = PlaceholderPolicy.MISSING
     """Which gang members get a placeholder pod (see :class:`PlaceholderPolicy`)."""

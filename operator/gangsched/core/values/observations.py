@@ -11,6 +11,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gangsched.core.values.devices import DeviceObject
 from gangsched.core.values.model import (
     AppKey,
     AppSpec,
@@ -149,6 +150,23 @@ class VolumeBindFailed:
     message: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceObserved:
+    """A DeviceClass, ResourceSlice or ResourceClaimTemplate (resource.k8s.io/v1), as it
+    is now. ResourceClaims come as :class:`VolumeObserved`."""
+
+    obj: DeviceObject
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceGone:
+    """``kind`` is DeviceClass, ResourceSlice (``key`` the name) or ResourceClaimTemplate
+    (``key`` is ``namespace/name``)."""
+
+    kind: str
+    key: str
+
+
 Observation = (
     PodObserved
     | PodGone
@@ -169,6 +187,8 @@ Observation = (
     | VolumeGone
     | ResourceClaimsServed
     | VolumeBindFailed
+    | DeviceObserved
+    | DeviceGone
 )
 
 OBSERVATIONS: tuple[type, ...] = typing.get_args(Observation)

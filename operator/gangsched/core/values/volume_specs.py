@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import NewType
 
 from gangsched.core.values.constraints import ANY_NODE, ConstraintError, NodeAffinity
+from gangsched.core.values.devices import ResourceClaim as ResourceClaim
 from gangsched.core.values.selectors import LabelSelector
 
 ClaimKey = NewType("ClaimKey", str)
@@ -188,21 +189,6 @@ class StorageCapacity:
     node_topology: LabelSelector | None = None
     capacity: int | None = None
     maximum_volume_size: int | None = None
-
-    @property
-    def key(self) -> ClaimKey:
-        return claim_key(self.namespace, self.name)
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceClaim:
-    """A ResourceClaim (resource.k8s.io): allocated or not, and where."""
-
-    namespace: str
-    name: str
-    allocated: bool = False
-    node_affinity: NodeAffinity = ANY_NODE
-    """``status.allocation.nodeSelector``: the nodes that can reach the allocated devices."""
 
     @property
     def key(self) -> ClaimKey:

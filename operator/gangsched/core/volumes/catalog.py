@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Hashable, Iterator
 from dataclasses import dataclass
 
+from gangsched.core.devices.catalog import DeviceCatalog
 from gangsched.core.values.constraints import NodeAffinity, SelectorOperator
 from gangsched.core.values.volume_specs import (
     ClaimKey,
@@ -80,6 +81,8 @@ class VolumeCatalog:
         self.resource_claims: dict[ClaimKey, ResourceClaim] = {}
         self.resource_claims_served = False
         """Whether the shell watches ResourceClaims (the resource.k8s.io API is served)."""
+        self.devices = DeviceCatalog()
+        """DeviceClasses, ResourceSlices and ResourceClaimTemplates."""
         self._index: dict[str, dict[str, dict[str, PersistentVolume]]] = {}
         """Volumes by ``storageClassName``, then by the hostname their node affinity names
         when that is all it says (local volumes), ``""`` for the others, then by name."""
@@ -133,7 +136,9 @@ class VolumeCatalog:
         elif isinstance(obj, StorageCapacity):
             self.capacities[obj.key] = obj
         else:
-            self.resource_claims[obj.key] = obj
+            key = claim_key(obj.namespace, obj.name)
+            self.resource_claims[key] = obj
+            self.devices.claim_seen(obj, key)
 
     def remove(self, kind: str, key: str) -> None:
         """Forget an object of ``kind`` (PersistentVolume, PersistentVolumeClaim,
@@ -152,6 +157,7 @@ class VolumeCatalog:
             self.csinodes.pop(key, None)
         elif kind == "ResourceClaim":
             self.resource_claims.pop(ClaimKey(key), None)
+            self.devices.claim_seen(None, key)
         elif kind == "CSIDriver":
             self.csidrivers.pop(key, None)
         elif kind == "CSIStorageCapacity":
@@ -303,7 +309,11 @@ class VolumeCatalog:
             self.epoch += 1
 
     def forget_pod(self, uid: str) -> None:
-        """Give back what pod ``uid`` assumed and is not yet seen done. Unknown: no-op."""
+        """Give back what pod ``uid`` assumed and is not yet seen done (volumes and
+        devices). Unknown: no-op."""
+        if uid in self.devices.by_pod:
+            self.devices.forget_pod(uid)
+            self.epoch += 1
         for item in self.by_pod.pop(uid, ()):
             if self.assumed_claim.get(item.claim) == item:
                 self._confirm(item.claim)

@@ -1,48 +1,236 @@
-"""DynamicResources: a pod with ``spec.resourceClaims`` is never bound blindly.
+"""DynamicResources: a pod's ResourceClaims, allocated as kube-scheduler allocates them.
 
-gangsched does not allocate devices. A pod with resource claims waits, with a message
-saying which and why, until every claim exists and is allocated (``status.allocation``,
-by kube-scheduler's DynamicResources plugin for another profile, or a DRA controller);
-then only nodes in each allocation's ``nodeSelector`` are feasible. When the
-resource.k8s.io API is not served (the shell cannot watch ResourceClaims), the pod
-waits with a message saying so: nothing could ever allocate its claims here.
+PreFilter (:func:`prefilter`) reads the pod's claims, in kube-scheduler's words when
+one is not usable: the resource.k8s.io API not served, a claim from a template not made
+yet (``pod.status.resourceClaimStatuses`` does not name it: the resourceclaim
+controller makes it), a claim missing or being deleted, a shared claim reserved for its
+limit of 256 consumers (``resourceclaim in use``), a DeviceClass that does not exist. An
+allocated claim (observed, or assumed for another pod and not yet seen written) is only
+to be reserved; the others are to be allocated.
+
+Filter (:func:`node_failure`): an allocated claim's ``nodeSelector`` must select the
+node (``resourceclaim not available on the node``), and the claims to allocate must all
+be allocated on the node's devices together (:mod:`gangsched.core.devices.allocator`;
+``cannot allocate all claims`` or the allocator's error).
+
+Reserve (:func:`reserve`) allocates again on the node chosen and *assumes* the result
+(the devices are taken for every other pod from then on); :func:`writes` gives the
+PreBind writes (:class:`~gangsched.core.values.decisions.AllocateClaim`,
+:class:`~gangsched.core.values.decisions.ReserveClaim`) that go before the Binding. A
+failed write, or the placement undone, gives the devices back
+(``VolumeCatalog.forget_pod``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from gangsched.core.devices.allocator import CANNOT_ALLOCATE, Allocator
+from gangsched.core.devices.catalog import Assumed
 from gangsched.core.values.constraints import matches_affinity
+from gangsched.core.values.decisions import AllocateClaim, ReserveClaim, VolumeWrite
+from gangsched.core.values.devices import (
+    ALLOCATION_RESULTS_MAX,
+    RESERVED_FOR_MAX,
+    AllocationMode,
+    AllocationResult,
+    ConsumerRef,
+    DeviceID,
+    ResourceClaim,
+)
 from gangsched.core.values.model import Node
-from gangsched.core.values.volume_specs import PodVolumes, ResourceClaim, claim_key
+from gangsched.core.values.volume_specs import PodVolumes, claim_key
 from gangsched.core.volumes.catalog import VolumeCatalog
 
-NOT_ON_NODE = "node(s) cannot reach the devices allocated to the pod's resource claims"
+NOT_ON_NODE = "resourceclaim not available on the node"
+IN_USE = "resourceclaim in use"
+NOT_SERVED = ("pod has spec.resourceClaims, but the resource.k8s.io API is not served: "
+              "its dynamic resources cannot be allocated, so it is not bound")
 
 
-def prefilter(catalog: VolumeCatalog, namespace: str,
-              volumes: PodVolumes) -> tuple[tuple[ResourceClaim, ...], str | None]:
-    """(the allocated claims, None) or ((), why the pod waits). No claims: ((), None)."""
+@dataclass(frozen=True, slots=True)
+class ClaimPlan:
+    """A pod's claims: those allocated already (with the allocation, observed or
+    assumed), those to allocate, in the order of ``spec.resourceClaims``."""
+
+    allocated: tuple[tuple[ResourceClaim, AllocationResult], ...] = ()
+    to_allocate: tuple[ResourceClaim, ...] = ()
+    simple: tuple[str, tuple[str, ...], int] | None = None
+    """When every request to allocate asks ``count`` devices of one class with the same
+    selectors and nothing else: (class, selectors, total count); see
+    :mod:`gangsched.core.devices.matching`."""
+
+
+def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
+              uid: str = "") -> tuple[ClaimPlan, str | None]:
+    """(the plan, None) or (an empty plan, why the pod fits nowhere). A pod without
+    claims: (empty plan, None)."""
+    none = ClaimPlan()
     if not volumes.resource_claims and not volumes.unresolved_claims:
-        return (), None
+        return none, None
     if not catalog.resource_claims_served:
-        return (), ("pod has spec.resourceClaims, but the resource.k8s.io API is not served: "
-                    "its dynamic resources cannot be allocated, so it is not bound")
+        return none, NOT_SERVED
     for name in volumes.unresolved_claims:
-        return (), f'waiting for the resourceclaim of pod claim "{name}" to be created'
-    found: list[ResourceClaim] = []
+        return none, f'waiting for the resourceclaim of pod claim "{name}" to be created'
+    devices = catalog.devices
+    allocated: list[tuple[ResourceClaim, AllocationResult]] = []
+    to_allocate: list[ResourceClaim] = []
     for name in volumes.resource_claims:
-        claim = catalog.resource_claims.get(claim_key(namespace, name))
+        key = claim_key(namespace, name)
+        claim = catalog.resource_claims.get(key)
         if claim is None:
-            return (), f'resourceclaim "{name}" not found'
-        if not claim.allocated:
-            return (), (f'resourceclaim "{name}" is not allocated; gangsched binds the pod '
-                        "only once its dynamic resources are allocated")
-        found.append(claim)
-    return tuple(found), None
+            return none, f'resourceclaim "{name}" not found'
+        if claim.deleting:
+            return none, f'resourceclaim "{name}" is being deleted'
+        if claim.invalid:
+            return none, f'resourceclaim "{name}": {claim.invalid}'
+        assumed = devices.assumed.get(key)
+        allocation = claim.allocation
+        if allocation is None and assumed is not None and assumed.uid != uid:
+            allocation = assumed.allocation
+        if allocation is not None:
+            if not claim.reserved_by(uid) and _consumers(claim, devices.assumed.values(),
+                                                         key) >= RESERVED_FOR_MAX:
+                return none, IN_USE
+            allocated.append((claim, allocation))
+            continue
+        for request in claim.spec.requests:
+            alternatives = ((request.exactly,) if request.exactly is not None
+                            else request.first_available)
+            for spec in alternatives:
+                if spec.device_class not in devices.classes:
+                    return none, (f"request {request.name}: device class "
+                                  f"{spec.device_class} does not exist")
+        to_allocate.append(claim)
+    return ClaimPlan(tuple(allocated), tuple(to_allocate), _simple(to_allocate)), None
 
 
-def node_failure(claims: tuple[ResourceClaim, ...], node: Node) -> str | None:
-    """The reason ``node`` cannot reach an allocated claim's devices, or None."""
+def _simple(claims: Sequence[ResourceClaim]) -> tuple[str, tuple[str, ...], int] | None:
+    found: tuple[str, tuple[str, ...]] | None = None
+    total = 0
     for claim in claims:
-        if not matches_affinity(claim.node_affinity, node.labels, node.name):
-            return NOT_ON_NODE
+        if claim.spec.constraints:
+            return None
+        for request in claim.spec.requests:
+            spec = request.exactly
+            if (spec is None or spec.allocation_mode is not AllocationMode.EXACT_COUNT
+                    or spec.admin_access or spec.tolerations or spec.capacity):
+                return None
+            key = (spec.device_class, spec.selectors)
+            if found is not None and found != key:
+                return None
+            found = key
+            total += spec.count
+    if found is None or total > ALLOCATION_RESULTS_MAX:
+        return None
+    return found[0], found[1], total
+
+
+def _consumers(claim: ResourceClaim, assumed: Iterable[Assumed], key: str) -> int:
+    extra = sum(1 for item in assumed if item.claim == key and not claim.reserved_by(item.uid))
+    return len(claim.reserved_for) + extra
+
+
+def node_failure(catalog: VolumeCatalog, plan: ClaimPlan, node: Node,
+                 freed: frozenset[DeviceID] = frozenset()) -> str | None:
+    """Why the pod's claims cannot be had on ``node``; None when they can."""
+    return nodes_failures(catalog, plan, [node], freed)[0]
+
+
+def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node],
+                   freed: frozenset[DeviceID] = frozenset()) -> list[str | None]:
+    """:func:`node_failure` for each of ``nodes``, simple plans judged from the
+    matching devices kept per node (:mod:`gangsched.core.devices.matching`)."""
+    reasons: list[str | None] = [None] * len(nodes)
+    if plan.allocated:
+        for index, node in enumerate(nodes):
+            for _, allocation in plan.allocated:
+                selector = allocation.node_selector
+                if selector is not None and not matches_affinity(selector, node.labels,
+                                                                 node.name):
+                    reasons[index] = NOT_ON_NODE
+                    break
+    if not plan.to_allocate:
+        return reasons
+    devices = catalog.devices
+    if plan.simple is not None and not freed:
+        class_name, selectors, count = plan.simple
+        device_class = devices.classes.get(class_name)
+        if device_class is not None and not device_class.invalid:
+            verdicts = devices.matching.fits(devices.pools(), devices.selectors, device_class,
+                                             selectors, count, nodes)
+            if not plan.allocated and None not in verdicts:
+                return [None if verdict else CANNOT_ALLOCATE for verdict in verdicts]
+            for index, verdict in enumerate(verdicts):
+                if reasons[index] is None and verdict is not None:
+                    reasons[index] = None if verdict else CANNOT_ALLOCATE
+                elif reasons[index] is None:
+                    reasons[index] = Allocator(devices).reason(node=nodes[index],
+                                                               claims=plan.to_allocate) or None
+            return reasons
+    for index, node in enumerate(nodes):
+        if reasons[index] is None:
+            reasons[index] = Allocator(devices, freed=freed).reason(
+                node, plan.to_allocate) or None
+    return reasons
+
+
+def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: str,
+            node: Node) -> str | None:
+    """Allocate and assume the claims of pod ``uid`` on ``node``; the reason when they
+    do not fit there (then nothing is assumed)."""
+    devices = catalog.devices
+    devices.forget_pod(uid)
+    plan, why = prefilter(catalog, namespace, volumes, uid)
+    if why is not None:
+        return why
+    outcome = None
+    if plan.to_allocate:
+        outcome = Allocator(catalog.devices).allocate(node, plan.to_allocate)
+        if outcome.allocations is None:
+            return outcome.reason
+    for claim, _ in plan.allocated:
+        if not claim.reserved_by(uid):
+            devices.assume(Assumed(claim.key, uid, claim.resource_version, None))
+    if outcome is not None and outcome.allocations is not None:
+        for claim, allocation in zip(plan.to_allocate, outcome.allocations, strict=True):
+            devices.assume(Assumed(claim.key, uid, claim.resource_version, allocation))
+    catalog.epoch += 1
     return None
+
+
+def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str) -> bool:
+    """Whether every claim of ``names`` is reserved for pod ``uid`` or assumed for it."""
+    devices = catalog.devices
+    for name in names:
+        key = claim_key(namespace, name)
+        assumed = devices.assumed.get(key)
+        if assumed is not None and assumed.uid == uid:
+            continue
+        claim = catalog.resource_claims.get(key)
+        if claim is None or not claim.reserved_by(uid) or claim.allocation is None:
+            return False
+    return True
+
+
+def writes(catalog: VolumeCatalog, uid: str, pod_name: str,
+           names: Sequence[str], namespace: str) -> tuple[VolumeWrite, ...]:
+    """The PreBind writes of pod ``uid`` for its claims ``names``: allocate (and reserve)
+    what it assumed allocating, reserve what was allocated already."""
+    found: list[VolumeWrite] = []
+    consumer = ConsumerRef(pod_name, uid)
+    devices = catalog.devices
+    for name in names:
+        key = claim_key(namespace, name)
+        assumed = devices.assumed.get(key)
+        claim = catalog.resource_claims.get(key)
+        if assumed is None or assumed.uid != uid or claim is None:
+            continue
+        if assumed.allocation is not None:
+            found.append(AllocateClaim(namespace, name, claim.uid, assumed.resource_version,
+                                       assumed.allocation, consumer))
+        else:
+            found.append(ReserveClaim(namespace, name, claim.uid, assumed.resource_version,
+                                      consumer))
+    return tuple(found)

@@ -6,12 +6,16 @@ PodGroup ``<name>`` of its namespace, known to the core as
 ``<namespace>/coscheduling:<name>`` (:func:`~.foreign_key`). When the CRD is installed,
 the shell watches those PodGroups; :func:`podgroup_from_k8s` reads one as a gang
 (``minMember``, ``minResources``, ``scheduleTimeoutSeconds``, default 60 s as the
-plugin's), plus the Koordinator annotations that its design doc puts on PodGroups
+plugin's) with the plugin's timer: no member is placed before ``minMember`` pods of the
+group exist (PreFilter: "cannot find enough sibling pods"), so the wait starts at the
+quorum; a timeout sends the waiting members back to the queue with a backoff and the
+group is tried again (Permit's timeout and Unreserve), never ``TimedOut`` for good. Plus
+the Koordinator annotations that its design doc puts on PodGroups
 (``total-number``, ``mode``, ``groups``: members of ``groups`` are coscheduling
 PodGroups too). gangsched then owns the status, as the coscheduling controller would:
 :func:`status_body` gives ``phase``, ``running``, ``succeeded``, ``failed`` and
-``scheduleStartTime`` (the coscheduling phases, plus ``TimedOut`` for a gang whose
-timeout expired, so that it stays timed out across a restart).
+``scheduleStartTime`` (the coscheduling phases; a ``TimedOut`` phase written by an
+older gangsched does not stop the group: it is scheduled again).
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
     if isinstance(spec, Mapping):
         shaped["spec"] = {key: spec[key] for key in _SPEC_FIELDS if key in spec}
         shaped["spec"].setdefault("scheduleTimeoutSeconds", DEFAULT_SCHEDULE_TIMEOUT)
+        shaped["spec"].update(onTimeout=model.TimeoutAction.REQUEUE.value,
+                              waitForMinMember=True)
     result = podgroups.podgroup_from_k8s(shaped, priorities=priorities)
     total: int | None = extra.get("totalNumber")
     if total is not None and total < result.min_member:

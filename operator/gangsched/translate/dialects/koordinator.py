@@ -12,7 +12,11 @@ Read as Koordinator's gang plugin reads them (its design doc, "Annotation way"):
   with ``minMember``. Without it the pod joins a PodGroup that must exist (Koordinator's
   "CRD way");
 * ``waiting-time``, a Go duration (``3600s``, ``1h``), becomes ``scheduleTimeoutSeconds``
-  (rounded up to whole seconds; default 600, as Koordinator's);
+  (rounded up to whole seconds; default 600, as Koordinator's), with Koordinator's timer
+  (``onTimeout: Requeue``, ``waitForMinMember: true``): no member is placed before
+  ``min-available`` pods exist (PreFilter: "gang child pod not collect enough"), and a
+  timeout sends the waiting members back to the queue (Unreserve rejects the gang
+  group), to be tried again;
 * ``total-number`` becomes ``totalNumber`` (at least ``min-available``), ``mode``
   (``Strict``/``NonStrict``) ``mode``, and ``groups`` (a JSON list of
   ``"namespace/name"``, across namespaces) ``gangGroup``;
@@ -228,5 +232,6 @@ def define(meta: PodMeta, queue: str | None, queue_path: str) -> Definition:
     name, _, _ = first(meta, NAME_KEYS)
     problems = fields.Problems()
     spec = _spec(meta, problems)
+    spec.update(onTimeout="Requeue", waitForMinMember=True)  # Koordinator's timer
     return podgroup_definition(meta, dns_name(name or ""), KOORDINATOR, spec, problems,
                                queue, queue_path)

@@ -109,7 +109,8 @@ def define(meta: PodMeta, queue: str | None, queue_path: str) -> Definition:
     problems = fields.Problems()
     path = annotation_path(ANN_TOTAL_COUNT)
     total = problems.read(lambda: count(meta.annotations.get(ANN_TOTAL_COUNT, ""), path), 0)
-    spec: dict[str, Any] = {"minMember": total, "totalNumber": total}
+    spec: dict[str, Any] = {"minMember": total, "totalNumber": total,
+                            "onTimeout": "Requeue", "waitForMinMember": True}
     name = dns_name(meta.labels.get(LABEL_GROUP_NAME, ""))
     return podgroup_definition(meta, name, KUEUE, spec, problems, queue, queue_path)
 

@@ -5,8 +5,11 @@ A pod annotated ``scheduling.k8s.io/group-name: <name>`` (or
 ``scheduling.volcano.sh/group-name``) joins the Volcano PodGroup ``<name>`` of its
 namespace, known to the core as ``<namespace>/volcano:<name>``. When Volcano's CRD is
 installed, the shell watches those PodGroups; :func:`podgroup_from_k8s` reads
-``minMember``, ``minResources`` and ``queue``. Volcano has no gang timeout, so the gang
-gets gangsched's default (600 s), Strict. ``minTaskMember`` (a minimum per task role) is
+``minMember``, ``minResources`` and ``queue``. Volcano has no gang timeout: its gang
+plugin tries a gang again in every session for as long as it exists, so the gang gets
+none (:data:`~gangsched.core.values.model.NO_TIMEOUT`) and is never ``TimedOut``; Strict.
+No member is placed before ``minMember`` pods exist (the gang plugin's job validity:
+"Not enough valid tasks for gang-scheduling"). ``minTaskMember`` (a minimum per task role) is
 not read: the whole gang's ``minMember`` still holds.
 
 Read only: Volcano's own controllers own a PodGroup's status (its phases are not
@@ -117,6 +120,8 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
     return dataclasses.replace(
         result,
         key=foreign_key(VOLCANO, namespace, str(meta.get("name") or "")),
+        schedule_timeout=model.NO_TIMEOUT,
+        wait_for_min_member=True,
         topology=request,
         invalid="; ".join(m for m in (result.invalid, problems.message()) if m) or None,
     )

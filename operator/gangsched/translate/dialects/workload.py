@@ -75,7 +75,7 @@ PLURAL = "podgroups"
 POD_FIELD = "spec.schedulingGroup"
 MAX_MIN_COUNT = 2**31 - 1
 """``minCount`` is an int32."""
-NO_TIMEOUT = 100 * 365 * 86400.0
+NO_TIMEOUT = model.NO_TIMEOUT
 """The schedule timeout of a native gang: a century, that is none (kube-scheduler
 retries a gang for as long as it exists)."""
 CONDITION = {"v1alpha2": "PodGroupScheduled"}
@@ -214,6 +214,7 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
         uid=uid if isinstance(uid, str) else "",
         min_member=min_member,
         schedule_timeout=NO_TIMEOUT,
+        wait_for_min_member=True,
         mode=model.GangMode.STRICT,
         priority=priority,
         creation=times.parse_time(meta.get("creationTimestamp")) or 0.0,
