@@ -87,6 +87,9 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "kube-scheduler; 0 for no client-side limit)")
     run.add_argument("--kube-api-burst", dest="kube_api_burst", type=int, metavar="N",
                      help="requests that may go at once above --kube-api-qps (default 100)")
+    run.add_argument("--no-scheduled-events", dest="no_scheduled_events", action="store_true",
+                     help="do not record the Scheduled Event of each pod bound (recorded by "
+                          "default, as kube-scheduler does)")
     run.add_argument("--actions", type=_actions, metavar="A,B,...",
                      help="the scheduler's actions, in order (default "
                           "enqueue,allocate,backfill,preempt,reclaim; also elect,reserve)")
@@ -177,6 +180,9 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     sim.add_argument("--html", metavar="DIR",
                      help="write the dashboard's pages (queues, applications, nodes) for the "
                           "gangsched run, as it ended, into DIR: open DIR/index.html")
+    sim.add_argument("--html-at", type=_non_negative, metavar="SECONDS",
+                     help="with --html: the run as it was at this simulated time, not at "
+                          "its end")
     sim.add_argument("--jobs", type=_limit, default=50, metavar="N|all",
                      help="jobs to list per run (default 50; 0 for none)")
     progress = sim.add_mutually_exclusive_group()
@@ -336,6 +342,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         explain=args.explain,
         explainer=explainer,
         html=args.html,
+        html_at=args.html_at,
     )
     return command.simulate(options, sys.stdout, sys.stderr)
 

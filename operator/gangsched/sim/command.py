@@ -61,6 +61,8 @@ class Options:
     by the CLI)."""
     html: str | None = None
     """A folder to write the dashboard's pages of the gangsched run into."""
+    html_at: float | None = None
+    """The simulated time those pages show (None: the end of the run)."""
 
 
 def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
@@ -124,7 +126,8 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
 
     try:
         outputs = runner.run_all(workload, schedulers, progress=progress,
-                                 keep_samples=options.plot is not None or options.json)
+                                 keep_samples=options.plot is not None or options.json,
+                                 view_at=options.html_at if options.html else None)
     finally:
         for bar in bars:
             bar.close()

@@ -2,7 +2,8 @@
 
 The pages are the ones the operator serves (:mod:`gangsched.view.render`), built from the
 same :class:`~gangsched.view.board.Board` (the gangsched backend feeds one every cycle)
-and the nodes as the core left them, at the end of the run (``--until`` stops it earlier).
+and the nodes as the core held them: at the end of the run, or after the first cycle at
+or after ``--html-at SECONDS`` (the backend keeps a copy then).
 They are written as a snapshot: ``index.html``, ``apps.html``, ``nodes.html``,
 ``view.json`` and the two files of ``static/``; open ``index.html`` in a browser, no
 server needed. Filters work in the files too; there is nothing to refresh. The
@@ -50,14 +51,10 @@ def view_of(out: RunOutput, explain: model.Explain | None) -> model.View | None:
         spans = out.partial.spans.get(run.key) if out.partial is not None else None
         if spans:
             partial[(kind, run.key)] = max(spans)
-    scheduler = backend.scheduler
-
-    def placeholder(uid: str) -> bool:
-        ps = scheduler.pods.get(uid)  # type: ignore[call-overload]
-        return ps is not None and bool(ps.pod.placeholder)
-
-    nodes = model.node_uses(model.copy_nodes(scheduler.cluster.nodes.values()), placeholder)
-    contents = backend.board.contents()
+    if backend.kept_view is not None:  # --html-at: as it was then
+        contents, nodes, _ = backend.kept_view
+    else:
+        contents, nodes = backend.board.contents(), backend.node_uses()
     sources = model.Sources(specs=specs, partial_seconds=partial, nodes=nodes, explain=explain)
     return model.select(model.build(contents, sources), contents, sources, limit=MAX_GANGS)
 
