@@ -130,6 +130,9 @@ class WatchHandlers(Dispatch):
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
         if pod.ours and not pod.placeholder and pod.node_name is None:
+            if len(self.settings.scheduler_names) > 1:  # whose name its Scheduled Event bears
+                self.scheduled.note_scheduler(
+                    pod.uid, str((obj.get("spec") or {}).get("schedulerName") or ""))
             if membership.conflicts:
                 self._dialect_conflict(obj, "; ".join(membership.conflicts))
             if membership.definer is not None:
@@ -143,6 +146,7 @@ class WatchHandlers(Dispatch):
         self.dialect_conflicts.pop(uid, None)
         self.conditions.pop(uid, None)
         self.pod_locks.pop(uid, None)
+        self.scheduled.forget(uid)
         self.pod_translations.forget(uid)
         self.metrics.pod_gone(uid, self.clock())
         self.submit(PodGone(uid))
