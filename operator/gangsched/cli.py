@@ -87,6 +87,9 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "kube-scheduler; 0 for no client-side limit)")
     run.add_argument("--kube-api-burst", dest="kube_api_burst", type=int, metavar="N",
                      help="requests that may go at once above --kube-api-qps (default 100)")
+    run.add_argument("--no-scheduled-events", dest="no_scheduled_events", action="store_true",
+                     help="do not record the Scheduled Event of each pod bound (recorded by "
+                          "default, as kube-scheduler does)")
     run.add_argument("--actions", type=_actions, metavar="A,B,...",
                      help="the scheduler's actions, in order (default "
                           "enqueue,allocate,backfill,preempt,reclaim; also elect,reserve)")

@@ -133,6 +133,9 @@ class WatchHandlers(Dispatch):
         self.submit(PodObserved(pod))
         self._member_seen(pod)
         if pod.ours and not pod.placeholder and pod.node_name is None:
+            if len(self.settings.scheduler_names) > 1:  # whose name its Scheduled Event bears
+                self.scheduled.note_scheduler(
+                    pod.uid, str((obj.get("spec") or {}).get("schedulerName") or ""))
             if membership.conflicts:
                 self._dialect_conflict(obj, "; ".join(membership.conflicts))
             if membership.definer is not None:
@@ -146,6 +149,7 @@ class WatchHandlers(Dispatch):
         self.dialect_conflicts.pop(uid, None)
         self.conditions.pop(uid, None)
         self.pod_locks.pop(uid, None)
+        self.scheduled.forget(uid)
         self.pod_translations.forget(uid)
         for members in self.gang_members.values():
             members.pop(uid, None)

@@ -359,6 +359,7 @@ def run_operator(args: argparse.Namespace) -> int:
         placeholder_image=getattr(args, "placeholder_image", None)
         or OperatorSettings().placeholder_image,
         leader_election=not getattr(args, "no_leader_election", False),
+        scheduled_events=not getattr(args, "no_scheduled_events", False),
     )
     for flag, field_name in (("kube_api_qps", "qps"), ("kube_api_burst", "burst")):
         value = getattr(args, flag, None)

@@ -51,7 +51,8 @@ NEEDED: frozenset[Permission] = frozenset([
         "list": "start-up: capacity, labels and taints of every node",
         "watch": "follow nodes joining, leaving and changing"}),
     *_grant("events.k8s.io", ("events",), {
-        "create": "record why, on the pod, gang, queue or node concerned",
+        "create": "record why, on the pod, gang, queue or node concerned; the Scheduled "
+                  "Event of each pod bound, as kube-scheduler",
         "get": "continue the series of an Event recorded before a restart",
         "patch": "count a repeated Event in its series"}),
     *_grant("apiextensions.k8s.io", ("customresourcedefinitions",), {

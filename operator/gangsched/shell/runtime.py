@@ -46,7 +46,7 @@ from gangsched.core.values.model import Pod, PodUID
 from gangsched.core.values.observations import (
     Observation,
 )
-from gangsched.shell import leader, logs
+from gangsched.shell import eventmerge, leader, logs
 from gangsched.shell.client import ApiError, KubeClient, resource_path
 from gangsched.shell.dispatch import GROUP, JSON, REPORT_PATIENCE, VERSION
 from gangsched.shell.early import STREAM_EVERY, Early
@@ -57,6 +57,7 @@ from gangsched.shell.health import Health
 from gangsched.shell.metrics import Metrics
 from gangsched.shell.pending import PendingReports
 from gangsched.shell.podcache import PodTranslations
+from gangsched.shell.scheduled import ScheduledEvents
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.storage import PRIORITY_CLASSES, StorageWatches
 from gangsched.shell.supervise import Supervisor
@@ -113,6 +114,14 @@ class Runtime(WatchHandlers):
                                    concurrency=self.settings.status_workers,
                                    after=self.binds, patience=REPORT_PATIENCE)
         self.events = EventRecorder(client)
+        self.scheduled = ScheduledEvents(
+            client, identity=self.settings.identity,
+            default_scheduler=sorted(self.settings.scheduler_names)[0],
+            enabled=self.settings.scheduled_events, limit=self.settings.scheduled_event_queue,
+            workers=self.settings.report_workers,
+            binds=self.binds, patience=REPORT_PATIENCE, monotonic=monotonic)
+        """The ``Scheduled`` Event of each pod bound, written off the bind path."""
+        self.scheduled.on_outcome = self.metrics.scheduled_event
         self.pods_first_tried: dict[str, str] = {}
         """Pods-first pods by uid -> the gang's key and manifest (or error) last acted on,
         so that an edited annotation is acted on again and an unchanged one is not."""
@@ -279,6 +288,7 @@ class Runtime(WatchHandlers):
         self.binds.start()
         self.api.start()
         self.reports.start()
+        self.scheduled.start()
         supervisor.spawn("status", functools.partial(self.status.run, stop))
         try:
             if self.elector is not None:
@@ -314,6 +324,7 @@ class Runtime(WatchHandlers):
             await self.binds.stop()
             await self.api.stop()
             await self.reports.stop()
+            await self.scheduled.stop()
             # A cycle under way when the loop was cancelled ends on its own; its
             # decisions are not carried out.
             self.core_thread.shutdown(wait=False, cancel_futures=True)
@@ -401,7 +412,7 @@ class Runtime(WatchHandlers):
         self.decisions += len(decisions)
         if self.board is not None:
             self.board.take(decisions, now)
-        for decision in early.rest(decisions):
+        for decision in eventmerge.one_per_object(early.rest(decisions)):
             self._dispatch(decision, now)
         for report in self.pending.due(now):
             self._report_pending(report, now)

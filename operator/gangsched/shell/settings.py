@@ -54,6 +54,15 @@ class OperatorSettings:
     """Requests that may be sent at once above ``qps`` after a quiet spell
     (kube-scheduler's ``--kube-api-burst``)."""
 
+    scheduled_events: bool = True
+    """Record the ``Scheduled`` Event of every pod bound, as kube-scheduler does
+    (``Successfully assigned NS/POD to NODE``; see :mod:`gangsched.shell.scheduled`)."""
+
+    scheduled_event_queue: int = 50_000
+    """At most this many ``Scheduled`` Events wait to be written; beyond, the oldest is
+    dropped. They wait while binds are under way: a backlog of thousands of pods bound at
+    once has its Events written after its Bindings."""
+
     status_workers: int = 8
     """Status patches (Applications, PodGroups, Queues) written concurrently per flush."""
 
