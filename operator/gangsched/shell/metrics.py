@@ -132,6 +132,10 @@ class Metrics:
         self.bind_errors = Counter("gangsched_bind_errors_total",
                                    "Binds the API server refused or that failed, by HTTP "
                                    "status code (0: no answer).", ["code"], registry=r)
+        self.scheduled_events = Counter(
+            "gangsched_scheduled_events_total",
+            "Scheduled Events of pods bound: written, or dropped and why (pushback: the API "
+            "server answered 429; queue: too many waiting; error).", ["outcome"], registry=r)
         self.deletions = Counter("gangsched_pod_deletions_total",
                                  "Pod deletions asked for by the core, by reason.", ["reason"],
                                  registry=r)
@@ -237,6 +241,9 @@ class Metrics:
 
     def bind_succeeded(self, reason: str = "") -> None:
         self.binds.labels(reason or "Scheduled").inc()
+
+    def scheduled_event(self, outcome: str) -> None:
+        self.scheduled_events.labels(outcome).inc()
 
     def bind_failed(self, code: int) -> None:
         self.bind_errors.labels(str(code)).inc()
