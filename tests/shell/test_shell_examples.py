@@ -808,7 +808,7 @@ async def gpu_gang(w: World) -> None:
     w.apply([d for d in w.docs if d["kind"] in ("PodGroup", "Pod")
              and _meta(d)["name"].startswith("gpu-gang")])
     members = w.real_pod_names("gpu-gang")
-    await wait_for(lambda: w.bound(*members), what="the four members bound")
+    await wait_for(lambda: w.bound(*members), what="the four members bound", timeout=30)
     await w.phase("gpu-gang", "Running")
     assert {w.pod(m)["spec"]["nodeName"] for m in members} == {"node-0", "node-1"}
     devices = []
@@ -829,7 +829,7 @@ async def gpu_gang(w: World) -> None:
     for member in members:
         w.api.delete("pods", NS, member)
     await wait_for(lambda: w.bound(*pair), what="the pair bound once the GPUs are free",
-                   timeout=20)
+                   timeout=30)
 
 
 def case(folder: str, scenario: Scenario, variant: str = "",
