@@ -4,12 +4,17 @@
 Usage::
 
     python3 bench/cluster.py --nodes 500 --pods 3000 [--gang-size 8] [--null]
-                             [--scheduler CMD] [--mode backlog|live] [--repeat 3]
-                             [--json FILE] [-v]
+                             [--kube-writes] [--scheduled-event on|off|both]
+                             [--write-cost SECONDS] [--scheduler CMD]
+                             [--mode backlog|live] [--repeat 3] [--json FILE] [-v]
     python3 bench/cluster.py --nodes 50 --backlog 2 --runtime 3 --gang-size 0,8,64
 
 Against the cluster named by ``KUBECONFIG``, or, when none is set, against the fake API
-server of ``tests/fakeapi`` started in its own process (``python3 -m fakeapi.serve``).
+server of ``tests/fakeapi`` started in its own process (``python3 -m fakeapi.serve``),
+which models a server where writes dominate: each write holds one shared write lane for
+``--write-cost`` seconds (default 1.8 ms: 556 writes per second, what a real v1.36
+control plane bound plain pods at, one write each), reads are free (see
+``fakeapi/serve.py``).
 For each scheduler (the operator; with ``--null`` the null binder; with ``--scheduler``
 any command) the run is the same, on a fresh server (or a fresh namespace):
 
@@ -39,11 +44,17 @@ Every scheduler runs in its own process, as do the watcher and the fake API serv
 none of them shares an event loop with another. The schedulers:
 
 * ``operator``: the real operator (kopf handlers, reflectors, runtime, core), started
-  like ``gangsched run --no-leader-election``;
+  like ``gangsched run --no-leader-election``; with ``--scheduled-event off`` or
+  ``both``, ``operator-no-event`` is the same with ``--no-scheduled-events``;
 * ``null``: the operator's client stack (``KubeClient``, ``Reflector``, a ``WorkPool``
   of ``bind_workers``) binding each pending pod round-robin, with no scheduling logic:
   the most this client stack can do against this API server (with gangs it binds the
   real pods and ignores the Applications);
+* ``kube-writes`` (``--kube-writes``): the null binder that also writes each pod's
+  ``Scheduled`` Event after its Binding, off the bind path: kube-scheduler's writes (one
+  Binding and one Event per pod) with no scheduling behind them. There is no
+  kube-scheduler on a machine without a Go toolchain; this is what a comparison with it
+  must count the same writes against;
 * ``--scheduler CMD``: any command, e.g. ``kube-scheduler --config {config}``.
   ``{kubeconfig}``, ``{config}`` (a KubeSchedulerConfiguration written for the run:
   this kubeconfig, QPS/burst ``--qps``, no leader election, one profile for the pods'
@@ -58,13 +69,17 @@ bind; and from the scheduler's launch in backlog mode), pod latency p50/p90/p99 
 the pod's ADDED; in backlog mode from the scheduler's launch, since every pod waited
 for it), gang-complete latency (all real pods of an Application bound, from its ADDED
 or the launch), API requests per bound pod (everything the scheduler sent, lists and
-watches included; ``-v`` shows them by verb), CPU seconds per 1,000 pods (the
+watches included; ``-v`` shows them by verb), requests per bound pod by kind (Bindings,
+Events, status patches, pod creates and deletes, other writes, reads: on the fake API
+server, which counts them per client), CPU seconds per 1,000 pods (the
 scheduler's and the fake server's), and how many cores each kept busy between the
 first and the last bind. In backlog mode the scheduler's start-up CPU (interpreter,
 imports, connecting, with no pods) is the median of ``--startup-samples`` launches
 before the pods exist, and is subtracted. API requests per bound pod are printed by verb
 after each run. ``--gang-size 0,8,64`` runs each workload in turn (plain pods, gangs of
-8, gangs of 64: the same pods) and ends with a table comparing the operator on them.
+8, gangs of 64: the same pods) and ends with a table comparing the operator on them, and
+one with every scheduler on every workload side by side (binds per second, against plain
+pods and against each other, and requests per bound pod by kind).
 
 The machine is shared by every process of the run, so other load skews the figures:
 ``--repeat N`` runs each scheduler N times, interleaved, and reports medians (ratios
@@ -109,6 +124,14 @@ LABEL_APP = "gangsched.io/app"
 ANN_TASK_GROUP = "gangsched.io/task-group"
 LABEL_PLACEHOLDER = "gangsched.io/placeholder"
 GROUP, VERSION = "gangsched.io", "v1alpha1"
+NO_EVENT = "operator-no-event"
+"""The operator with ``--no-scheduled-events``."""
+KUBE_WRITES = "kube-writes"
+"""The null binder that also writes each pod's Scheduled Event: kube-scheduler's writes
+(one Binding and one Event per pod), not kube-scheduler."""
+WRITE_COST = 0.0018
+"""The fake's default write cost (``--write-cost``): 1 / 556 s, the plain pods' binds per
+second, one write each, on a real v1.36 control plane (``--nodes 500 --pods 3000``)."""
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 JSON = dict[str, Any]
 
@@ -313,8 +336,10 @@ class Cluster:
 class FakeCluster(Cluster):
     fake = True
 
-    def __init__(self, log_dir: pathlib.Path) -> None:
+    def __init__(self, log_dir: pathlib.Path, write_cost: float = 0.0) -> None:
         self.log_dir = log_dir
+        self.write_cost = write_cost
+        """Seconds each write holds the fake's one write lane (``--write-cost``)."""
         self.server: Child | None = None
         self.namespace = "default"
 
@@ -322,7 +347,8 @@ class FakeCluster(Cluster):
         self.kubeconfig = str(self.log_dir / f"kubeconfig-{run}")
         self.server = await Child.start(
             f"fakeapi-{run}", [sys.executable, "-m", "fakeapi.serve", "--kubeconfig",
-                               self.kubeconfig, "--namespace", "bench"],
+                               self.kubeconfig, "--namespace", "bench",
+                               "--write-cost", str(self.write_cost)],
             self.log_dir, cwd=ROOT / "tests")
         self.url = (await self.server.expect("http", 60)).strip()
         self.namespace = "bench"
@@ -569,7 +595,8 @@ def role_operator(args: argparse.Namespace) -> None:
     # scheduler.
     settings = OperatorSettings(scheduler_names=frozenset({args.scheduler_name}),
                                 leader_election=False, qps=args.qps,
-                                burst=max(1, int(args.qps)))
+                                burst=max(1, int(args.qps)),
+                                scheduled_events=not args.no_scheduled_events)
     if args.scheduler_profile:
         from gangsched.shell.main import read_profile
 
@@ -596,7 +623,15 @@ def role_operator(args: argparse.Namespace) -> None:
 
 
 def role_null(args: argparse.Namespace) -> None:
-    """The null binder: the operator's client stack, binding round-robin, no scheduling."""
+    """The null binder: the operator's client stack, binding round-robin, no scheduling.
+
+    With ``--events`` it also writes, after each Binding, the ``Scheduled`` Event that
+    kube-scheduler writes (the operator's own body for it: ``Successfully assigned
+    NS/POD to NODE``, reportingController the pods' schedulerName), off the bind path,
+    as kube-scheduler's event broadcaster does: kube-scheduler's writes, one Binding and
+    one Event per pod, with no scheduling behind them."""
+    from gangsched.shell.scheduled import Bound, event_body
+
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = OperatorSettings(scheduler_names=frozenset({args.scheduler_name}),
@@ -609,7 +644,17 @@ def role_null(args: argparse.Namespace) -> None:
             ring: list[str] = []
             submitted: set[str] = set()
             binds = WorkPool("bind", settings.bind_workers)
+            reports = WorkPool("events", settings.report_workers)
             turn = 0
+            identity = f"bench-{os.getpid()}"
+
+            async def event(ns: str, name: str, uid: str, node: str) -> None:
+                body = event_body(Bound(ns, name, uid, node, args.scheduler_name, time.time()),
+                                  identity=identity)
+                try:
+                    await client.create("events.k8s.io", "v1", "events", ns, body)
+                except ApiError as err:
+                    log.warning("event %s/%s: %s", ns, name, err)
 
             def on_node(kind: str, obj: Mapping[str, Any]) -> None:
                 name = str(obj["metadata"]["name"])
@@ -626,6 +671,9 @@ def role_null(args: argparse.Namespace) -> None:
                     if err.code != 409:
                         submitted.discard(uid)
                         log.warning("bind %s/%s: %s", ns, name, err)
+                    return
+                if args.events:
+                    reports.submit(functools.partial(event, ns, name, uid, node))
 
             def on_pod(kind: str, obj: Mapping[str, Any]) -> None:
                 nonlocal turn
@@ -647,6 +695,7 @@ def role_null(args: argparse.Namespace) -> None:
             pods = Reflector(client, "/api/v1/pods", on_pod, name="pods")
             node_watch = Reflector(client, "/api/v1/nodes", on_node, name="nodes")
             binds.start()
+            reports.start()
             await node_watch.list()
             await pods.list()
             tasks = [asyncio.create_task(pods.run(stop)), asyncio.create_task(node_watch.run(stop))]
@@ -656,6 +705,7 @@ def role_null(args: argparse.Namespace) -> None:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await binds.stop()
+            await reports.stop()
             _announce("COUNTERS", requests=client.requests, binds=binds.done)
 
     _run_maybe_profiled(args, lambda: asyncio.run(_serve_until_signal(body)))
@@ -847,6 +897,8 @@ class RunResult:
             "gang complete max s": gang[-1] if gang else None,
             "API requests / bound pod": self.requests / self.bound
             if self.requests is not None and self.bound else None,
+            **{f"{kind} / bound pod": count / self.bound if self.bound else None
+               for kind, count in request_kinds(self.requests_by_verb).items()},
             "scheduler CPU s / 1000 pods": self.cpu * per_k
             if self.cpu is not None and per_k else None,
             "API server CPU s / 1000 pods": self.server_cpu * per_k
@@ -854,6 +906,37 @@ class RunResult:
             "scheduler cores busy while binding": self.busy(1),
             "API server cores busy while binding": self.busy(2),
         }
+
+
+KINDS = ("Binding", "Event", "status patch", "pod create or delete", "other write", "read")
+"""The kinds of request counted per bound pod (see :func:`request_kinds`)."""
+
+
+def request_kinds(by_verb: Mapping[str, int]) -> dict[str, int]:
+    """Requests by kind, from the fake's counts by ``client verb resource [subresource]``:
+    Bindings (``create pods/binding``), Events (create, patch or update of
+    ``events``), status patches (patch or update of any ``.../status``: Applications,
+    PodGroups, Queues, pods' conditions), pod creates and deletes (placeholders), other
+    writes (evictions, Leases, Applications made pods-first...), and reads (get, list,
+    watch). Every kind is in the answer, 0 when none was counted."""
+    found = dict.fromkeys(KINDS, 0)
+    for key, count in by_verb.items():
+        parts = key.split(" ")
+        verb, resource = parts[1], parts[2] if len(parts) > 2 else ""
+        sub = parts[3] if len(parts) > 3 else ""
+        write = verb in ("create", "update", "patch", "delete", "deletecollection")
+        if resource == "pods" and sub == "binding":
+            kind = "Binding"
+        elif resource == "events" and write:
+            kind = "Event"
+        elif sub == "status" and write:
+            kind = "status patch"
+        elif resource == "pods" and not sub and verb in ("create", "delete"):
+            kind = "pod create or delete"
+        else:
+            kind = "other write" if write else "read"
+        found[kind] += count
+    return found
 
 
 def _pct(values: list[float] | list[int], p: float) -> float | None:
@@ -1156,17 +1239,51 @@ async def main_async(args: argparse.Namespace) -> list[RunResult]:
     sizes = gang_sizes(args.gang_size)
     results: list[RunResult] = []
     compared: list[tuple[int, dict[str, float | None], dict[str, float]]] = []
+    every: list[tuple[int, dict[str, dict[str, float | None]]]] = []
     for size in sizes:
         w = Workload(args.nodes, pods, size, args.cpu, args.memory, args.scheduler_name)
         found = await run_workload(args, w)
         results.extend(found)
+        every.append((size, summarise(found, args.mode)))
         ours = [r for r in found if r.scheduler == "operator"]
         if ours:
             compared.append((size, summarise(ours, args.mode)["operator"], _verbs(ours)))
     if len(compared) > 1:
         print()
         print(comparison(compared))
+    if len(every) > 1 or len(every[0][1]) > 1:
+        print()
+        print(side_by_side(every))
     return results
+
+
+def side_by_side(rows: list[tuple[int, dict[str, dict[str, float | None]]]]) -> str:
+    """Every scheduler on every workload: binds per second, against the same scheduler
+    on plain pods and against the other schedulers on the same workload, and the
+    requests per bound pod by kind (medians over the runs)."""
+    plain = next((summary for size, summary in rows if size == 0), {})
+    names = list(rows[0][1])
+    header = ["workload", "scheduler", "binds/s", "x plain", *(f"/ {n}" for n in names),
+              *(f"{k} / pod" for k in KINDS)]
+    lines = []
+    for size, summary in rows:
+        for name, m in summary.items():
+            rate = m["binds/s average"]
+            base = (plain.get(name) or {}).get("binds/s average")
+            others = [summary[n]["binds/s average"] if n in summary else None for n in names]
+            lines.append([
+                "plain pods" if size == 0 else f"gangs of {size}", name, _fmt(rate),
+                f"{rate / base:.2f}" if rate and base else "",
+                *(f"{rate / o:.2f}" if rate and o and n != name else ""
+                  for n, o in zip(names, others, strict=True)),
+                *(f"{v:.3f}" if (v := m.get(f"{k} / bound pod")) is not None else ""
+                  for k in KINDS)])
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *lines, strict=True)]
+    out = ["| " + " | ".join(h.ljust(wd) for h, wd in zip(header, widths, strict=True)) + " |",
+           "|" + "|".join("-" * (wd + 2) for wd in widths) + "|"]
+    out.extend("| " + " | ".join(c.ljust(wd) for c, wd in zip(cells, widths, strict=True))
+               + " |" for cells in lines)
+    return "\n".join(out)
 
 
 def _verbs(results: list[RunResult]) -> dict[str, float]:
@@ -1215,17 +1332,26 @@ async def run_workload(args: argparse.Namespace, w: Workload) -> list[RunResult]
     log_dir = pathlib.Path(args.log_dir or tempfile.mkdtemp(prefix="gangsched-bench-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = os.environ.get("KUBECONFIG")
-    cluster: Cluster = RealCluster(kubeconfig) if kubeconfig else FakeCluster(log_dir)
+    cluster: Cluster = (RealCluster(kubeconfig) if kubeconfig
+                        else FakeCluster(log_dir, args.write_cost))
     kc = "{kubeconfig}"
     schedulers: list[Scheduler] = []
     if not args.no_operator:
         profile = ["--profile", args.profile] if args.profile else []
         if args.scheduler_profile:
             profile += ["--scheduler-profile", args.scheduler_profile]
-        schedulers.append(Scheduler("operator", _self("_operator", args,
-                                                      ["--kubeconfig", kc, *profile]), True))
+        if args.scheduled_event in ("on", "both"):
+            schedulers.append(Scheduler("operator", _self(
+                "_operator", args, ["--kubeconfig", kc, *profile]), True))
+        if args.scheduled_event in ("off", "both"):
+            schedulers.append(Scheduler(NO_EVENT, _self(
+                "_operator", args, ["--kubeconfig", kc, *profile, "--no-scheduled-events"]),
+                True))
     if args.null:
         schedulers.append(Scheduler("null", _self("_null", args, ["--kubeconfig", kc]), True))
+    if args.kube_writes:
+        schedulers.append(Scheduler(KUBE_WRITES, _self(
+            "_null", args, ["--kubeconfig", kc, "--events"]), True))
     for k, cmd in enumerate(args.scheduler):
         name = "scheduler" if len(args.scheduler) == 1 else f"scheduler{k + 1}"
         schedulers.append(Scheduler(name, shlex.split(cmd), False))
@@ -1289,6 +1415,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         "needs --runtime")
     p.add_argument("--mode", choices=("backlog", "live"), default="backlog")
     p.add_argument("--null", action="store_true", help="also run the null binder")
+    p.add_argument("--kube-writes", action="store_true",
+                   help="also run the null binder that writes kube-scheduler's writes: one "
+                        "Binding and one Scheduled Event per pod (no kube-scheduler here)")
+    p.add_argument("--scheduled-event", choices=("on", "off", "both"), default="on",
+                   help="the operator writes each pod's Scheduled Event (on), not (off), or "
+                        f"runs both ways (both: 'operator' and '{NO_EVENT}')")
+    p.add_argument("--write-cost", type=float, default=WRITE_COST, metavar="SECONDS",
+                   help="the fake API server: each write holds its one write lane this long "
+                        "(default %(default)s: a real control plane's writes per second; 0: "
+                        "writes cost the fake's CPU only)")
     p.add_argument("--repeat", type=int, default=1,
                    help="run each scheduler this many times, interleaved; report medians")
     p.add_argument("--no-operator", action="store_true", help="do not run the operator")
@@ -1340,6 +1476,8 @@ def parse_role(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--progress", type=float, default=5.0)
     p.add_argument("--stall", type=float, default=60.0)
     p.add_argument("--qps", type=float, default=5000)
+    p.add_argument("--events", action="store_true")
+    p.add_argument("--no-scheduled-events", action="store_true")
     return p.parse_args(argv)
 
 

@@ -79,11 +79,17 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     run.add_argument("--metrics-port", type=_port, metavar="PORT",
                      help="serve Prometheus metrics on http://0.0.0.0:PORT/metrics "
                           "(default 9090; 0 for none)")
+    run.add_argument("--dashboard-port", type=_port, metavar="PORT",
+                     help="serve the read-only web dashboard on http://0.0.0.0:PORT/ "
+                          "(off unless given; 0 for none)")
     run.add_argument("--kube-api-qps", dest="kube_api_qps", type=_non_negative, metavar="QPS",
                      help="requests per second to the API server, sustained (default 50, as "
                           "kube-scheduler; 0 for no client-side limit)")
     run.add_argument("--kube-api-burst", dest="kube_api_burst", type=int, metavar="N",
                      help="requests that may go at once above --kube-api-qps (default 100)")
+    run.add_argument("--no-scheduled-events", dest="no_scheduled_events", action="store_true",
+                     help="do not record the Scheduled Event of each pod bound (recorded by "
+                          "default, as kube-scheduler does)")
     run.add_argument("--actions", type=_actions, metavar="A,B,...",
                      help="the scheduler's actions, in order (default "
                           "enqueue,allocate,backfill,preempt,reclaim; also elect,reserve)")
@@ -112,6 +118,10 @@ def _add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "with one profile, or its plugins/pluginConfig alone; enable, "
                           "disable and weight the placement plugins (default: "
                           "kube-scheduler's default profile)")
+    run.add_argument("--gather-window", type=float, metavar="SECONDS",
+                     help="how long after a gang's first member no placeholder is made for "
+                          "its missing members, so that members created together are bound "
+                          "together (default 1.0; 0 turns it off)")
     run.add_argument("--placeholders", choices=["missing", "always"], type=str.lower,
                      help="which gang members get a placeholder pod: missing (default: only "
                           "members whose pod does not exist yet; pending ones are reserved "
@@ -167,6 +177,12 @@ def _add_simulate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     sim.add_argument("--explain", metavar="JOB",
                      help="explain the job JOB as 'gangsched explain' would, as the "
                           "gangsched run left it")
+    sim.add_argument("--html", metavar="DIR",
+                     help="write the dashboard's pages (queues, applications, nodes) for the "
+                          "gangsched run, as it ended, into DIR: open DIR/index.html")
+    sim.add_argument("--html-at", type=_non_negative, metavar="SECONDS",
+                     help="with --html: the run as it was at this simulated time, not at "
+                          "its end")
     sim.add_argument("--jobs", type=_limit, default=50, metavar="N|all",
                      help="jobs to list per run (default 50; 0 for none)")
     progress = sim.add_mutually_exclusive_group()
@@ -300,8 +316,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     plot = args.plot if args.plot is not None else _default_plot(args)
     plot_by_default = args.plot is None and plot is not None
     explainer: Callable[..., str] | None = None
-    if args.explain is not None:
-        loaded = _shell("explain", "format_explanation", "simulate --explain")
+    if args.explain is not None or args.html is not None:
+        loaded = _shell("explain", "format_explanation",
+                        "simulate --explain" if args.explain is not None else "simulate --html")
         if loaded is None:
             return EXIT_USAGE
         explainer = cast(Callable[..., str], loaded)
@@ -324,6 +341,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         actions=args.actions,
         explain=args.explain,
         explainer=explainer,
+        html=args.html,
+        html_at=args.html_at,
     )
     return command.simulate(options, sys.stdout, sys.stderr)
 

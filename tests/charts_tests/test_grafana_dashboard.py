@@ -27,8 +27,11 @@ TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "container", 
 
 WANTED = {
     "binds per second": "gangsched_binds_total",
-    "API errors (failed binds)": "gangsched_bind_errors_total",
-    "pending pods": "gangsched_pending_pods",
+    "failed binds": "gangsched_bind_errors_total",
+    "API errors": "gangsched_api_requests_total",
+    "API retries": "gangsched_api_retries_total",
+    "pending pods by reason": "gangsched_pending_pods_by_reason",
+    "pending pods by queue": "gangsched_pending_pods",
     "gangs by state": "gangsched_applications",
     "PodGroups by phase": "gangsched_podgroups",
     "time to full gang": "gangsched_time_to_full_gang_seconds_bucket",

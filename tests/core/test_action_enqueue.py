@@ -161,15 +161,15 @@ def members(w: SimWorld, group: str, count: int, cpu: int = 1) -> None:
     ("min_resources", "queue_max", "config", "phase", "reason", "pod_reason"),
     [
         pytest.param(res(3), None, None, "Running", "None", "", id="fits"),
-        # 6 cpu on a 4-cpu cluster: the PodGroup says it can never fit as the nodes are;
-        # its pods say what holds them now.
-        pytest.param(res(6), None, None, "Pending", "Unsatisfiable", "Capacity",
+        # 6 cpu on a 4-cpu cluster: the PodGroup says it can never fit as the nodes are,
+        # and so do its pods, with the numbers (minResources are a gate, as Volcano's).
+        pytest.param(res(6), None, None, "Pending", "Unsatisfiable", "Unsatisfiable",
                      id="min-resources-too-big"),
         pytest.param(res(3), res(4), None, "Pending", "QueueQuota", "QueueQuota",
                      id="queue-headroom"),
         pytest.param(res(6), None, SchedulerConfig(overcommit_factor=2.0), "Inqueue",
                      "Unsatisfiable", "", id="overcommitted-then-waits-for-room"),
-        pytest.param(res(6), None, NO_ENQUEUE, "Inqueue", "Unsatisfiable", "",
+        pytest.param(res(6), None, NO_ENQUEUE, "Pending", "Unsatisfiable", "Unsatisfiable",
                      id="without-enqueue"),
     ],
 )
@@ -188,8 +188,12 @@ def test_a_podgroup_is_pending_until_enqueued(
     if phase == "Pending":  # not one member assumed
         assert status.assumed == 0 and not w.bound_names() - {"other"}
         assert w.pending_reason("pg-0") == pod_reason
-        assert "PodGroup default/pg is not enqueued" in w.pending_reasons[
-            w.uid_of("pg-0")].message
+        said = w.pending_reasons[w.uid_of("pg-0")].message
+        if pod_reason == "Unsatisfiable":
+            assert said.startswith("PodGroup default/pg needs cpu=6 in all; all ready, "
+                                   "schedulable nodes together have cpu=4"), said
+        else:
+            assert "PodGroup default/pg is not enqueued" in said
 
 
 def test_an_enqueued_podgroup_earmarks_its_minimum() -> None:

@@ -14,6 +14,7 @@ from gangsched.core.values.decisions import (
     RecordEvent,
 )
 from gangsched.core.values.model import AppKey, PodPhase, SchedulerConfig, SortPolicy
+from gangsched.core.values.resources import Resources
 from hypothesis import HealthCheck, given, settings
 from simworld import SimWorld
 
@@ -117,6 +118,42 @@ def test_with_every_action_a_gang_held_by_enqueue_preempts_and_is_admitted(kind:
     assert evicted(w) == {"c", "d"}
     assert running(w, "hi-") == {"hi-g-0", "hi-g-1"}
     assert not w.scheduler.evictions.plans
+
+
+@pytest.mark.parametrize("config", [
+    pytest.param(SchedulerConfig(), id="every-action"),
+    pytest.param(PREEMPT_ONLY, id="without-enqueue"),
+])
+def test_a_podgroup_whose_min_resources_exceed_the_cluster_preempts_nothing(
+        config: SchedulerConfig) -> None:
+    """Volcano's PodGroup ``minMember: 1``, ``minResources.cpu: 30`` on 16 cpu, above 16
+    low-priority pods: its member alone would fit after one eviction, but the gang's
+    declared minimum never fits. Nothing is evicted, nothing bound, and its pod says why
+    with the numbers."""
+    w = world(nodes=4, config=config)
+    fill(w, *(f"low-{i}" for i in range(16)))
+    w.add_group(make_podgroup("big", 1, queue="q", creation=10,
+                              min_resources=Resources({"cpu": 30000})))
+    w.add_pod(make_pod("big-0", pod_group="big", priority=100, creation=10))
+    run(w)
+    assert asked(w) == set()
+    assert running(w, "big-") == set()
+    found = w.pending_reasons[w.uid_of("big-0")]
+    assert found.reason == "Unsatisfiable"
+    assert "needs cpu=30 in all" in found.message and "cpu=16" in found.message
+
+
+def test_preemption_frees_a_podgroups_declared_minimum() -> None:
+    """``minResources.cpu: 3`` with one 1-cpu member on a full 4-cpu node: evicting one
+    pod would let the member in, but the gang declared 3 cpu: three go."""
+    w = world()
+    fill(w, "a", "b", "c", "d")
+    w.add_group(make_podgroup("hi", 1, queue="q", creation=10,
+                              min_resources=Resources({"cpu": 3000})))
+    w.add_pod(make_pod("hi-0", pod_group="hi", priority=10, creation=10))
+    run(w)
+    assert evicted(w) == {"b", "c", "d"}
+    assert running(w, "hi-") == {"hi-0"}
 
 
 def test_victims_are_told_and_the_preemptor_says_preempting() -> None:

@@ -255,6 +255,41 @@ def test_pending_members_are_held_in_memory_and_bound_together(style: Style) -> 
     assert w.app_state("default/a") == "Running"
 
 
+GATHERING = SchedulerConfig(gather_window=1.0)
+
+
+def created(w: SimWorld) -> list[str]:
+    return [d.name for d in w.decisions if isinstance(d, CreatePlaceholder)]
+
+
+def test_members_that_come_together_get_no_placeholder() -> None:
+    """Spark's allocator makes three executors within half a second: no placeholder is
+    made while they come (the gathering bound), and all three are bound in the cycle the
+    last one is seen."""
+    w = world(4, config=GATHERING)
+    app = make_app("a", make_group("g", 3))
+    w.add_app(app)
+    for i, at in enumerate((0.0, 0.25, 0.5)):
+        w.add_pod(make_pod(f"a-r{i}", app="a", task_group="g", creation=at))
+        w.step(at)
+        assert created(w) == []
+    assert w.bound_names() == {"a-r0", "a-r1", "a-r2"}
+
+
+def test_after_the_gathering_bound_the_missing_members_get_placeholders() -> None:
+    """One executor, and nothing more by the end of the bound: placeholders stand for the
+    two others from then on (and not before)."""
+    w = world(4, config=GATHERING)
+    app = make_app("a", make_group("g", 3))
+    w.add_app(app)
+    w.add_pod(make_pod("a-r0", app="a", task_group="g", creation=0.0))
+    w.step(0.0)
+    w.step(0.9)
+    assert created(w) == []
+    w.step(1.0)
+    assert len(created(w)) == 2
+
+
 def test_a_held_gang_creates_nothing_and_blocks_no_running_app() -> None:
     w = world(16, queues=(make_queue("q", max=res(6)),))
     running = make_app("run", queue="q")

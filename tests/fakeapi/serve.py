@@ -17,6 +17,14 @@ requests; ``times=0`` answers counts instead of the commit times (for large N). 
 answer also carries the first time each client (``User-Agent`` product) made each
 kind of request (``first`` in ``/debug/requests``: e.g. its first binding). These
 debug requests are not counted.
+
+``--write-cost SECONDS`` models a real API server where writes dominate: on a real
+control plane each write (create, update, patch, delete) is committed to etcd, and the
+apiserver and etcd, not the clients, bound the rate at which writes go through. Here
+every write waits for one shared lane, which it then holds for SECONDS: writes are
+served in arrival order at most ``1 / SECONDS`` per second, whoever sends them, each
+answered no sooner than SECONDS after its turn came; reads (get, list, watch) are not
+charged. 0 (the default): writes cost only the fake's own CPU.
 """
 
 from __future__ import annotations
@@ -67,8 +75,13 @@ class PodTemplate:
 class ServedFakeApi(FakeApiServer):
     """The fake, plus per-client counters and a ``/debug/requests`` endpoint."""
 
-    def __init__(self, *, history_limit: int, auto_run: bool, seed: int | None) -> None:
+    def __init__(self, *, history_limit: int, auto_run: bool, seed: int | None,
+                 write_cost: float = 0.0) -> None:
         super().__init__(history_limit=history_limit, auto_run=auto_run, seed=seed)
+        self.write_cost = write_cost
+        """Seconds each write holds the one write lane (see the module docstring)."""
+        self._lane_free = 0.0
+        """Event-loop time at which the write lane is free again."""
         self.by_agent: collections.Counter[str] = collections.Counter()
         self.by_agent_verb: collections.Counter[str] = collections.Counter()
         self.first: dict[str, float] = {}
@@ -91,10 +104,18 @@ class ServedFakeApi(FakeApiServer):
                 answer = {key: len(value) for key, value in made.items()}
             return web.Response(body=json.dumps(answer).encode(),
                                 content_type="application/json")
+        if self.write_cost > 0 and request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            await self._write_turn()  # (before ``_agent`` is set: see ``count``)
         agent = request.headers.get("User-Agent", "")
         self._agent = agent.split("/", 1)[0].split(" ", 1)[0] or "unknown"
         self.by_agent[self._agent] += 1
         return await super()._handle(request)
+
+    async def _write_turn(self) -> None:
+        """Wait for this write's turn on the lane, and hold it for ``write_cost``."""
+        now = asyncio.get_running_loop().time()
+        self._lane_free = max(now, self._lane_free) + self.write_cost
+        await asyncio.sleep(self._lane_free - now)
 
     def count(self, verb: str, resource: str, subresource: str = "") -> None:
         # Called by the dispatcher before its first await, so ``_agent`` is this request's.
@@ -150,7 +171,7 @@ class ServedFakeApi(FakeApiServer):
 
 async def serve(args: argparse.Namespace) -> None:
     server = ServedFakeApi(history_limit=args.history_limit, auto_run=args.auto_run,
-                           seed=args.seed)
+                           seed=args.seed, write_cost=args.write_cost)
     server.install_crds_from_dir(pathlib.Path(args.crds))
     for ns in ("default", "gangsched-system", *args.namespace):
         with contextlib.suppress(Exception):
@@ -183,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--auto-run", action="store_true",
                         help="the fake kubelet marks bound pods Running at once")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--write-cost", type=float, default=0.0, metavar="SECONDS",
+                        help="each write holds the one write lane this long (see above)")
     asyncio.run(serve(parser.parse_args(argv)))
 
 

@@ -5,7 +5,9 @@ for namespaces, ``plural.group`` for CRDs; label keys as qualified names
 (optional DNS-subdomain prefix ≤253 + ``/`` + name ≤63), label values (≤63, may be
 empty), annotation keys (same rules, case-insensitive), annotations ≤ 256 KiB in
 total, ownerReferences (required fields, a single controller), finalizer names,
-and minimal per-kind checks (CRD, Namespace, PriorityClass, PodDisruptionBudget).
+minimal per-kind checks (CRD, Namespace, PriorityClass, PodDisruptionBudget), and
+``events.k8s.io/v1`` Events as the real server checks them (required fields, lengths,
+the deprecated fields unset, a valid series, immutable fields on update).
 Violations come back as ``(field, message)`` pairs that :func:`errors.invalid`
 turns into a 422 ``Invalid`` Status. Simplified: no CEL rules, no full schema of
 built-in kinds (pods are checked in :mod:`fakeapi.pods`).
@@ -226,7 +228,63 @@ def _namespace(obj: dict[str, Any], old: dict[str, Any] | None) -> Causes:
     return []
 
 
+_EVENT_LIMITS = (("reportingInstance", "reportingInstance", 128), ("action", "action", 128),
+                 ("reason", "reason", 128))
+_EVENT_IMMUTABLE = (("regarding", "involvedObject"), ("reason", "reason"), ("note", "message"),
+                    ("deprecatedSource", "source"), ("type", "type"),
+                    ("eventTime", "eventTime"), ("action", "action"), ("related", "related"),
+                    ("reportingController", "reportingController"),
+                    ("reportingInstance", "reportingInstance"))
+
+
+def _event_v1(obj: dict[str, Any], old: dict[str, Any] | None) -> Causes:
+    """``events.k8s.io/v1`` Events as ``ValidateEventCreate`` / ``ValidateEventUpdate``
+    check them (field paths as the real server names them, after the internal type)."""
+    causes: Causes = []
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    regarding = obj.get("regarding") or {}
+    if not regarding.get("namespace") and namespace not in ("default", "kube-system"):
+        causes.append(("involvedObject.namespace", "does not match event.namespace"))
+    controller = obj.get("reportingController") or ""
+    if not controller:
+        causes.append(("reportingController", "Required value"))
+    else:
+        problem = qualified_name_problem(controller)
+        if problem:
+            causes.append(("reportingController", problem))
+    for key, path, limit in _EVENT_LIMITS:
+        value = obj.get(key) or ""
+        if not value:
+            causes.append((path, "Required value"))
+        elif len(value) > limit:
+            causes.append((path, f"can have at most {limit} characters"))
+    if len(obj.get("note") or "") > 1024:
+        causes.append(("message", "can have at most 1024 characters"))
+    series = obj.get("series")
+    if series is not None and (old is None or series != old.get("series")):
+        if not isinstance(series, dict) or int(series.get("count") or 0) < 2:
+            causes.append(("series.count", "should be at least 2"))
+        if not isinstance(series, dict) or not series.get("lastObservedTime"):
+            causes.append(("series.lastObservedTime", "Required value"))
+    if old is not None:
+        for key, path in _EVENT_IMMUTABLE:
+            if obj.get(key) != old.get(key):
+                causes.append((path, "field is immutable"))
+        return causes
+    if not obj.get("eventTime"):
+        causes.append(("eventTime", "Required value"))
+    if obj.get("type") not in ("Normal", "Warning"):
+        causes.append(("type", f"has invalid value: {obj.get('type') or ''}"))
+    for key, path in (("deprecatedFirstTimestamp", "firstTimestamp"),
+                      ("deprecatedLastTimestamp", "lastTimestamp"),
+                      ("deprecatedCount", "count"), ("deprecatedSource", "source")):
+        if obj.get(key):
+            causes.append((path, "needs to be unset"))
+    return causes
+
+
 KIND_RULES: dict[tuple[str, str], Callable[[dict[str, Any], dict[str, Any] | None], Causes]] = {
+    ("events.k8s.io", "Event"): _event_v1,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): _crd,
     ("scheduling.k8s.io", "PriorityClass"): _priority_class,
     ("policy", "PodDisruptionBudget"): _pdb,

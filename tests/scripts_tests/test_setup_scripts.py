@@ -150,9 +150,11 @@ def test_the_main_job_prints_the_verdict_in_its_first_25_lines(tmp_path: Path) -
         [BASH or "bash", str(ROOT / "scripts" / "main"), "--no-plot"],
         capture_output=True, text=True, timeout=300,
         env={**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
-             "GANGSCHED_VENV": str(env_dir), "PIP_REQUIRE_VIRTUALENV": "true"})
+             "GANGSCHED_VENV": str(env_dir), "PIP_REQUIRE_VIRTUALENV": "true",
+             "GANGSCHED_HTML": str(tmp_path / "html")})
     assert done.returncode == 0, done.stderr
     assert "Installing" not in done.stderr
+    assert 'data-key="Application/default/spark-1"' in (tmp_path / "html" / "apps.html").read_text()
     head = done.stdout.splitlines()[:25]
     assert "16/16 jobs completed" in head[1] and "0/16 jobs completed" in head[2]
     assert any(line.startswith("Comparison") for line in head)

@@ -122,6 +122,7 @@ class OperatorUnderTest:
         await asyncio.wait_for(runtime.binds.drain(), timeout=10)
         await asyncio.wait_for(runtime.api.drain(), timeout=10)
         await asyncio.wait_for(runtime.reports.drain(), timeout=10)
+        assert await runtime.scheduled.drain(10), "Scheduled Events still queued"
 
     async def advance(self, seconds: float, cycles: int = 2) -> None:
         """Move the fake clock and let the operator run a few cycles at the new time."""

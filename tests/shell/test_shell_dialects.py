@@ -28,6 +28,7 @@ from shellkit import (
     status_of,
     wait_for,
 )
+from shellkit import pod as plain_pod
 from translate.dialect_manifests import (
     COSCHEDULING_DEPLOYMENT,
     COSCHEDULING_PODGROUP,
@@ -91,10 +92,12 @@ async def assert_none_bound(op: OperatorUnderTest, api: FakeApiServer, names: li
 
 
 def owner_of(obj: dict[str, Any] | None) -> str:
+    """The first owner of a gang made from pods: the pod it was made from (the other
+    members become owners too, none of them its controller)."""
     assert obj is not None
-    (owner,) = obj["metadata"]["ownerReferences"]
-    assert (owner["kind"], owner["controller"]) == ("Pod", False)
-    return str(owner["name"])
+    found = obj["metadata"]["ownerReferences"]
+    assert all((o["kind"], o["controller"]) == ("Pod", False) for o in found)
+    return str(found[0]["name"])
 
 
 async def test_yunikorn_job(fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
@@ -277,6 +280,40 @@ async def test_volcano_podgroup_is_read_only(fake_api_factory: Any,
         patches = [e for e in api.request_log if e.method == "PATCH"
                    and "scheduling.volcano.sh" in e.path_qs]
         assert patches == []
+    finally:
+        await op.kill()
+
+
+async def test_a_volcano_group_whose_minimum_exceeds_the_cluster_evicts_and_binds_nothing(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """Volcano keeps a PodGroup whose ``minResources`` exceed the cluster Pending: its
+    member (1 cpu, priority above the 12 low pods filling the 12 cpu) would fit after one
+    eviction, but the gang's minimum (30 cpu) never fits. No eviction, no bind, and the
+    member says why, with the numbers."""
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        api.create({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": "high"}, "value": 1000})
+        low = [api.create(plain_pod(f"low-{i}"))["metadata"]["name"] for i in range(12)]
+        await wait_for(lambda: len(bound(api, low)) == 12, what="the low pods run")
+        group = load(VOLCANO_PODGROUP)
+        group["spec"]["minMember"] = 1
+        group["spec"]["minResources"] = {"cpu": "30"}
+        api.create(group)
+        member = pods_of(VOLCANO_POD, 1, uids=False)[0]
+        member["spec"]["priorityClassName"] = "high"
+        (name,) = create(api, [member])
+        await wait_for(lambda: "cpu=30" in condition(api.try_get("pods", "default", name),
+                                                     "PodScheduled").get("message", ""),
+                       what="the member says why")
+        await op.settle(3)
+        assert api.request_count("create", "pods", "eviction") == 0
+        assert bound(api, [name]) == [] and len(bound(api, low)) == 12
+        said = condition(api.get("pods", "default", name), "PodScheduled")
+        assert said["reason"] == "Unschedulable"
+        assert said["message"].startswith("Unsatisfiable: PodGroup default/volcano:test "
+                                          "needs cpu=30 in all"), said
+        assert "cpu=12" in said["message"]
     finally:
         await op.kill()
 

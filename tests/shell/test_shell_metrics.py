@@ -17,11 +17,13 @@ import aiohttp
 import pytest
 from fakeapi import FakeApiServer
 from gangsched.core.values.decisions import (
+    BindGang,
     BindPod,
     DeletePod,
     DeleteReason,
     EventType,
     ObjectRef,
+    PodPending,
     RecordEvent,
     SetAppStatus,
     SetPodGroupStatus,
@@ -202,6 +204,10 @@ async def test_metrics_after_gang_lifecycles(fake_api_factory: Any, tmp_path: pa
     assert value(samples, "gangsched_gang_partial_violations_total", kind="Application") == 0
     assert value(samples, "gangsched_binds_total", reason="Scheduled") == 1
     assert value(samples, "gangsched_bind_errors_total", code="500") == 1
+    # The client's own count of that answer, among every request it sent.
+    assert value(samples, "gangsched_api_requests_total", method="POST", code="500") == 1
+    assert value(samples, "gangsched_api_requests_total", method="POST", code="201") >= 5
+    assert value(samples, "gangsched_api_requests_total", method="GET", code="200") > 0
     assert value(samples, "gangsched_pod_deletions_total", reason="PlaceholderReplaced") == 3
     # hard's 2 bound placeholders and the pending one.
     assert value(samples, "gangsched_pod_deletions_total", reason="PlaceholderTimeout") == 3
@@ -491,3 +497,60 @@ def test_a_deleted_gang_ends_its_span() -> None:
     samples = _samples(m)
     assert value(samples, "gangsched_gang_partial_seconds_count", kind="Application") == 1
     assert value(samples, "gangsched_gang_partial_seconds_sum", kind="Application") == 2
+
+
+def _pending(uid: str, reason: str) -> PodPending:
+    return PodPending(PodUID(uid), "default", uid, reason, "")
+
+
+def _pending_by_reason(m: Metrics) -> dict[str, float]:
+    return {dict(labels)["reason"]: v for (name, labels), v in _samples(m).items()
+            if name == "gangsched_pending_pods_by_reason"}
+
+
+def test_pending_pods_are_counted_once_by_their_latest_reason() -> None:
+    m = Metrics()
+    m.observe_cycle(0.001, [_pending("a", "Capacity"), _pending("b", "Capacity"),
+                            _pending("c", "WaitingForGang")], T0)
+    assert _pending_by_reason(m) == {"Capacity": 2, "WaitingForGang": 1}
+    m.observe_cycle(0.001, [_pending("a", "WaitingForGang")], T0 + 1)  # a new reason
+    assert _pending_by_reason(m) == {"Capacity": 1, "WaitingForGang": 2}
+    # bound one by one, bound with its gang, gone
+    bind = BindPod(PodUID("a"), "default", "a", "n", "Scheduled")
+    m.observe_cycle(0.001, [bind, BindGang((BindPod(PodUID("b"), "default", "b", "n",
+                                                    "GangSatisfied"),))], T0 + 2)
+    assert _pending_by_reason(m) == {"WaitingForGang": 1}
+    m.pod_gone(PodUID("c"), T0 + 3)
+    assert _pending_by_reason(m) == {}
+    # a bind that failed: the core says why the pod waits again
+    m.observe_cycle(0.001, [_pending("a", "Capacity")], T0 + 4)
+    assert _pending_by_reason(m) == {"Capacity": 1}
+
+
+def test_api_answers_and_retries_are_exposed_as_counters() -> None:
+    m = Metrics()
+    m.api_answers = {("POST", 201): 7, ("PATCH", 0): 2, ("GET", 200): 3}
+    m.api_retries.inc(2)
+    samples = _samples(m)
+    assert value(samples, "gangsched_api_requests_total", method="POST", code="201") == 7
+    assert value(samples, "gangsched_api_requests_total", method="PATCH", code="0") == 2
+    assert value(samples, "gangsched_api_requests_total", method="GET", code="200") == 3
+    assert value(samples, "gangsched_api_retries_total") == 2
+
+
+async def test_the_runtime_counts_its_clients_answers_and_its_retries() -> None:
+    from gangsched.shell.client import Connection, KubeClient
+    from gangsched.shell.runtime import Runtime
+    from gangsched.shell.settings import OperatorSettings
+
+    async def job() -> None:
+        return None
+
+    client = KubeClient(Connection("http://127.0.0.1:1"))
+    runtime = Runtime(client, OperatorSettings(leader_election=False, api_retry_initial=60.0))
+    client.answers["PATCH", 503] += 1
+    runtime._later(job, 0)  # a write tried again after a backoff
+    samples = _samples(runtime.metrics)
+    assert value(samples, "gangsched_api_requests_total", method="PATCH", code="503") == 1
+    assert value(samples, "gangsched_api_retries_total") == 1
+    await client.close()

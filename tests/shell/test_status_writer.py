@@ -58,3 +58,34 @@ async def test_flush_patches_concurrently_up_to_the_bound(objects: int, concurre
     await flush
     assert writer.patches == objects - 1
     assert list(writer.wanted) == [target(0)]  # the failed one is kept for the next flush
+
+
+class Recording(KubeClient):
+    """Records every patch and answers at once."""
+
+    def __init__(self) -> None:
+        super().__init__(Connection("http://127.0.0.1:1"))
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def patch(self, group: str, version: str, plural: str, namespace: str | None,
+                    name: str, body: dict[str, Any], **_: Any) -> dict[str, Any]:
+        self.sent.append((name, body))
+        return {}
+
+
+async def test_a_status_that_changes_several_times_before_a_flush_is_written_once() -> None:
+    """Wanted Accepted, then Starting, then Running (one cycle's decisions, or several
+    cycles' between two flushes): one patch, with the latest status; wanting it again
+    as written writes nothing."""
+    client = Recording()
+    writer = StatusWriter(client, 0.1)
+    for state in ("Accepted", "Starting", "Running"):
+        writer.want(target(0), {"state": state})
+    writer.want(target(1), {"state": "Accepted"})
+    await writer.flush()
+    assert sorted(client.sent, key=lambda s: s[0]) == [
+        ("a-0", {"status": {"state": "Running"}}), ("a-1", {"status": {"state": "Accepted"}})]
+    writer.want(target(0), {"state": "Starting"})
+    writer.want(target(0), {"state": "Running"})  # back to what was written
+    await writer.flush()
+    assert len(client.sent) == 2

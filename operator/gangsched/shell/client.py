@@ -15,6 +15,7 @@ where a method says so.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import pathlib
 import ssl
@@ -32,6 +33,7 @@ from gangsched.shell.ratelimit import TokenBucket
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
@@ -159,8 +161,15 @@ class KubeClient:
         self.user_agent = user_agent
         self.monotonic = monotonic
         self.requests = 0
+        self.pushed_back_at: float | None = None
+        """Monotonic time of the last 429 (Too Many Requests) answered; None: none yet."""
+        self.retry_after = 0.0
+        """The ``Retry-After`` seconds of that answer (0: none given)."""
         self.unauthorized = 0
         """Requests answered 401 (each is retried once with a fresh token)."""
+        self.answers: collections.Counter[tuple[str, int]] = collections.Counter()
+        """(method, status code) -> requests so answered; code 0: no answer (a timeout,
+        a connection refused or broken). Watches are not counted."""
         self.watch_activity: dict[str, float] = {}
         """Watch path -> monotonic time a stream of it last opened or delivered."""
         self._prefetched: dict[_ListKey, ReadAhead[_Page]] = {}
@@ -210,16 +219,18 @@ class KubeClient:
         params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        limited: bool = True,
     ) -> JSON:
         """One call; the decoded JSON answer, or ApiError. Waits for the rate limit
-        first; a 401 is retried once with a freshly obtained token."""
+        first (unless ``limited`` is False: the caller took its token); a 401 is retried
+        once with a freshly obtained token. A 429 is noted (:attr:`pushed_back_at`)."""
         session = self._open()
         url = self.connection.host + path
         if params:
             url += "?" + urlencode(params)
         data = None if body is None else json.dumps(body, separators=(",", ":"))
         for attempt in (0, 1):
-            if self.limiter is not None:
+            if self.limiter is not None and (limited or attempt):
                 await self.limiter.acquire()
             headers = await self._headers()
             if data is not None:
@@ -232,8 +243,12 @@ class KubeClient:
                 ) as response:
                     raw = await response.read()
                     status = response.status
+                    if status == 429:
+                        self._throttled(response.headers.get("Retry-After"))
             except (TimeoutError, aiohttp.ClientError) as err:
+                self.answers[method.upper(), 0] += 1
                 raise ApiError(0, "Transport", str(err) or type(err).__name__) from err
+            self.answers[method.upper(), status] += 1
             if status != 401 or not self._refused() or attempt:
                 break
         decoded: JSON = {}
@@ -250,6 +265,13 @@ class KubeClient:
     async def _headers(self) -> dict[str, str]:
         token = await self.credentials.token()
         return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def _throttled(self, retry_after: str | None) -> None:
+        self.pushed_back_at = self.monotonic()
+        try:
+            self.retry_after = min(60.0, max(0.0, float(retry_after or 0)))
+        except ValueError:
+            self.retry_after = 0.0
 
     def _refused(self) -> bool:
         """A 401: count it, and say whether a fresh token may help."""
@@ -276,9 +298,9 @@ class KubeClient:
                            body=body)
 
     async def create(self, group: str, version: str, plural: str, namespace: str | None,
-                     body: JSON) -> JSON:
+                     body: JSON, *, limited: bool = True) -> JSON:
         return await self.request("POST", resource_path(group, version, plural, namespace),
-                                  body=body)
+                                  body=body, limited=limited)
 
     async def delete_pod(self, namespace: str, name: str, uid: str, *,
                          grace_seconds: int | None = None) -> None:
@@ -307,8 +329,10 @@ class KubeClient:
                            body=body)
 
     async def patch(self, group: str, version: str, plural: str, namespace: str | None,
-                    name: str, body: JSON, *, subresource: str = "",
+                    name: str, body: JSON | list[JSON], *, subresource: str = "",
                     content_type: str = MERGE_PATCH) -> JSON:
+        """A merge patch (``body`` an object) or, with ``content_type`` :data:`JSON_PATCH`,
+        a JSON patch (``body`` a list of operations; a failed ``test`` is answered 422)."""
         path = resource_path(group, version, plural, namespace, name)
         if subresource:
             path += "/" + subresource

@@ -52,6 +52,7 @@ from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter,
 from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.metrics import Metrics
 from gangsched.shell.pending import PendingReports, Report
+from gangsched.shell.scheduled import ScheduledEvents
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.storage import StorageWatches, release_claims, write_volumes
 from gangsched.translate import render, times
@@ -92,6 +93,7 @@ class Dispatch:
     in_flight: set[tuple[str, str]]
     status: StatusWriter
     events: EventRecorder
+    scheduled: ScheduledEvents
     pods_first_errors: dict[str, str]
     pending: PendingReports
     conditions: dict[PodUID, PodPending]
@@ -109,6 +111,7 @@ class Dispatch:
         """Hand ``job`` to the API pool again after a backoff (a transient API error)."""
         delay = min(self.settings.api_retry_initial * 2 ** attempt,
                     self.settings.api_retry_max)
+        self.metrics.api_retries.inc()
         asyncio.get_running_loop().call_later(delay, self.api.submit, job)
 
     def _pod_event(self, obj: JSON, kind: str, reason: str, message: str) -> None:
@@ -225,6 +228,7 @@ class Dispatch:
                 self.submit(BindFailed(d.uid, d.node, err.code, err.message or err.reason))
                 return
             self.metrics.bind_succeeded(d.reason)
+            self.scheduled.bound(d.namespace, d.name, d.uid, d.node, self.clock())
             log.debug("bound pod %s/%s to %s (%s)", d.namespace, d.name, d.node, d.reason,
                       extra=fields)
 

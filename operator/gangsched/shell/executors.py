@@ -52,6 +52,8 @@ class WorkPool:
         self._quiet.set()
         self.deferred = 0
         """Jobs that waited for ``after``."""
+        self.active_at = float("-inf")
+        """Event-loop time a job was last submitted or ended."""
 
     def start(self) -> None:
         for i in range(self._workers):
@@ -60,6 +62,7 @@ class WorkPool:
     def submit(self, job: Job) -> None:
         self.queue.put_nowait(job)
         self._quiet.clear()
+        self.active_at = asyncio.get_running_loop().time()
 
     @property
     def busy(self) -> bool:
@@ -91,6 +94,7 @@ class WorkPool:
             finally:
                 self.running -= 1
                 self.done += 1
+                self.active_at = asyncio.get_running_loop().time()
                 self.queue.task_done()
                 if not self.busy:
                     self._quiet.set()

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     import kopf
 
     from gangsched.core.values.profile import ProfileConfig
+    from gangsched.shell.dashboard import Dashboard
     from gangsched.shell.metrics import MetricsServer
     from gangsched.shell.runtime import Runtime
 
@@ -205,7 +206,7 @@ async def _operate(settings: OperatorSettings, stop: asyncio.Event, *,
                                                   monotonic=monotonic)
         if started is not None:
             started(runtime)
-        metrics: list[MetricsServer] = []
+        metrics: list[MetricsServer | Dashboard] = []
         kopf_task = asyncio.create_task(_after_start(runtime, stop, metrics, collecting),
                                         name="kopf")
         runtime.health = build_health(runtime, kopf_task)
@@ -256,8 +257,24 @@ async def _serve_metrics(runtime: Runtime, port: int) -> MetricsServer | None:
     return server
 
 
+async def _serve_dashboard(runtime: Runtime, port: int) -> Dashboard | None:
+    """Serve the web dashboard on ``port`` (none for 0); a port that cannot be bound is
+    logged, as for the metrics."""
+    if not port:
+        return None
+    from gangsched.shell.dashboard import Dashboard
+
+    server = Dashboard(runtime, port=port)
+    try:
+        await server.start()
+    except OSError as error:
+        log.error("cannot serve the dashboard on port %d: %s; running without it", port, error)
+        return None
+    return server
+
+
 async def _after_start(runtime: Runtime, stop: asyncio.Event,
-                       metrics: list[MetricsServer], collecting: bool) -> None:
+                       metrics: list[MetricsServer | Dashboard], collecting: bool) -> None:
     """Once the first cycle is out (see the module docstring): collect garbage again
     (if ``collecting``), serve the metrics (the server is added to ``metrics``), import
     kopf in a thread and run it; only the first if ``stop`` is set first."""
@@ -276,6 +293,9 @@ async def _after_start(runtime: Runtime, stop: asyncio.Event,
     server = await _serve_metrics(runtime, runtime.settings.metrics_port)
     if server is not None:
         metrics.append(server)
+    dashboard = await _serve_dashboard(runtime, runtime.settings.dashboard_port)
+    if dashboard is not None:
+        metrics.append(dashboard)
     await asyncio.to_thread(importlib.import_module, "kopf")
     if stop.is_set():
         return
@@ -339,14 +359,16 @@ def run_operator(args: argparse.Namespace) -> int:
         placeholder_image=getattr(args, "placeholder_image", None)
         or OperatorSettings().placeholder_image,
         leader_election=not getattr(args, "no_leader_election", False),
+        scheduled_events=not getattr(args, "no_scheduled_events", False),
     )
     for flag, field_name in (("kube_api_qps", "qps"), ("kube_api_burst", "burst")):
         value = getattr(args, flag, None)
         if value is not None:
             settings = dataclasses.replace(settings, **{field_name: value})
-    metrics_port = getattr(args, "metrics_port", None)
-    if metrics_port is not None:
-        settings = dataclasses.replace(settings, metrics_port=metrics_port)
+    for flag in ("metrics_port", "dashboard_port"):
+        port = getattr(args, flag, None)
+        if port is not None:
+            settings = dataclasses.replace(settings, **{flag: port})
     core: dict[str, object] = {}
     for flag, field_name in (("actions", "actions"), ("overcommit_factor", "overcommit_factor"),
                              ("starvation_threshold", "starvation_threshold"),
@@ -355,6 +377,7 @@ def run_operator(args: argparse.Namespace) -> int:
                              ("nomination_timeout", "nomination_timeout"),
                              ("eviction_backoff", "eviction_backoff"),
                              ("demand_placeholders", "demand_placeholders"),
+                             ("gather_window", "gather_window"),
                              ("placeholders", "placeholders")):
         value = getattr(args, flag, None)
         if flag == "placeholders" and value is not None:

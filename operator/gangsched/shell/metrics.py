@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client import generate_latest as _generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from gangsched.core.gangs import partialgang
 from gangsched.core.values import resources
 from gangsched.core.values.decisions import (
+    BindGang,
     BindPod,
     Decision,
     DeletePod,
@@ -131,6 +132,10 @@ class Metrics:
         self.bind_errors = Counter("gangsched_bind_errors_total",
                                    "Binds the API server refused or that failed, by HTTP "
                                    "status code (0: no answer).", ["code"], registry=r)
+        self.scheduled_events = Counter(
+            "gangsched_scheduled_events_total",
+            "Scheduled Events of pods bound: written, or dropped and why (pushback: the API "
+            "server answered 429; queue: too many waiting; error).", ["outcome"], registry=r)
         self.deletions = Counter("gangsched_pod_deletions_total",
                                  "Pod deletions asked for by the core, by reason.", ["reason"],
                                  registry=r)
@@ -167,6 +172,14 @@ class Metrics:
             "gangsched_gang_partial_violations_total",
             "Partial spans longer than the threshold (3 s by default), counted as they "
             "cross it, by gang kind.", ["kind"], registry=r)
+        self.api_retries = Counter(
+            "gangsched_api_retries_total",
+            "API calls tried again after a transient error (429, 5xx, no answer), after a "
+            "backoff. Failed binds are not among them: the core tries those again.",
+            registry=r)
+        self.api_answers: Mapping[tuple[str, int], int] = {}
+        """(HTTP method, status code, 0 for none) -> requests sent: the client's
+        ``answers``, read when scraped."""
         self.holdings = holdings.Holdings(
             objects=self._objects, threshold=partial_threshold,
             on_ended=lambda kind, seconds: self.partial_seconds.labels(kind).observe(seconds),
@@ -183,6 +196,8 @@ class Metrics:
         self._holding: dict[str, resources.Resources] = {}
         """Queue -> requests of its bound, unreleased placeholders: the idle rate."""
         self._parked: dict[PodUID, float] = {}
+        self._waiting: dict[PodUID, str] = {}
+        """Pod -> the reason of its last PodPending, until the core binds it or it goes."""
         self._last: float | None = None
         r.register(_Snapshot(self))
 
@@ -207,10 +222,14 @@ class Metrics:
                 self.queues[d.name] = d
             elif isinstance(d, BindPod):
                 self._bound(d, now)
+            elif isinstance(d, BindGang):
+                for bind in d.binds:
+                    self._bound(bind, now)
             elif isinstance(d, DeletePod):
                 self.deletions.labels(d.reason.value).inc()
                 self._release(d.uid, now)
             elif isinstance(d, PodPending):
+                self._waiting[d.uid] = d.reason
                 if d.reason == PARKED_REASON:
                     self._parked.setdefault(d.uid, now)
             elif isinstance(d, RecordEvent):
@@ -222,6 +241,9 @@ class Metrics:
 
     def bind_succeeded(self, reason: str = "") -> None:
         self.binds.labels(reason or "Scheduled").inc()
+
+    def scheduled_event(self, outcome: str) -> None:
+        self.scheduled_events.labels(outcome).inc()
 
     def bind_failed(self, code: int) -> None:
         self.bind_errors.labels(str(code)).inc()
@@ -256,6 +278,7 @@ class Metrics:
         if ph is not None:
             self._stop(ph, now)
         self._parked.pop(uid, None)
+        self._waiting.pop(uid, None)
 
     def forget(self, plural: str, key: str) -> None:
         """An Application, PodGroup or Queue was deleted: drop it from the gauges."""
@@ -304,6 +327,8 @@ class Metrics:
             self._stop(ph, now)
 
     def _bound(self, d: BindPod, now: float) -> None:
+        # The core forgets a pod's reason when it binds it: a failed bind brings it again.
+        self._waiting.pop(d.uid, None)
         parked = self._parked.pop(d.uid, None)
         if parked is not None:
             self.swap_seconds.observe(max(0.0, now - parked))
@@ -413,6 +438,20 @@ class _Snapshot:
                                                 resource_value(resource, amount))
         yield pending
         yield from families.values()
+        waiting = GaugeMetricFamily(
+            "gangsched_pending_pods_by_reason",
+            "Pods of gangsched waiting for a node, each once, by the reason the scheduler "
+            "last gave (WaitingForGang, QueueQuota, Capacity...).", labels=["reason"])
+        for reason, count in sorted(collections.Counter(m._waiting.values()).items()):
+            waiting.add_metric([reason], count)
+        yield waiting
+        answers = CounterMetricFamily(
+            "gangsched_api_requests",
+            "Requests sent to the API server (watches excepted), by HTTP method and status "
+            "code (0: no answer).", labels=["method", "code"])
+        for (method, code), count in sorted(m.api_answers.items()):
+            answers.add_metric([method, str(code)], count)
+        yield answers
         over = GaugeMetricFamily(
             "gangsched_overcommitted_nodes",
             "Nodes holding more than their allocatable in some resource, as the operator "

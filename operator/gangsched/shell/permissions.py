@@ -51,7 +51,8 @@ NEEDED: frozenset[Permission] = frozenset([
         "list": "start-up: capacity, labels and taints of every node",
         "watch": "follow nodes joining, leaving and changing"}),
     *_grant("events.k8s.io", ("events",), {
-        "create": "record why, on the pod, gang, queue or node concerned",
+        "create": "record why, on the pod, gang, queue or node concerned; the Scheduled "
+                  "Event of each pod bound, as kube-scheduler",
         "get": "continue the series of an Event recorded before a restart",
         "patch": "count a repeated Event in its series"}),
     *_grant("apiextensions.k8s.io", ("customresourcedefinitions",), {
@@ -61,7 +62,9 @@ NEEDED: frozenset[Permission] = frozenset([
         "list": "start-up, and kopf's initial listing",
         "watch": "kopf follows changes and deletions"}),
     *_grant(GANGSCHED, ("applications", "podgroups"), {
-        "create": "pods-first: the gang a pod defines, owned by that pod"}),
+        "create": "pods-first: the gang a pod defines, owned by that pod",
+        "patch": "pods-first: each member one more owner, so the gang outlives its first "
+                 "pod"}),
     *_grant(GANGSCHED, ("applications/status", "podgroups/status", "queues/status"), {
         "patch": "state, counters, blocking reasons, conditions and timers"}),
     # Not podgroups/finalizers: a PodGroup's members are its own pods, assumed and bound

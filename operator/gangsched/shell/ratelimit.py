@@ -5,7 +5,9 @@ pushes the API server's priority level into queueing and 429s, and the binds wai
 behind its own Events. The bucket holds ``burst`` tokens and gains ``qps`` per second;
 each request takes one, waiting for it when none is left. Waiters are served in
 arrival order: a request reserves its token at once (the level may go below zero) and
-sleeps until that token has accrued, so no request starves.
+sleeps until that token has accrued, so no request starves. Writes that must never
+delay those (the ``Scheduled`` Events) take a token only when one is spare
+(:meth:`TokenBucket.try_spare`), and never reserve one ahead.
 """
 
 from __future__ import annotations
@@ -45,3 +47,20 @@ class TokenBucket:
         if delay > 0:
             self.waited += 1
             await asyncio.sleep(delay)
+
+    def try_spare(self, keep: float) -> bool:
+        """Take a token now if more than ``keep`` would be left, else none (False): the
+        requests that reserve theirs never wait for one taken so."""
+        now = self.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.updated) * self.qps)
+        self.updated = now
+        if self.tokens - 1 < keep:
+            return False
+        self.tokens -= 1
+        return True
+
+    def spare_in(self, keep: float) -> float:
+        """Seconds until a token would be spare above ``keep``, if nothing else took
+        one meanwhile (at least a millisecond)."""
+        missing = keep + 1 - self.tokens
+        return max(0.001, missing / self.qps)

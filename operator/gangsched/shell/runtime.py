@@ -42,11 +42,11 @@ from gangsched.core.values.decisions import (
     Decision,
     PodPending,
 )
-from gangsched.core.values.model import PodUID
+from gangsched.core.values.model import Pod, PodUID
 from gangsched.core.values.observations import (
     Observation,
 )
-from gangsched.shell import leader, logs
+from gangsched.shell import eventmerge, leader, logs
 from gangsched.shell.client import ApiError, KubeClient, resource_path
 from gangsched.shell.dispatch import GROUP, JSON, REPORT_PATIENCE, VERSION
 from gangsched.shell.early import STREAM_EVERY, Early
@@ -57,11 +57,14 @@ from gangsched.shell.health import Health
 from gangsched.shell.metrics import Metrics
 from gangsched.shell.pending import PendingReports
 from gangsched.shell.podcache import PodTranslations
+from gangsched.shell.scheduled import ScheduledEvents
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.storage import PRIORITY_CLASSES, StorageWatches
 from gangsched.shell.supervise import Supervisor
 from gangsched.shell.watch import Reflector
+from gangsched.translate import times
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
+from gangsched.view.board import Board
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,10 @@ class Runtime(WatchHandlers):
         self.queues: dict[str, JSON] = {}
         self.metrics = Metrics(objects={"applications": self.apps, "podgroups": self.groups},
                                partial_threshold=self.settings.partial_gang_threshold)
+        self.metrics.api_answers = client.answers
+        self.board: Board | None = Board(self._created) if self.settings.dashboard_port \
+            else None
+        """What the dashboard shows of the decisions (kept only when it is served)."""
         self.transitions = logs.Transitions(log)
         self.binds = WorkPool("bind", self.settings.bind_workers)
         self.api = WorkPool("api", self.settings.api_workers)
@@ -107,11 +114,24 @@ class Runtime(WatchHandlers):
                                    concurrency=self.settings.status_workers,
                                    after=self.binds, patience=REPORT_PATIENCE)
         self.events = EventRecorder(client)
+        self.scheduled = ScheduledEvents(
+            client, identity=self.settings.identity,
+            default_scheduler=sorted(self.settings.scheduler_names)[0],
+            enabled=self.settings.scheduled_events, limit=self.settings.scheduled_event_queue,
+            workers=self.settings.report_workers,
+            binds=self.binds, patience=REPORT_PATIENCE, monotonic=monotonic)
+        """The ``Scheduled`` Event of each pod bound, written off the bind path."""
+        self.scheduled.on_outcome = self.metrics.scheduled_event
         self.pods_first_tried: dict[str, str] = {}
         """Pods-first pods by uid -> the gang's key and manifest (or error) last acted on,
         so that an edited annotation is acted on again and an unchanged one is not."""
         self.pods_first_errors: dict[str, str] = {}
         """Pods-first pods whose Application or PodGroup cannot be made from them, and why."""
+        self.gang_members: dict[str, dict[str, Pod]] = {}
+        """Real members by gang key (``Application/ns/name``, ``PodGroup/ns/name``) and
+        uid: each owns its gang when the gang was made from pods."""
+        self.owners_asked: set[str] = set()
+        """Gang keys whose owners' patch is under way."""
         self.dialect_conflicts: dict[str, str] = {}
         """Pods whose gang dialects disagree, by uid -> the conflict last reported."""
         self.pending = PendingReports(initial=self.settings.pending_backoff_initial,
@@ -238,6 +258,7 @@ class Runtime(WatchHandlers):
                 delay = min(self.settings.api_retry_initial * 2 ** attempt,
                             self.settings.api_retry_max)
                 attempt += 1
+                self.metrics.api_retries.inc()
                 log.warning("%s failed: %s; retrying in %.1fs", what, err, delay)
                 if stop is None:
                     await asyncio.sleep(delay)
@@ -267,6 +288,7 @@ class Runtime(WatchHandlers):
         self.binds.start()
         self.api.start()
         self.reports.start()
+        self.scheduled.start()
         supervisor.spawn("status", functools.partial(self.status.run, stop))
         try:
             if self.elector is not None:
@@ -302,6 +324,7 @@ class Runtime(WatchHandlers):
             await self.binds.stop()
             await self.api.stop()
             await self.reports.stop()
+            await self.scheduled.stop()
             # A cycle under way when the loop was cancelled ends on its own; its
             # decisions are not carried out.
             self.core_thread.shutdown(wait=False, cancel_futures=True)
@@ -351,6 +374,11 @@ class Runtime(WatchHandlers):
                 await self.cycle()
             self.last_cycle = self.monotonic()
 
+    def _created(self, kind: str, key: str) -> float | None:
+        """An Application's or PodGroup's creation time, from the object the watch keeps."""
+        obj = (self.apps if kind == "Application" else self.groups).get(key) or {}
+        return times.parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+
     async def cycle(self) -> list[Decision]:
         """Drain the inbox, run one core cycle, dispatch its decisions.
 
@@ -382,7 +410,9 @@ class Runtime(WatchHandlers):
             return []
         self.cycles += 1
         self.decisions += len(decisions)
-        for decision in early.rest(decisions):
+        if self.board is not None:
+            self.board.take(decisions, now)
+        for decision in eventmerge.one_per_object(early.rest(decisions)):
             self._dispatch(decision, now)
         for report in self.pending.due(now):
             self._report_pending(report, now)

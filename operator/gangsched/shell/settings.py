@@ -6,7 +6,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 
-from gangsched.core.values.model import SchedulerConfig
+from gangsched.core.values.model import GATHER_WINDOW, SchedulerConfig
 from gangsched.translate import labels
 
 
@@ -53,6 +53,15 @@ class OperatorSettings:
     burst: int = 100
     """Requests that may be sent at once above ``qps`` after a quiet spell
     (kube-scheduler's ``--kube-api-burst``)."""
+
+    scheduled_events: bool = True
+    """Record the ``Scheduled`` Event of every pod bound, as kube-scheduler does
+    (``Successfully assigned NS/POD to NODE``; see :mod:`gangsched.shell.scheduled`)."""
+
+    scheduled_event_queue: int = 50_000
+    """At most this many ``Scheduled`` Events wait to be written; beyond, the oldest is
+    dropped. They wait while binds are under way: a backlog of thousands of pods bound at
+    once has its Events written after its Bindings."""
 
     status_workers: int = 8
     """Status patches (Applications, PodGroups, Queues) written concurrently per flush."""
@@ -138,8 +147,14 @@ class OperatorSettings:
     """Port of the Prometheus ``/metrics`` endpoint (see ``docs/metrics.md``); 0 serves
     none. A port that cannot be bound is logged and the operator runs without it."""
 
+    dashboard_port: int = 0
+    """Port of the read-only web dashboard (see :mod:`gangsched.shell.dashboard`), on all
+    interfaces; 0 serves none. A port that cannot be bound is logged and the operator runs
+    without it."""
+
     partial_gang_threshold: float = 3.0
     """Seconds a gang may have some but not all of its minimum members holding their room
     (a swap under way) before ``gangsched_gang_partial_violations_total`` counts it."""
 
-    core: SchedulerConfig = field(default_factory=SchedulerConfig)
+    core: SchedulerConfig = field(
+        default_factory=lambda: SchedulerConfig(gather_window=GATHER_WINDOW))

@@ -46,6 +46,8 @@ from gangsched.sim.jobs import Outcome
 from gangsched.sim.latency import NO_LATENCY, Latency
 from gangsched.sim.timeline import Timeline
 from gangsched.sim.world import PodListener, World
+from gangsched.view.board import Board, Contents
+from gangsched.view.model import NodeUse, copy_nodes, node_uses
 
 SOURCE = "gangsched"
 PREEMPTION_EVENTS = frozenset({"Preempting", "Preempted", "Reclaimed", "PreemptionFailed",
@@ -113,7 +115,8 @@ class GangschedBackend:
     name = SOURCE
 
     def __init__(self, config: SchedulerConfig, listener: PodListener,
-                 timeline: Timeline, latency: Latency = NO_LATENCY) -> None:
+                 timeline: Timeline, latency: Latency = NO_LATENCY, *,
+                 view_at: float | None = None) -> None:
         self.scheduler = Scheduler(config)
         self.latency = latency
         self.world = World(self.scheduler, listener=listener, keep_decisions=False,
@@ -141,6 +144,13 @@ class GangschedBackend:
         """Pods the core evicted, with why, until the engine asks."""
         self.events: dict[str, list[tuple[float, RecordEvent]]] = {}
         """The last MAX_EVENTS Events on each Application and PodGroup (for explain)."""
+        self.board = Board()
+        """What the dashboard shows of the decisions, as the operator keeps it
+        (``simulate --html``)."""
+        self.view_at = view_at
+        self.kept_view: tuple[Contents, list[NodeUse], float] | None = None
+        """The board and the nodes as they were after the first cycle at or after
+        ``view_at``, and when (``simulate --html-at``)."""
 
     # --- objects -------------------------------------------------------------------------
 
@@ -188,6 +198,16 @@ class GangschedBackend:
     def has_pod(self, uid: PodUID) -> bool:
         return uid in self.world.pods
 
+    def node_uses(self) -> list[NodeUse]:
+        """The nodes as the dashboard shows them, now."""
+        pods = self.scheduler.pods
+
+        def placeholder(uid: str) -> bool:
+            ps = pods.get(PodUID(uid))
+            return ps is not None and ps.pod.placeholder
+
+        return node_uses(copy_nodes(self.scheduler.cluster.nodes.values()), placeholder)
+
     def state_of(self, key: str) -> str:
         return self.app_state.get(key) or self.group_phase.get(key, "")
 
@@ -197,6 +217,9 @@ class GangschedBackend:
         self.cycles += 1
         decisions = self.world.step(now)
         self.decisions += len(decisions)
+        self.board.take(decisions, now)
+        if self.view_at is not None and self.kept_view is None and now >= self.view_at:
+            self.kept_view = (self.board.contents(), self.node_uses(), now)
         for found in self.watch.check(self.scheduler):
             self.counters["overCommittedNodes"] += 1
             self.timeline.add(now, f"node {found.node}", SOURCE,

@@ -8,13 +8,14 @@ progress bar to ``err``, so that ``--json`` output can be piped as it is.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 import yaml
 
-from gangsched.sim import explained, generate, parse, plot, report, results, runner
+from gangsched.sim import explained, generate, html, parse, plot, report, results, runner
 from gangsched.sim.engine import Progress, RunOutput
 from gangsched.sim.progress import ProgressBar
 from gangsched.sim.source import Document, WorkloadError
@@ -58,6 +59,10 @@ class Options:
     explainer: Callable[..., str] | None = None
     """``format_explanation(obj, events, pods, claims=...)`` of the operator shell (given
     by the CLI)."""
+    html: str | None = None
+    """A folder to write the dashboard's pages of the gangsched run into."""
+    html_at: float | None = None
+    """The simulated time those pages show (None: the end of the run)."""
 
 
 def _load(options: Options, err: TextIO) -> tuple[Workload, str] | None:
@@ -121,7 +126,8 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
 
     try:
         outputs = runner.run_all(workload, schedulers, progress=progress,
-                                 keep_samples=options.plot is not None or options.json)
+                                 keep_samples=options.plot is not None or options.json,
+                                 view_at=options.html_at if options.html else None)
     finally:
         for bar in bars:
             bar.close()
@@ -144,6 +150,18 @@ def simulate(options: Options, out: TextIO, err: TextIO) -> int:
         else:
             note = " (--no-plot to skip it)" if options.plot_by_default else ""
             print(f"wrote {options.plot}{note}", file=err)
+    if options.html is not None:
+        view = html.view_of(outputs[0], options.explainer)
+        if view is None:
+            print("gangsched simulate: --html: the first run is not gangsched's", file=err)
+            return EXIT_USAGE
+        try:
+            html.write(view, options.html)
+        except OSError as error:
+            print(f"gangsched simulate: cannot write {options.html}: "
+                  f"{error.strerror or error}", file=err)
+            return EXIT_USAGE
+        print(f"wrote {os.path.join(options.html, 'index.html')}", file=err)
     main = results.summarise(outputs[0])
     if options.fail_on_timeout and main.bad:
         print(f"gangsched simulate: {main.bad} of {main.jobs} jobs did not complete under "

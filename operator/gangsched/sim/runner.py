@@ -21,13 +21,14 @@ from gangsched.sim.world import PodListener
 SCHEDULERS = ("gangsched", "naive")
 
 
-def factory(name: str, workload: Workload) -> BackendFactory:
-    """The backend called ``name`` (one of SCHEDULERS); ValueError for anything else."""
+def factory(name: str, workload: Workload, *, view_at: float | None = None) -> BackendFactory:
+    """The backend called ``name`` (one of SCHEDULERS); ValueError for anything else.
+    ``view_at``: the gangsched backend keeps what the dashboard shows as it was then."""
     if name == "gangsched":
         config, latency = workload.settings.config, workload.settings.latency
 
         def make(listener: PodListener, timeline: Timeline) -> Backend:
-            return GangschedBackend(config, listener, timeline, latency)
+            return GangschedBackend(config, listener, timeline, latency, view_at=view_at)
 
         return make
     if name == "naive":
@@ -58,11 +59,12 @@ def with_actions(workload: Workload, actions: tuple[str, ...]) -> Workload:
 
 def run_all(workload: Workload, schedulers: Sequence[str], *,
             progress: Callable[[str], Progress | None] | None = None,
-            keep_samples: bool = True) -> list[RunOutput]:
-    """Run ``workload`` under each scheduler in turn; ``progress(name)`` gives a callback."""
+            keep_samples: bool = True, view_at: float | None = None) -> list[RunOutput]:
+    """Run ``workload`` under each scheduler in turn; ``progress(name)`` gives a callback;
+    ``view_at``: see :func:`factory`."""
     outputs = []
     for name in schedulers:
         callback = progress(name) if progress is not None else None
-        outputs.append(simulate(workload, factory(name, workload), progress=callback,
-                                keep_samples=keep_samples))
+        outputs.append(simulate(workload, factory(name, workload, view_at=view_at),
+                                progress=callback, keep_samples=keep_samples))
     return outputs

@@ -20,25 +20,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.gangs.reservation import expected_placeholders, forget_held, members
-from gangsched.core.state.records import AppRuntime, PodState
+from gangsched.core.gangs.reservation import release as release
+from gangsched.core.state.records import AppRuntime
 from gangsched.core.values.decisions import CreatePlaceholder, DeletePod, DeleteReason
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.states import AppState
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
-
-
-def release(s: Session, rt: AppRuntime, ps: PodState, reason: DeleteReason, message: str) -> None:
-    """Ask for the deletion of one placeholder, and ask again until it is gone."""
-    ps.release_reason = reason.value
-    ps.delete_asked = s.now
-    s.deleting[ps.uid] = None
-    if reason is not DeleteReason.PLACEHOLDER_REPLACED:
-        rt.counter(ps.pod.task_group or "").released += 1
-    pod = ps.pod
-    s.out.append(DeletePod(pod.uid, pod.namespace, pod.name, reason, message))
-    rt.dirty = True
 
 
 def release_all(s: Session, rt: AppRuntime, reason: DeleteReason, message: str) -> int:

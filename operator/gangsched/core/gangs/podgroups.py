@@ -13,6 +13,9 @@ bound. Then all assumed members of the whole GangGroup are bound in the same cyc
   longer scheduled, and say so; ``Requeue`` (coscheduling, Koordinator), its pending
   members go back to the queue with a backoff (1 s doubling to 10 s, kube-scheduler's
   pod backoff) and the group is tried again with a fresh timer.
+* A GangGroup with a PodGroup whose ``minResources`` exceed the nodes as they are
+  (:func:`~gangsched.core.gangs.unsatisfiable.declared_verdict`) has no member assumed,
+  with or without ``enqueue``: its pods wait with ``Unsatisfiable`` and the numbers.
 * ``wait_for_min_member``: no member is assumed before ``minMember`` pods of the group
   exist (coscheduling's PreFilter), so the timer starts only once they do.
 * Once satisfied, later members are scheduled as ordinary pods ("after gang"). A group
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.earmarks as earmarks
 import gangsched.core.gangs.ordinary as ordinary_logic
-from gangsched.core.gangs import gangplace
+from gangsched.core.gangs import gangplace, unsatisfiable
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.state.records import GroupRuntime, PodState, in_order, placement_order
 from gangsched.core.values.decisions import BlockingReason, EventType, ObjectRef
@@ -286,6 +289,11 @@ def schedule_group(s: Session, unit: GroupUnit, done: set[GroupKey], now: float)
         _mark_all(s, unit.pending, "WaitingForGangGroup", message)
         return
     done.update(g.spec.key for g in gang)
+    verdict = next((v for g in gang
+                    if (v := unsatisfiable.declared_verdict(s, g)) is not None), None)
+    if verdict is not None:  # minResources can never fit: place nothing
+        _mark_all(s, _all_pending(s, gang), unsatisfiable.REASON, verdict.message)
+        return
     if not _enqueued(s, gang, now):
         return
     short = _quorum_missing(s, gang)

@@ -17,9 +17,11 @@ Once admitted, each task group's ``minMember`` members hold room in one of two w
   and *held* in the core only (``AppRuntime.assumed``): it takes capacity and queue
   quota as its placeholder would, and no bind is asked for;
 * for a member whose pod does not exist yet, a placeholder is asked for (again after
-  ``placeholder_retry`` seconds if it still has not appeared) and placed when it comes.
-  A placeholder asked for before its member appeared is still used: the member takes
-  it after the reservation (:mod:`~gangsched.core.gangs.swap`).
+  ``placeholder_retry`` seconds if it still has not appeared) and placed when it comes,
+  but not before ``SchedulerConfig.gather_window`` has passed since the gang was first
+  seen (:func:`gathered_at`): members created together are held and bound together,
+  with no placeholder. A placeholder asked for before its member appeared is still
+  used: the member takes it after the reservation (:mod:`~gangsched.core.gangs.swap`).
 
 A task group that asks for a topology (or whose members require pod affinity to one
 another) is planned whole first (:mod:`~gangsched.core.gangs.gangplace`): its held members and
@@ -51,7 +53,14 @@ from gangsched.core.gangs import gangplace
 from gangsched.core.placement.cluster import ONE_POD
 from gangsched.core.state.records import AppRuntime, PodState, placement_order
 from gangsched.core.values import naming
-from gangsched.core.values.decisions import BlockingReason, CreatePlaceholder, EventType, ObjectRef
+from gangsched.core.values.decisions import (
+    BlockingReason,
+    CreatePlaceholder,
+    DeletePod,
+    DeleteReason,
+    EventType,
+    ObjectRef,
+)
 from gangsched.core.values.model import AppSpec, PlaceholderPolicy
 from gangsched.core.values.resources import Resources
 
@@ -145,6 +154,8 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
             admit(s, rt, remaining)
     direct = s.config.placeholders is PlaceholderPolicy.MISSING
     waiting = waiting_members(rt, reals) if direct else {}
+    gathering = (direct and s.config.gather_window > 0
+                 and not s.reached(gathered_at(s, rt, reals)))
     names = {group.name: _names(rt, group.name, group.min_member) for group in spec.task_groups}
     standing: list[PodState] = []
     for group in spec.task_groups:
@@ -157,6 +168,8 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
         members_here = waiting.get(group.name, [])[:max(0, need - asked)]
         standing.extend(members_here)
         missing = need - len(members_here)
+        if gathering:
+            continue  # the members being created now come before any placeholder
         for index, name in enumerate(group_names):
             if missing <= 0:
                 break
@@ -215,6 +228,30 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
                 f"every task group has its minMember: {', '.join(parts)}; "
                 "the gang's capacity is held")
     return _bind_held(s, rt)
+
+
+def release(s: Session, rt: AppRuntime, ps: PodState, reason: DeleteReason, message: str) -> None:
+    """Ask for the deletion of one placeholder, and ask again until it is gone."""
+    ps.release_reason = reason.value
+    ps.delete_asked = s.now
+    s.deleting[ps.uid] = None
+    if reason is not DeleteReason.PLACEHOLDER_REPLACED:
+        rt.counter(ps.pod.task_group or "").released += 1
+    pod = ps.pod
+    s.out.append(DeletePod(pod.uid, pod.namespace, pod.name, reason, message))
+    rt.dirty = True
+
+
+def gathered_at(s: Session, rt: AppRuntime, reals: list[PodState]) -> float:
+    """When the gathering of ``rt``'s members ends (see the module docstring): the window
+    after the core first saw the gang, but no later than the window after the creation
+    of its first real member (else of the Application) and the second that creation
+    times are rounded down to. So a restart gathers an old gang no more."""
+    if rt.gather_seen is None:
+        rt.gather_seen = s.now
+    first = min((ps.pod.creation for ps in reals), default=rt.spec.creation)
+    window = s.config.gather_window
+    return min(rt.gather_seen, first + 1.0) + window
 
 
 def waiting_members(rt: AppRuntime, reals: list[PodState]) -> dict[str, list[PodState]]:

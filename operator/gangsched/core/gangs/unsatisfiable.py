@@ -26,8 +26,13 @@ Timers: an Application's placeholder timeout starts at its first placeholder all
 and a PodGroup's schedule timeout at its first assumed member. A gang held as a whole by
 ``enqueue`` (the default) gets neither, so neither timer runs: a Hard gang is not killed,
 it waits, saying why, until nodes are added or it is deleted. Without ``enqueue`` some
-placeholders or members may be placed; the timer then runs, and a Hard gang is killed, a
-Soft one resumes, a PodGroup times out, as for any gang that does not fit in time.
+placeholders of an Application may be placed; the timer then runs, and a Hard gang is
+killed, a Soft one resumes, as for any gang that does not fit in time. A PodGroup that can
+never fit for its declared ``minResources`` has no member assumed at all (its pods wait
+with ``Unsatisfiable``, :func:`declared_verdict`), so its timer never starts. Neither
+kind is ever a preemptor (it preempts and reclaims nothing): :func:`group_verdict` and
+:func:`app_verdict` judge it on demand for the victim searches, which run before a new
+gang's first verdict.
 
 Cost: O(nodes) per cycle while a gang waits (the capacity of the cluster); the per-member
 checks are cached per (constraints, request) until the nodes change, and each gang's
@@ -82,6 +87,42 @@ def check(s: Session) -> None:
     _forget(v.groups, group_keys, s.groups)
     _prune(v.judged_apps, app_keys)
     _prune(v.judged_groups, group_keys)
+
+
+def group_verdict(s: Session, rt: GroupRuntime) -> BlockingReason | None:
+    """The verdict on PodGroup ``rt`` as the nodes stand now (None: it may fit), judged
+    on demand (cached like :func:`check`'s): the victim searches ask it before a gang's
+    first cycle has been judged. A gang that can never fit preempts nothing and reclaims
+    nothing."""
+    if rt.satisfied or rt.timed_out or rt.spec.invalid:
+        return None
+    v = s.unsatisfiable
+    _refresh(s, v)
+    return _group_verdict(s, v, rt)
+
+
+def declared_verdict(s: Session, rt: GroupRuntime) -> BlockingReason | None:
+    """The verdict on PodGroup ``rt``'s declared ``minResources`` alone (None without
+    any, or when they may fit): a gate, as Volcano's enqueue keeps such a group
+    Pending; its members are then never assumed. (A gang without ``minResources`` whose
+    members exceed the nodes is judged by :func:`group_verdict`, and its members are
+    still tried: a NonStrict group accumulates them as they come.)"""
+    spec = rt.spec
+    if not spec.min_resources or rt.satisfied or rt.timed_out or spec.invalid:
+        return None
+    v = s.unsatisfiable
+    _refresh(s, v)
+    return _whole(v, spec.min_resources, f"PodGroup {spec.key}")
+
+
+def app_verdict(s: Session, rt: AppRuntime) -> dict[str, BlockingReason]:
+    """:func:`group_verdict` for a gang Application: per task group (and ``GANG`` for
+    the whole), empty when it may fit."""
+    if not rt.spec.gang or rt.spec.invalid:
+        return {}
+    v = s.unsatisfiable
+    _refresh(s, v)
+    return _app_verdict(s, v, rt)
 
 
 def _prune(judged: dict[K, V], waiting: set[K]) -> None:

@@ -22,6 +22,13 @@ Priority: a gang's is the highest of its spec's and its pods' (in a cluster, pri
 comes from ``priorityClassName``: the shell gives placeholders their Application's class,
 and an Application's own ``priority`` is 0). A single pod counts with its own priority.
 
+A gang is judged by its declared minimum, never by the members that happen to exist: a
+gang whose minimum (a PodGroup's ``minResources``, an Application's task groups'
+``minMember`` x ``minResource``) can never fit the nodes
+(:mod:`~gangsched.core.gangs.unsatisfiable`) is no preemptor, and a PodGroup's
+preemptor must find, besides a node for each member, room for the part of
+``minResources`` its members do not ask (:attr:`Preemptor.minimum`).
+
 Invalid, timed-out, killed or rejected work, and work in bind backoff, never preempts.
 Nor does work that kube-scheduler's ``PodEligibleToPreemptOthers`` finds ineligible
 (:func:`eligible`): a pod with ``spec.preemptionPolicy: Never`` (a gang with such a
@@ -38,6 +45,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
+from gangsched.core.gangs import unsatisfiable
 from gangsched.core.gangs.podgroups import gang_of
 from gangsched.core.gangs.reservation import members, taken, waiting_members
 from gangsched.core.placement import domain_search as topology
@@ -111,6 +119,10 @@ class Preemptor:
     confined: tuple[topology.Confined, ...] = ()
     """Its parts (task groups, PodGroups) that require one domain of a key: victims are
     chosen only where each part then fits in one domain."""
+    minimum: Resources = Resources.ZERO
+    """The room it needs in all, free across the nodes, when its declared minimum asks
+    more than its items (a PodGroup's ``minResources`` less what its members hold):
+    victims are chosen until the cluster has it too."""
 
     @property
     def name(self) -> str:
@@ -203,6 +215,8 @@ def find(s: Session, now: float, *,
     for key in sorted(s.apps):
         rt = s.apps[key]
         if any(b.reason in BLOCKED for b in rt.blocking.values()):
+            if unsatisfiable.app_verdict(s, rt):
+                continue  # its minimum can never fit: no victim helps
             if refused is not None and rt.spec.task_groups and all(
                     refused(rt.spec.queue, g.min_resource) for g in rt.spec.task_groups):
                 continue
@@ -218,6 +232,8 @@ def find(s: Session, now: float, *,
         if isinstance(gang, str):
             continue
         seen.update(g.spec.key for g in gang)
+        if any(unsatisfiable.group_verdict(s, g) is not None for g in gang):
+            continue  # its minimum can never fit: no victim helps
         pre = for_groups(s, gang, now, refused=refused)
         if (pre is not None and pre.items
                 and not (refused is not None and refused(pre.queue, pre.total))
@@ -449,14 +465,35 @@ def for_groups(s: Session, gang: list[GroupRuntime], now: float, *,
             part = _confined(s, pending[:need], start)
             if part is not None:
                 confined.append(part)
-        found.made = Preemptor(
+        made = Preemptor(
             key=group_key(first.spec.key), kind=Kind.GROUP, target=group_ref(first),
             queue=first.spec.queue, priority=gang_priority(s, gang),
             creation=min(g.spec.creation for g in gang), items=items,
             gangs=frozenset(group_key(g.spec.key) for g in gang), pods=pending_all,
             owners=frozenset(g.spec.key for g in gang), confined=tuple(confined),
         )
+        declared = _declared_left(s, gang)
+        if not declared.fits_in(made.total):
+            made.minimum = declared
+        found.made = made
     return found.made
+
+
+def _declared_left(s: Session, gang: list[GroupRuntime]) -> Resources:
+    """What a GangGroup's declared minimums (``minResources`` plus a pod slot per
+    ``minMember``) still ask beyond what its placed members hold; zero without any."""
+    left = Resources.ZERO
+    for g in gang:
+        if not g.spec.min_resources:
+            continue
+        held = Resources.ZERO
+        for uid in s.group_members.get(g.spec.key, ()):
+            ps = s.pods[uid]
+            if ps.node is not None and ps.pod.active:
+                held = held + ps.request
+        left = left + (g.spec.min_resources + ONE_POD.scale(g.spec.min_member)
+                       - held).clamp_non_negative()
+    return left
 
 
 def _confined(s: Session, pending: list[PodState], start: int) -> topology.Confined | None:

@@ -188,6 +188,9 @@ class AppRuntime:
     state_since: float = 0.0
     timer_start: float | None = None
     """First placeholder allocation: the placeholder timeout counts from here."""
+    gather_seen: float | None = None
+    """When a reservation first saw the gang (the gathering of its members counts from
+    here; see :func:`~gangsched.core.gangs.reservation.gathered_at`)."""
     waiting_since: float | None = None
     starting_since: float | None = None
     admitted: bool = False

@@ -404,6 +404,13 @@ class QueueSpec:
         return True
 
 
+GATHER_WINDOW = 1.0
+"""The operator's ``gather_window`` (``--gather-window``): Spark's executor allocator
+creates a batch of executors within half a second of the first, the Job and JobSet
+controllers a gang's pods in one burst of creates; twice that leaves room for a loaded
+API server."""
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     """Cluster-wide settings of the core."""
@@ -431,6 +438,14 @@ class SchedulerConfig:
 
     placeholder_retry: float = 10.0
     """Seconds before a placeholder creation or pod deletion is asked for again."""
+
+    gather_window: float = 0.0
+    """Seconds, from when a gang Application's reservation first sees it (no later than
+    its first real member's creation, else its own), during which no placeholder is made
+    for its missing members: the members a controller creates together (Spark's
+    executors within half a second) are held and bound together instead of each swapping
+    into a placeholder. 0 (the core's default) turns it off; the operator runs with
+    :data:`GATHER_WINDOW`; with ``placeholders: always`` it does nothing."""
 
     placeholders: PlaceholderPolicy = PlaceholderPolicy.MISSING
     """Which gang members get a placeholder pod (see :class:`PlaceholderPolicy`)."""
