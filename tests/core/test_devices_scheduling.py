@@ -259,3 +259,16 @@ def test_a_high_priority_gang_preempts_only_the_holders_of_the_devices_it_needs(
         bound.update(binds(s.cycle(now=10.0 + t)))
     assert set(bound) == {"u0", "u1"}
     assert len(set(devices_of(bound))) == 2
+
+
+def test_a_gang_whose_devices_can_never_be_found_says_so_and_holds_nothing() -> None:
+    s = gpu_cluster(nodes=2, per_node=2)
+    s.observe(PodGroupObserved(make_podgroup("big", 2)))
+    for i in range(2):
+        pod_with_claim(s, f"w{i}", "big",
+                       claim_obj=claim(f"w{i}-gpu", request("req-0", "class-a", 3)))
+    out = s.cycle(now=10.0)
+    assert binds(out) == {}
+    assert s.volumes.devices.assumed == {} and s.volumes.devices.taken == {}
+    statuses = [d for d in out if type(d).__name__ == "SetPodGroupStatus"]
+    assert statuses and "cannot allocate all claims" in statuses[-1].blocking.message
