@@ -87,3 +87,21 @@ def test_tools_of_another_version_are_replaced(tmp_path: pathlib.Path) -> None:
     done = run(tmp_path, ci="true", tools=tmp_path / "tools")
     assert done.returncode == 1
     assert "npm not found" in done.stderr
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [(None, pytest.skip.Exception),
+                                             ("false", pytest.skip.Exception),
+                                             ("true", pytest.fail.Exception)])
+def test_chart_tests_without_helm_skip_outside_ci_and_fail_in_it(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, ci: str | None,
+        outcome: type[BaseException]) -> None:
+    from charts_tests import helm
+
+    monkeypatch.setattr(helm, "TOOLS", tmp_path / "empty")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="helm not found"):
+        helm.need_helm()

@@ -290,25 +290,6 @@ def test_after_the_gathering_bound_the_missing_members_get_placeholders() -> Non
     assert len(created(w)) == 2
 
 
-def test_a_placeholder_not_placed_yet_gives_way_to_the_member_that_came() -> None:
-    """The placeholders were asked for and exist, but found no node; a member appears:
-    the member holds the room itself, and the placeholder it no longer needs is deleted
-    (unbound, it has no grace period) rather than placed and swapped."""
-    w = world(2, config=SchedulerConfig(actions=("allocate",)))  # admitted at once
-    app = make_app("a", make_group("g", 2))
-    w.add_app(app)
-    w.add_pod(make_pod("big", cpu=1, node="n0"))
-    w.add_pod(make_pod("a-r0", app="a", task_group="g"))
-    w.settle(0)
-    assert len(created(w)) == 1  # for the missing member; n0 has no room left for it
-    w.add_pod(make_pod("a-r1", app="a", task_group="g", creation=1.0))
-    w.delete("big")
-    w.settle(1)
-    deleted = [d for d in w.decisions if isinstance(d, DeletePod)]
-    assert [d.reason for d in deleted] == [DeleteReason.ORPHANED]
-    assert w.bound_names() >= {"a-r0", "a-r1"}
-
-
 def test_a_held_gang_creates_nothing_and_blocks_no_running_app() -> None:
     w = world(16, queues=(make_queue("q", max=res(6)),))
     running = make_app("run", queue="q")

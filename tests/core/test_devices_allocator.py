@@ -413,3 +413,15 @@ def test_kept_free_counts_agree_with_the_search(taken: set[int], count: int,
                                       catalog.classes[CLASS_A], selectors, count, nodes)
         searched = [Allocator(catalog).reason(n, [wanted]) == "" for n in nodes]
         assert quick == searched
+
+
+def test_a_search_that_cannot_end_soon_stops_with_a_reason() -> None:
+    """32 of 40 devices sharing a value no 32 of them share: C(40, 32) combinations."""
+    catalog = DeviceCatalog()
+    catalog.upsert(make_class())
+    catalog.upsert(make_slice("slice-1", *(device(f"device-{i}", attributes={"numa": i % 2})
+                                           for i in range(40))))
+    wanted = claim("claim-0", request("req-0", CLASS_A, 32), constraints=(match(NUMA),))
+    outcome = Allocator(catalog).allocate(node(), [wanted])
+    assert outcome.allocations is None
+    assert outcome.error == "timed out trying to allocate devices"

@@ -7,14 +7,22 @@ import dataclasses
 
 from gangsched.core.devices.allocator import CANNOT_ALLOCATE
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.values.decisions import AllocateClaim, BindGang, BindPod, PodPending
+from gangsched.core.values.decisions import (
+    AllocateClaim,
+    BindGang,
+    BindPod,
+    DeletePod,
+    EvictPod,
+    PodPending,
+)
 from gangsched.core.values.devices import (
     AllocationResult,
     ConsumerRef,
     DeviceID,
+    DeviceResult,
     ResourceClaim,
 )
-from gangsched.core.values.model import Node
+from gangsched.core.values.model import Node, PodPhase
 from gangsched.core.values.observations import (
     DeviceObserved,
     NodeObserved,
@@ -195,9 +203,8 @@ def test_a_claim_reserved_for_its_limit_of_consumers_is_in_use() -> None:
 def test_restart_rebuilds_taken_devices_from_claims() -> None:
     s = gpu_cluster(nodes=1, per_node=2)
     allocated = dataclasses.replace(
-        claim("old"), allocation=AllocationResult((
-            __import__("gangsched.core.values.devices", fromlist=["DeviceResult"]).DeviceResult(
-                "req-0", "driver-a", "n0", "gpu-0"),)))
+        claim("old"), allocation=AllocationResult((DeviceResult("req-0", "driver-a", "n0",
+                                                                "gpu-0"),)))
     s.observe(VolumeObserved(allocated))
     pod_with_claim(s, "new")
     (w,) = allocations(binds(s.cycle(now=10.0))["new"])
@@ -218,3 +225,50 @@ def test_no_device_is_ever_allocated_twice(counts: list[int], nodes: int) -> Non
         write_back(s, bound)
     assert len(seen) == len(set(seen))
     assert len(seen) <= nodes * 3
+
+
+def test_a_high_priority_gang_preempts_only_the_holders_of_the_devices_it_needs() -> None:
+    s = gpu_cluster()
+    s.config = dataclasses.replace(s.config, actions=("allocate", "preempt"))
+    for n in range(2):
+        for i in range(2):
+            name = f"low-{n}-{i}"
+            pod = make_pod(name, node=f"n{n}", phase=PodPhase.RUNNING, priority=0)
+            result = DeviceResult("req-0", "driver-a", f"n{n}", f"gpu-{i}")
+            s.observe(VolumeObserved(dataclasses.replace(
+                claim(f"{name}-gpu"), allocation=AllocationResult((result,)),
+                reserved_for=(ConsumerRef(name, pod.uid),))))
+            s.observe(PodObserved(with_volumes(pod, resource_claims=(f"{name}-gpu",))))
+    s.observe(PodGroupObserved(make_podgroup("urgent", 2, priority=100)))
+    for i in range(2):
+        made = claim(f"u{i}-gpu")
+        s.observe(VolumeObserved(made))
+        s.observe(PodObserved(with_volumes(make_pod(f"u{i}", pod_group="urgent", priority=100),
+                                           resource_claims=(made.name,))))
+    out = s.cycle(now=10.0)
+    assert binds(out) == {}
+    victims = sorted(d.name for d in out if isinstance(d, EvictPod | DeletePod))
+    assert len(victims) == 2 and all(v.startswith("low-") for v in victims)
+    for name in victims:
+        s.observe(PodGone(make_pod(name).uid))
+        old = s.volumes.resource_claims[f"default/{name}-gpu"]  # type: ignore[index]
+        s.observe(VolumeObserved(dataclasses.replace(old, resource_version="3",
+                                                     allocation=None, reserved_for=())))
+    bound = {}
+    for t in range(1, 6):
+        bound.update(binds(s.cycle(now=10.0 + t)))
+    assert set(bound) == {"u0", "u1"}
+    assert len(set(devices_of(bound))) == 2
+
+
+def test_a_gang_whose_devices_can_never_be_found_says_so_and_holds_nothing() -> None:
+    s = gpu_cluster(nodes=2, per_node=2)
+    s.observe(PodGroupObserved(make_podgroup("big", 2)))
+    for i in range(2):
+        pod_with_claim(s, f"w{i}", "big",
+                       claim_obj=claim(f"w{i}-gpu", request("req-0", "class-a", 3)))
+    out = s.cycle(now=10.0)
+    assert binds(out) == {}
+    assert s.volumes.devices.assumed == {} and s.volumes.devices.taken == {}
+    statuses = [d for d in out if type(d).__name__ == "SetPodGroupStatus"]
+    assert statuses and "cannot allocate all claims" in statuses[-1].blocking.message

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from gangsched.core.devices.describe import describe
+from gangsched.core.devices.results import on_node
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.values.constraints import ConstraintError
 from gangsched.core.values.devices import (
@@ -99,3 +101,23 @@ def test_device_objects_reach_the_catalogue_and_leave_it() -> None:
     s.observe(DeviceGone("DeviceClass", "gpu.example.com"))
     s.observe(DeviceGone("Unknown", "x"))
     assert not devices.slices and not devices.templates and not devices.classes
+
+
+@pytest.mark.parametrize(("claim_obj", "line"), [
+    pytest.param(ResourceClaim("ns", "gpu"), "gpu: not allocated", id="not-allocated"),
+    pytest.param(ResourceClaim("ns", "gpu", allocation=AllocationResult(
+        (DeviceResult("req-0", "gpu.example.com", "n1", "gpu-3"),), node_selector=on_node("n1")),
+        reserved_for=(ConsumerRef("p", "u1"),)),
+        "gpu: allocated on node n1, reserved for the pod: req-0: gpu.example.com/n1/gpu-3",
+        id="node-local"),
+    pytest.param(ResourceClaim("ns", "nic", allocation=AllocationResult(
+        (DeviceResult("req-0", "nic.example.com", "rack-1", "nic-0", admin_access=True),)),
+        reserved_for=(ConsumerRef("a", "u2"), ConsumerRef("b", "u3"))),
+        "nic: allocated on any node, not reserved for the pod, shared by 2/256 consumers: "
+        "req-0: nic.example.com/rack-1/nic-0 (admin)", id="shared-any-node"),
+    pytest.param(ResourceClaim("ns", "x", allocation=AllocationResult(
+        node_selector=on_nodes("a", "b"))), "x: allocated on nodes matching "
+        "(kubernetes.io/hostname In a,b), not reserved for the pod: ", id="selector"),
+])
+def test_explain_lines_for_claims(claim_obj: ResourceClaim, line: str) -> None:
+    assert describe(claim_obj, "u1").line() == line

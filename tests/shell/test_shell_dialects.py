@@ -92,10 +92,12 @@ async def assert_none_bound(op: OperatorUnderTest, api: FakeApiServer, names: li
 
 
 def owner_of(obj: dict[str, Any] | None) -> str:
+    """The first owner of a gang made from pods: the pod it was made from (the other
+    members become owners too, none of them its controller)."""
     assert obj is not None
-    (owner,) = obj["metadata"]["ownerReferences"]
-    assert (owner["kind"], owner["controller"]) == ("Pod", False)
-    return str(owner["name"])
+    found = obj["metadata"]["ownerReferences"]
+    assert all((o["kind"], o["controller"]) == ("Pod", False) for o in found)
+    return str(found[0]["name"])
 
 
 async def test_yunikorn_job(fake_api_factory: Any, tmp_path: pathlib.Path) -> None:

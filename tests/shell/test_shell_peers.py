@@ -102,3 +102,67 @@ async def test_late_executors_swap_their_placeholders_at_once(
         assert done - last < 2 * GRACE, "the swaps ran one after another"
     finally:
         await op.kill()
+
+
+def owners(api: FakeApiServer, app: str = "spark-pi") -> list[str]:
+    obj = api.try_get("applications", "default", app)
+    return [] if obj is None else sorted(
+        r["name"] for r in obj["metadata"].get("ownerReferences") or ())
+
+
+async def test_the_originator_may_go_and_its_replacement_joins_the_running_gang(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """Spark's client mode: the first executor is the Application's originator. Each
+    member becomes an owner, so deleting the first executor of the running job leaves
+    the Application (the same object, its history with it) and the others' gang; its
+    replacement is bound into the running gang at once, with no new wait for
+    minMember. Once every member is gone, the garbage collector takes the Application."""
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        names = [api.create(executor(i))["metadata"]["name"] for i in range(4)]
+        await until_bound(api, names)
+        await wait_for(lambda: owners(api) == sorted(names), what="every executor an owner")
+        app = api.get("applications", "default", "spark-pi")
+        await wait_for(lambda: (api.get("applications", "default", "spark-pi").get("status")
+                                or {}).get("state") == "Running", what="Running")
+        before = api.get("applications", "default", "spark-pi")["status"]
+        api.delete("pods", "default", names[0])  # graceful: the kubelet takes a second
+        await wait_for(lambda: api.try_get("pods", "default", names[0]) is None,
+                       what="the first executor gone", timeout=10)
+        await wait_for(lambda: owners(api) == sorted(names[1:]), what="its reference dropped")
+        kept = api.try_get("applications", "default", "spark-pi")
+        assert kept is not None and kept["metadata"]["uid"] == app["metadata"]["uid"]
+        replacement = api.create(executor(4))["metadata"]["name"]
+        since = time.monotonic()
+        done = await until_bound(api, [replacement])
+        assert done - since < 1.0, "the replacement waited as if for a new gang"
+        await wait_for(lambda: replacement in owners(api), what="the replacement an owner")
+        after = api.get("applications", "default", "spark-pi")["status"]
+        assert after.get("state") == "Running"
+        for field in ("startingSince", "placeholderTimerStart"):
+            assert after.get(field) == before.get(field), field
+        for name in [*names[1:], replacement]:
+            api.delete("pods", "default", name)
+        await wait_for(lambda: api.try_get("applications", "default", "spark-pi") is None,
+                       what="the Application collected with its last member", timeout=10)
+    finally:
+        await op.kill()
+
+
+async def test_an_originator_that_goes_before_the_gang_started_takes_its_placeholders(
+        fake_api_factory: Any, tmp_path: pathlib.Path) -> None:
+    """YuniKorn's rule: the first executor alone, its gang reserved with placeholders for
+    the three others; it goes before the gang started: the Application is collected and
+    its placeholders with it."""
+    api, op = await start(fake_api_factory, tmp_path)
+    try:
+        first = api.create(executor(0))["metadata"]["name"]
+        await wait_for(lambda: len(placeholders(api)) == 3, what="three placeholders")
+        api.delete("pods", "default", first)
+        await wait_for(lambda: api.try_get("applications", "default", "spark-pi") is None,
+                       what="the Application collected", timeout=10)
+        await wait_for(lambda: not [p for p in placeholders(api)
+                                    if not p["metadata"].get("deletionTimestamp")],
+                       what="its placeholders deleted", timeout=10)
+    finally:
+        await op.kill()

@@ -33,6 +33,7 @@ from gangsched.shell.ratelimit import TokenBucket
 
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
@@ -328,8 +329,10 @@ class KubeClient:
                            body=body)
 
     async def patch(self, group: str, version: str, plural: str, namespace: str | None,
-                    name: str, body: JSON, *, subresource: str = "",
+                    name: str, body: JSON | list[JSON], *, subresource: str = "",
                     content_type: str = MERGE_PATCH) -> JSON:
+        """A merge patch (``body`` an object) or, with ``content_type`` :data:`JSON_PATCH`,
+        a JSON patch (``body`` a list of operations; a failed ``test`` is answered 422)."""
         path = resource_path(group, version, plural, namespace, name)
         if subresource:
             path += "/" + subresource

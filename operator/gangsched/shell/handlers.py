@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from gangsched.core.scheduler import Scheduler
-from gangsched.core.values.model import AppKey, GroupKey, PodUID
+from gangsched.core.values.model import AppKey, GroupKey, Pod, PodUID
 from gangsched.core.values.observations import (
     AppGone,
     AppObserved,
@@ -37,7 +37,7 @@ from gangsched.core.values.observations import (
     QueueGone,
     QueueObserved,
 )
-from gangsched.shell.client import ApiError
+from gangsched.shell.client import JSON_PATCH, ApiError
 from gangsched.shell.dispatch import GROUP, JSON, RETRYABLE, VERSION, Dispatch
 from gangsched.shell.executors import StatusTarget
 from gangsched.shell.podcache import PodTranslations
@@ -92,6 +92,8 @@ class WatchHandlers(Dispatch):
     cr_watches: list[Reflector]
     priority_classes: dict[str, JSON]
     priorities: PriorityClasses
+    gang_members: dict[str, dict[str, Pod]]
+    owners_asked: set[str]
 
     def _guarded(self, handle: Callable[[str, JSON], None],
                  what: str) -> Callable[[str, JSON], None]:
@@ -129,6 +131,7 @@ class WatchHandlers(Dispatch):
         self.foreign.pod_seen(pod.uid, pod.pod_group if pod.ours else None)
         self.metrics.pod_observed(pod, self.clock())
         self.submit(PodObserved(pod))
+        self._member_seen(pod)
         if pod.ours and not pod.placeholder and pod.node_name is None:
             if len(self.settings.scheduler_names) > 1:  # whose name its Scheduled Event bears
                 self.scheduled.note_scheduler(
@@ -148,6 +151,8 @@ class WatchHandlers(Dispatch):
         self.pod_locks.pop(uid, None)
         self.scheduled.forget(uid)
         self.pod_translations.forget(uid)
+        for members in self.gang_members.values():
+            members.pop(uid, None)
         self.metrics.pod_gone(uid, self.clock())
         self.submit(PodGone(uid))
 
@@ -193,8 +198,10 @@ class WatchHandlers(Dispatch):
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
             self.submit(AppGone(AppKey(key)))
-        elif not seen:
-            self.submit(AppObserved(app_from_k8s(obj, priorities=self.priorities)))
+        else:
+            self._own(f"Application/{key}")
+            if not seen:
+                self.submit(AppObserved(app_from_k8s(obj, priorities=self.priorities)))
 
     def on_podgroup(self, kind: str, obj: JSON) -> None:
         key = _key(obj)
@@ -205,8 +212,11 @@ class WatchHandlers(Dispatch):
         if kind == "DELETED":
             self._made_gang_gone(key, obj)
             self.submit(PodGroupGone(GroupKey(key)))
-        elif not seen:
-            self.submit(PodGroupObserved(podgroup_from_k8s(obj, priorities=self.priorities)))
+        else:
+            self._own(f"PodGroup/{key}")
+            if not seen:
+                self.submit(PodGroupObserved(podgroup_from_k8s(obj,
+                                                               priorities=self.priorities)))
 
     def _seen_but_status(self, known: Mapping[str, JSON], key: str, kind: str,
                          obj: JSON) -> bool:
@@ -317,6 +327,53 @@ class WatchHandlers(Dispatch):
                 self._pod_event(obj, "Warning", todo.not_created, message)
 
         self.api.submit(create)
+
+    def _member_seen(self, pod: Pod) -> None:
+        """Keep the real members of each gang (they own a gang made from pods); one that
+        holds on and does not own its gang yet is made an owner."""
+        gang = (f"Application/{pod.app}" if pod.app is not None
+                else f"PodGroup/{pod.pod_group}" if pod.pod_group is not None else None)
+        for key, members in self.gang_members.items():
+            if key != gang:
+                members.pop(pod.uid, None)
+        if gang is None or pod.placeholder or not pod.ours:
+            return
+        self.gang_members.setdefault(gang, {})[pod.uid] = pod
+        self._own(gang)
+
+    def _own(self, gang: str) -> None:
+        """Make every member of ``gang`` that does not own it yet an owner, when it was
+        made from pods (:func:`~gangsched.translate.pods_first.owners_to_add`): it then
+        lives as long as any of them. One patch at a time per gang; a refused one (the
+        gang changed: 422, or 409) is worked out again from the gang as it then is."""
+        kind, _, key = gang.partition("/")
+        known = self.apps if kind == "Application" else self.groups
+        obj = known.get(key)
+        if obj is None or gang in self.owners_asked:
+            return
+        ops = pods_first.owners_to_add(obj, self.gang_members.get(gang, {}).values())
+        if ops is None:
+            return
+        self.owners_asked.add(gang)
+        namespace, _, name = key.partition("/")
+        plural = "applications" if kind == "Application" else "podgroups"
+
+        async def patch(attempt: int = 0) -> None:
+            try:
+                await self.client.patch(GROUP, VERSION, plural, namespace, name, ops,
+                                        content_type=JSON_PATCH)
+            except ApiError as err:
+                if err.code in (404, 409, 422):  # gone, or changed: its watch event follows
+                    self.owners_asked.discard(gang)  # and _own works it out again then
+                    return
+                if err.code in RETRYABLE and attempt < self.settings.api_retries:
+                    self._later(functools.partial(patch, attempt + 1), attempt)
+                    return
+                log.warning("could not make the members of %s %s its owners: %s", kind, key,
+                            err)
+            self.owners_asked.discard(gang)
+
+        self.api.submit(patch)
 
     def _cr_watch(self, plural: str) -> Reflector:
         return next(r for r in self.cr_watches if r.name == plural)

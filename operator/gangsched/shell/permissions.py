@@ -62,7 +62,9 @@ NEEDED: frozenset[Permission] = frozenset([
         "list": "start-up, and kopf's initial listing",
         "watch": "kopf follows changes and deletions"}),
     *_grant(GANGSCHED, ("applications", "podgroups"), {
-        "create": "pods-first: the gang a pod defines, owned by that pod"}),
+        "create": "pods-first: the gang a pod defines, owned by that pod",
+        "patch": "pods-first: each member one more owner, so the gang outlives its first "
+                 "pod"}),
     *_grant(GANGSCHED, ("applications/status", "podgroups/status", "queues/status"), {
         "patch": "state, counters, blocking reasons, conditions and timers"}),
     # Not podgroups/finalizers: a PodGroup's members are its own pods, assumed and bound

@@ -42,7 +42,7 @@ from gangsched.core.values.decisions import (
     Decision,
     PodPending,
 )
-from gangsched.core.values.model import PodUID
+from gangsched.core.values.model import Pod, PodUID
 from gangsched.core.values.observations import (
     Observation,
 )
@@ -127,6 +127,11 @@ class Runtime(WatchHandlers):
         so that an edited annotation is acted on again and an unchanged one is not."""
         self.pods_first_errors: dict[str, str] = {}
         """Pods-first pods whose Application or PodGroup cannot be made from them, and why."""
+        self.gang_members: dict[str, dict[str, Pod]] = {}
+        """Real members by gang key (``Application/ns/name``, ``PodGroup/ns/name``) and
+        uid: each owns its gang when the gang was made from pods."""
+        self.owners_asked: set[str] = set()
+        """Gang keys whose owners' patch is under way."""
         self.dialect_conflicts: dict[str, str] = {}
         """Pods whose gang dialects disagree, by uid -> the conflict last reported."""
         self.pending = PendingReports(initial=self.settings.pending_backoff_initial,

@@ -45,7 +45,7 @@ LATENCY = ("gracefulDeletionSeconds", "stoppedBeforeGoneSeconds", "runningAfterS
 SCHEDULER = ("percentageOfNodesToScore", "gangScoring", "podScoring", "defaultQueuePolicy",
              "actions", "overcommitFactor", "starvationThresholdSeconds",
              "reservationTimeoutSeconds", "deadlockBackoffSeconds", "nominationTimeoutSeconds",
-             "evictionBackoffSeconds", "profile", "placeholders")
+             "evictionBackoffSeconds", "profile", "placeholders", "gatherWindowSeconds")
 NODE = ("pool", "name", "count", "cpu", "memory", "pods", "gpu", "resources", "labels",
         "taints", "topology", "devices")
 QUEUE = ("name", "parent", "max", "guaranteed", "maxApplications", "sortPolicy",
@@ -162,6 +162,8 @@ class _Builder:
                     profile=self.profile(sched, spath),
                     placeholders=r.choice(sched, spath, "placeholders",
                                           enum_parser(PlaceholderPolicy), config.placeholders),
+                    gather_window=r.number(sched, spath, "gatherWindowSeconds",
+                                           config.gather_window),
                 )
         return Settings(until, gc_after, config, self.latency(obj, path))
 

@@ -60,6 +60,12 @@ from gangsched.core.values.model import Node
 CANNOT_ALLOCATE = "cannot allocate all claims"
 """kube-scheduler's Filter reason when the claims do not fit a node's devices."""
 
+STEP_LIMIT = 20_000
+"""Devices looked at per allocation at most. kube-scheduler bounds the search in time (its
+Filter timeout, 10 s); the core has no clock, so it bounds the steps: a search that
+exhausts them ends with :data:`TIMED_OUT` (on that node), never by luck."""
+TIMED_OUT = "timed out trying to allocate devices"
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -141,6 +147,7 @@ class Allocator:
         self.results: list[list[tuple[_Request, Candidate]]] = [[] for _ in claims]
         self.counters: dict[PoolKey, dict[str, dict[str, int]]] = {}
         self.matched: dict[tuple[int, int, str, DeviceID], bool] = {}
+        self.steps = 0
         for index, claim in enumerate(claims):
             self.requests.append(self._requests(index, claim))
             made = make_constraints(claim.spec.constraints)
@@ -265,6 +272,9 @@ class Allocator:
                 d0 = first_device if (p == first_pool and s == first_slice) else 0
                 for d in range(d0, len(item.devices)):
                     device = item.devices[d]
+                    self.steps += 1
+                    if self.steps > STEP_LIMIT:
+                        raise _Stop(TIMED_OUT)
                     candidate = Candidate(DeviceID(item.driver, item.pool.name, device.name),
                                           device, item, pool)
                     if not self._free(request, candidate.id):

@@ -18,13 +18,10 @@ Once admitted, each task group's ``minMember`` members hold room in one of two w
   quota as its placeholder would, and no bind is asked for;
 * for a member whose pod does not exist yet, a placeholder is asked for (again after
   ``placeholder_retry`` seconds if it still has not appeared) and placed when it comes,
-  but not before ``SchedulerConfig.gather_window`` has passed since the gang's first
-  real member was created (:func:`gathered_at`): members created together are held and
-  bound together, with no placeholder. A placeholder not yet placed when a member of
-  its task group appears is no longer needed: it is deleted (``PlaceholderOrphaned``,
-  at once: an unbound pod has no grace period) and the member holds the room itself;
-  an allocated one is taken by the member after the reservation
-  (:mod:`~gangsched.core.gangs.swap`).
+  but not before ``SchedulerConfig.gather_window`` has passed since the gang was first
+  seen (:func:`gathered_at`): members created together are held and bound together,
+  with no placeholder. A placeholder asked for before its member appeared is still
+  used: the member takes it after the reservation (:mod:`~gangsched.core.gangs.swap`).
 
 A task group that asks for a topology (or whose members require pod affinity to one
 another) is planned whole first (:mod:`~gangsched.core.gangs.gangplace`): its held members and
@@ -163,19 +160,14 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
     standing: list[PodState] = []
     for group in spec.task_groups:
         group_names = names[group.name]
-        unplaced = [observed[name] for name in group_names
-                    if name in observed and observed[name].node is None]
-        present = sum(1 for name in group_names if name in observed) - (
-            len(unplaced) if direct else 0)
+        present = sum(1 for name in group_names if name in observed)
+        retry = s.config.placeholder_retry
+        asked = sum(1 for name in group_names if name not in observed
+                    and not s.reached(rt.create_asked.get(name, -1e18) + retry))
         need = group.min_member - running.get(group.name, 0) - present
-        members_here = waiting.get(group.name, [])[:max(0, need)]
+        members_here = waiting.get(group.name, [])[:max(0, need - asked)]
         standing.extend(members_here)
         missing = need - len(members_here)
-        if direct:  # placeholders not placed yet give way to the members that are here
-            for ps in unplaced[max(0, missing):]:
-                release(s, rt, ps, DeleteReason.ORPHANED,
-                        f"not needed: a member of task group {group.name} is here")
-            missing -= min(len(unplaced), max(0, missing))
         if gathering:
             continue  # the members being created now come before any placeholder
         for index, name in enumerate(group_names):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gangsched.core.devices.allocator import CANNOT_ALLOCATE
 from gangsched.core.values.resources import Resources
 
 RESERVED = "Reserved"
@@ -83,5 +84,6 @@ class Diagnosis:
 
     @property
     def constraint_bound(self) -> bool:
-        """True when constraints, not capacity, exclude every node."""
-        return self.by_filter.get(FIT_PLUGIN, 0) == 0
+        """True when constraints, not capacity, exclude every node. Devices that cannot be
+        allocated (``cannot allocate all claims``) are capacity: victims may free them."""
+        return self.by_filter.get(FIT_PLUGIN, 0) == 0 and not self.reasons.get(CANNOT_ALLOCATE)

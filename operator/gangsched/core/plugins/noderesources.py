@@ -82,6 +82,9 @@ class NodeResourcesFit:
                             if sorted(names) == sorted((CPU, MEMORY)) else None)
         """Weights of cpu and memory when they are the only resources scored (the
         default): then :meth:`score_nodes` scores without a call per node."""
+        self._rejected: dict[tuple[str, ...], fw.Status] = {}
+        """The status for each set of reasons, made once: a diagnosis of a pod that fits
+        nowhere judges every node, most of them short of the same resources."""
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         return fw.SUCCESS
@@ -89,7 +92,13 @@ class NodeResourcesFit:
     def filter(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> fw.Status:
         if pod.request.fits_in(node.free):
             return fw.SUCCESS
-        return fw.unschedulable(*insufficient(pod, node))
+        reasons = tuple(insufficient(pod, node))
+        found = self._rejected.get(reasons)
+        if found is None:
+            if len(self._rejected) >= 256:
+                self._rejected.clear()
+            found = self._rejected[reasons] = fw.unschedulable(*reasons)
+        return found
 
     def usage_only(self, pod: PodInfo, snapshot: fw.Snapshot) -> bool:
         """Scores read allocatable and what is requested on the node: always."""

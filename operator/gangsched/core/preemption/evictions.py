@@ -243,7 +243,8 @@ def room_of(s: Session, pre: Preemptor, units: list[Unit]) -> dict[str, Resource
     for unit in units:
         for node, amount in unit.freed.items():
             extra[node] = extra.get(node, Resources.ZERO) + amount
-    placed = fit(s, pre.items, extra, scoring_for(s, pre), pre.owners) or {}
+    victims = [uid for unit in units for uid in unit.uids]
+    placed = fit(s, pre.items, extra, scoring_for(s, pre), pre.owners, victims) or {}
     room: dict[str, Resources] = {}
     for index, node in placed.items():
         room[node] = room.get(node, Resources.ZERO) + pre.items[index].request

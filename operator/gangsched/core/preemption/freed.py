@@ -30,6 +30,9 @@ class Unit(Protocol):
     @property
     def budget(self) -> tuple[str, str] | None: ...
 
+    @property
+    def uids(self) -> list[str]: ...
+
 
 class Freed:
     """What a set of victims gives back, kept as victims join and leave it: the room
@@ -37,7 +40,7 @@ class Freed:
     many victims draw on each group's surplus (so that each question costs what the
     change does, not the size of the set)."""
 
-    __slots__ = ("_relief_of", "budgets", "extra", "leaving", "relief")
+    __slots__ = ("_relief_of", "budgets", "extra", "leaving", "pods", "relief")
 
     def __init__(self, relief_of: Callable[[Any], Resources] | None = None) -> None:
         """``relief_of`` reads a victims' :class:`Unit` of the caller's own type (typed
@@ -47,6 +50,8 @@ class Freed:
         self.relief = Resources.ZERO
         self.leaving: dict[str, Resources] = {}
         self.budgets: dict[tuple[str, str], int] = {}
+        self.pods: dict[str, int] = {}
+        """The uids of the victims' pods (whose claims' devices are freed with them)."""
 
     def add(self, unit: Unit) -> None:
         extra = self.extra
@@ -57,6 +62,8 @@ class Freed:
         self.leaving[unit.queue] = self.leaving.get(unit.queue, Resources.ZERO) + unit.asked
         if unit.budget is not None:
             self.budgets[unit.budget] = self.budgets.get(unit.budget, 0) + 1
+        for uid in unit.uids:
+            self.pods[uid] = self.pods.get(uid, 0) + 1
 
     def remove(self, unit: Unit) -> None:
         extra = self.extra
@@ -79,3 +86,9 @@ class Freed:
                 self.budgets[unit.budget] = count
             else:
                 del self.budgets[unit.budget]
+        for uid in unit.uids:
+            count = self.pods[uid] - 1
+            if count:
+                self.pods[uid] = count
+            else:
+                del self.pods[uid]

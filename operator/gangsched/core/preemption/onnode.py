@@ -213,18 +213,20 @@ def placed_with(s: Session, pre: Preemptor, units: list[Unit]) -> dict[str, Reso
     the simulation chose first, then the nodes the victims free, then every node that
     passes its static filters), with the victims out of the placed-pod index and the
     members before it charged; everything is put back. When no member's fit depends on
-    more than capacity and its node, the simulation's placement is the answer."""
+    more than capacity and its node, the simulation's placement is the answer (resource
+    claims included: the simulation allocates their devices, the victims' given back)."""
     infos = [item.info or PodInfo(item.request, item.constraints) for item in pre.items]
     cluster = s.cluster
     freed = Freed()
     for unit in units:
         freed.add(unit)
-    placed = fit(s, pre.items, freed.extra, scoring_for(s, pre), pre.owners)
+    placed = fit(s, pre.items, freed.extra, scoring_for(s, pre), pre.owners, freed.pods)
     if placed is None:
         return None
     if not (cluster.pod_index.required_anti > 0
-            or any(cluster.neighbour_bound(i) or i.volumes.any for i in infos)):
-        return _room(_by_node(placed, infos))
+            or any(cluster.neighbour_bound(i) or i.volumes.claims or i.volumes.csi_inline
+                   for i in infos)):
+        return _room(_by_node(placed, infos))  # resource claims: the simulation allocated
     barred = closed_nodes(s, pre.owners)
     hidden = _Hidden(s)
     charged: list[tuple[str, str]] = []

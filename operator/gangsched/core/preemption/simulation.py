@@ -10,13 +10,14 @@ own). Nothing is charged: the cluster is read, never changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from gangsched.core.placement.cluster import NodeState
 from gangsched.core.preemption.preemptors import Item, Preemptor
-from gangsched.core.values.model import Scoring
+from gangsched.core.values.model import PodUID, Scoring
 from gangsched.core.values.resources import Resources
+from gangsched.core.volumes import claims
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
@@ -28,12 +29,18 @@ def fit(
     extra: Mapping[str, Resources],
     scoring: Scoring,
     owners: frozenset[str] = frozenset(),
+    victims: Collection[str] = (),
 ) -> dict[int, str] | None:
     """Where each item would go with ``extra`` more free per node, or None if one fits
     nowhere. Greedy in the given order, scoring as allocate does (binpack: the fullest
     node it fits; spread: the emptiest), among the first ``sample_size`` nodes that fit,
-    skipping nodes reserved for a gang other than ``owners``. Nothing in the cluster
+    skipping nodes reserved for a gang other than ``owners``. Items with resource
+    claims must also have their devices there, the devices of the claims of
+    ``victims`` (pod uids) counted as free and each item's devices taken from the items
+    after it (:class:`~gangsched.core.volumes.claims.Simulation`). Nothing in the cluster
     changes."""
+    items = list(items)
+    devices = _devices(s, items, victims)
     taken: dict[str, Resources] = {}
     placed: dict[int, str] = {}
     sample = s.cluster.sample_size
@@ -61,6 +68,11 @@ def fit(
                 free = free - less
             if not item.request.fits_in(free):
                 continue
+            info = item.info
+            if (devices is not None and info is not None and info.volumes.resource_claims
+                    and not devices.fits(index, info.namespace, info.volumes, info.uid,
+                                         state.node)):
+                continue
             if not found:
                 skip[item] = position
             score = _score(state, item.request, free)
@@ -73,9 +85,22 @@ def fit(
         if best is None:
             return None
         name = best.node.name
+        if devices is not None:
+            devices.take(index, name)
         taken[name] = taken.get(name, Resources.ZERO) + item.request
         placed[index] = name
     return placed
+
+
+def _devices(s: Session, items: list[Item], victims: Collection[str]
+             ) -> claims.Simulation | None:
+    if not any(item.info is not None and item.info.volumes.resource_claims for item in items):
+        return None
+    found = (s.pods.get(PodUID(uid)) for uid in victims)
+    pods = [ps.pod for ps in found if ps is not None]
+    freed = claims.freed_by(s.volumes, ((p.namespace, p.volumes.resource_claims, p.uid)
+                                        for p in pods if p.volumes.resource_claims))
+    return claims.Simulation(s.volumes, freed)
 
 
 def enough_places(s: Session, items: Iterable[Item], extra: Mapping[str, Resources],

@@ -126,6 +126,10 @@ class Unit:
         return self._orders
 
     @property
+    def uids(self) -> list[str]:
+        return [ps.uid for ps in self.pods]
+
+    @property
     def asked(self) -> Resources:
         """What its pods request: what their queue gives back when they go."""
         if self._asked is None:
@@ -318,7 +322,7 @@ def select(
     fewest placeholders, then the youngest oldest victim (ties: the first order)."""
     scoring = scoring_for(s, pre)
     total = pre.total
-    known: dict[tuple[frozenset[tuple[str, Resources]], Resources], bool] = {}
+    known: dict[tuple[frozenset[tuple[str, Resources]], Resources, object], bool] = {}
     """Room already simulated: the orders, and the sets left when one victim is dropped
     again, meet the same room many times (a whole gang frees what its pods do)."""
     reliefs: dict[int, Resources] = {}
@@ -332,15 +336,20 @@ def select(
                 Resources.ZERO) if quota_relief else Resources.ZERO
         return relief
 
+    devices = any(i.info is not None and i.info.volumes.resource_claims for i in pre.items)
+    """Its members have resource claims: which victims go matters, not only the room."""
+
     def fits(freed: Freed) -> bool:
-        key = (frozenset(freed.extra.items()), freed.relief)
+        key = (frozenset(freed.extra.items()), freed.relief,
+               frozenset(freed.pods) if devices else None)
         found = known.get(key)
         if found is None:
             quota = s.queues.fits(pre.queue, total, own_earmark=pre.earmark + freed.relief)
             found = quota.ok and _room_for_minimum(s, pre, freed) and enough_places_of(
                 s, pre.shapes, freed.extra, pre.owners)
-            if found is None:
-                found = fit(s, pre.items, freed.extra, scoring, pre.owners) is not None
+            if found is None or (found and devices):
+                found = fit(s, pre.items, freed.extra, scoring, pre.owners,
+                            freed.pods) is not None
             if found and pre.confined:  # each part that requires a domain fits in one
                 found = topology.room_in_a_domain(
                     s.cluster, [(i.request, i.constraints) for i in pre.items], pre.confined,

@@ -234,3 +234,72 @@ def writes(catalog: VolumeCatalog, uid: str, pod_name: str,
             found.append(ReserveClaim(namespace, name, claim.uid, assumed.resource_version,
                                       consumer))
     return tuple(found)
+
+
+def freed_by(catalog: VolumeCatalog, victims: Iterable[tuple[str, Sequence[str], str]]
+             ) -> frozenset[DeviceID]:
+    """The devices that the claims of ``victims`` ((namespace, claim names, uid) of each
+    pod to be preempted) give back once they are gone: those of claims no pod but the
+    victims uses (reserved or assumed for). The resourceclaim controller deallocates
+    such claims when their pods are gone."""
+    victims = list(victims)
+    uids = {uid for _, _, uid in victims}
+    freed: set[DeviceID] = set()
+    assumed = catalog.devices.assumed
+    for namespace, names, _ in victims:
+        for name in names:
+            key = claim_key(namespace, name)
+            claim = catalog.resource_claims.get(key)
+            allocation = claim.allocation if claim is not None else None
+            found = assumed.get(key)
+            if allocation is None and found is not None:
+                allocation = found.allocation
+            if claim is None or allocation is None:
+                continue
+            users = {ref.uid for ref in claim.reserved_for}
+            if found is not None:
+                users.add(found.uid)
+            if users <= uids:
+                freed.update(r.device_id for r in allocation.devices if not r.admin_access)
+    return frozenset(freed)
+
+
+class Simulation:
+    """The claims of a preemptor's members placed in a preemption simulation: the
+    victims' devices count as free (:func:`freed_by`), and each member placed takes its
+    devices from the members after it."""
+
+    def __init__(self, catalog: VolumeCatalog, freed: frozenset[DeviceID]) -> None:
+        self.catalog = catalog
+        self.taken = {d: k for d, k in catalog.devices.taken.items() if d not in freed}
+        self._found: dict[tuple[int, str], tuple[AllocationResult, ...] | None] = {}
+
+    def fits(self, member: int, namespace: str, volumes: PodVolumes, uid: str,
+             node: Node) -> bool:
+        """Could member number ``member`` have its claims on ``node`` now?"""
+        key = (member, node.name)
+        if key not in self._found:
+            self._found[key] = self._allocate(namespace, volumes, uid, node)
+        return self._found[key] is not None
+
+    def _allocate(self, namespace: str, volumes: PodVolumes, uid: str,
+                  node: Node) -> tuple[AllocationResult, ...] | None:
+        plan, why = prefilter(self.catalog, namespace, volumes, uid)
+        if why is not None:
+            return None
+        for _, allocation in plan.allocated:
+            selector = allocation.node_selector
+            if selector is not None and not matches_affinity(selector, node.labels, node.name):
+                return None
+        if not plan.to_allocate:
+            return ()
+        outcome = Allocator(self.catalog.devices, taken=self.taken).allocate(
+            node, plan.to_allocate)
+        return outcome.allocations
+
+    def take(self, member: int, node: str) -> None:
+        """Member ``member`` goes to ``node``: its devices are taken."""
+        for allocation in self._found.get((member, node)) or ():
+            for result in allocation.devices:
+                self.taken[result.device_id] = f"simulated/{member}"
+        self._found = {k: v for k, v in self._found.items() if k[0] != member}
