@@ -6,13 +6,15 @@ The scenarios are the issue's: a gang of four one-GPU pods on two nodes of two G
 bound whole with four distinct devices; a second gang binds nothing until the first is
 gone; a claim whose two devices must share an attribute goes to the node whose devices
 share it; a conflict on the claim write releases and tries again; a restart rebuilds
-the allocations from the claims; a gang whose claim write fails binds no member and
-holds no device.
+the allocations from the claims; a high-priority gang preempts exactly as many holders
+of devices as it needs; a gang whose claim write fails binds no member and holds no
+device.
 """
 
 from __future__ import annotations
 
 import pytest
+from fakeapi.builders import make_priority_class
 from shellkit import (
     FakeClock,
     OperatorUnderTest,
@@ -145,6 +147,37 @@ async def test_a_restart_rebuilds_the_allocations_from_the_claims(cluster) -> No
         assert sum(1 for n in ("second", "third") if node_of(api, n)) == 1
         taken = [d for n in ("first", "second", "third") for d in devices_of(api, n)]
         assert sorted(taken) == [("node-0", "gpu-0"), ("node-0", "gpu-1")]
+    finally:
+        await op.kill()
+
+
+async def test_a_high_priority_gang_preempts_exactly_the_holders_it_needs(cluster) -> None:  # type: ignore[no-untyped-def]
+    api, kubeconfig = cluster
+    gpus(api, "node-0", "a", "a")
+    gpus(api, "node-1", "b", "b")
+    template(api)
+    api.create(make_priority_class("low", 10))
+    api.create(make_priority_class("high", 1000))
+    op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
+    try:
+        for i in range(4):
+            body = member(f"low-{i}")
+            body["spec"]["priorityClassName"] = "low"
+            api.create(body)
+        await wait_for(lambda: all(running(api, f"low-{i}") for i in range(4)),
+                       what="four low-priority holders running", timeout=30)
+        podgroup(api, "urgent", 2)
+        for i in range(2):
+            body = member(f"urgent-{i}", "urgent")
+            body["spec"]["priorityClassName"] = "high"
+            api.create(body)
+        await wait_for(lambda: running(api, "urgent-0") and running(api, "urgent-1"),
+                       what="the urgent gang running", timeout=30)
+        left = [i for i in range(4) if api.try_get("pods", "default", f"low-{i}")]
+        assert len(left) == 2, left
+        urgent = devices_of(api, "urgent-0") + devices_of(api, "urgent-1")
+        holders = [d for i in left for d in devices_of(api, f"low-{i}")]
+        assert len(set(urgent + holders)) == 4
     finally:
         await op.kill()
 
