@@ -6,7 +6,8 @@ as a full priority level answers). The real operator (kopf and the runtime, in p
 then schedules ``--pods`` plain pods that arrive at once, and gangs of ``--gang`` pods
 with placeholders; this is run once without a client-side limit (``qps`` 0) and once with
 ``--qps``/``--burst``. Printed: the 429s the operator received, its requests, and the
-seconds until every pod was bound.
+seconds until every pod was bound, and the Scheduled Events written and dropped (a 429
+drops them; Bindings are tried again).
 
     python3 bench/write_budget.py                 # 300 pods + 10 gangs of 8
     python3 bench/write_budget.py --pods 1000 --server-qps 100
@@ -97,11 +98,14 @@ async def run_once(args: argparse.Namespace, qps: float, burst: int) -> dict[str
         if unbound:
             print(f"  not bound after {args.timeout:g} s: {len(unbound)} of {len(names)}, "
                   f"e.g. {', '.join(unbound[:5])}")
+        events = runtimes[0].scheduled
+        await events.drain(30)  # the Scheduled Events of the last binds
         stop.set()
         await asyncio.wait_for(task, timeout=30)
         rejected = sum(n for client, n in api.flow.rejected.items() if "gangsched" in client)
         admitted = sum(n for client, n in api.flow.admitted.items() if "gangsched" in client)
-        return {"429s": rejected, "requests": admitted + rejected, "seconds": elapsed}
+        return {"429s": rejected, "requests": admitted + rejected, "seconds": elapsed,
+                "written": events.written, "dropped": sum(events.dropped.values())}
     finally:
         await api.stop()
 
@@ -109,12 +113,13 @@ async def run_once(args: argparse.Namespace, qps: float, burst: int) -> dict[str
 async def main(args: argparse.Namespace) -> None:
     print(f"server limit per client: {args.server_qps:g}/s, burst {args.server_burst}; "
           f"{args.pods} pods + {args.gangs} gangs of {args.gang}")
-    print(f"{'client limit':<22} {'429s':>6} {'requests':>9} {'seconds':>8}")
+    print(f"{'client limit':<22} {'429s':>6} {'requests':>9} {'seconds':>8} "
+          f"{'Scheduled Events written / dropped':>35}")
     for label, qps, burst in (("none (before)", 0.0, 1),
                               (f"qps {args.qps:g} burst {args.burst}", args.qps, args.burst)):
         found = await run_once(args, qps, burst)
         print(f"{label:<22} {found['429s']:>6.0f} {found['requests']:>9.0f} "
-              f"{found['seconds']:>8.1f}")
+              f"{found['seconds']:>8.1f} {found['written']:>27.0f} / {found['dropped']:.0f}")
 
 
 if __name__ == "__main__":

@@ -801,6 +801,37 @@ async def rack_gang_in_one_rack(w: World) -> None:
     assert {w.pod(m)["spec"]["nodeName"] for m in members} == {"node-2", "node-3"}
 
 
+async def gpu_gang(w: World) -> None:
+    """Four one-GPU members on the four GPUs of node-0 and node-1; the pair waits, holding
+    nothing, until the first gang is gone."""
+    w.apply(w.objects("DeviceClass", "ResourceSlice", "ResourceClaimTemplate"))
+    w.apply([d for d in w.docs if d["kind"] in ("PodGroup", "Pod")
+             and _meta(d)["name"].startswith("gpu-gang")])
+    members = w.real_pod_names("gpu-gang")
+    await wait_for(lambda: w.bound(*members), what="the four members bound", timeout=30)
+    await w.phase("gpu-gang", "Running")
+    assert {w.pod(m)["spec"]["nodeName"] for m in members} == {"node-0", "node-1"}
+    devices = []
+    for member in members:
+        (entry,) = w.pod(member)["status"]["resourceClaimStatuses"]
+        claim = w.api.get("resourceclaims", NS, entry["resourceClaimName"])
+        assert [r["name"] for r in claim["status"]["reservedFor"]] == [member]
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        assert result["pool"] == w.pod(member)["spec"]["nodeName"]
+        devices.append((result["pool"], result["device"]))
+    assert len(set(devices)) == 4
+    w.apply([d for d in w.docs if d["kind"] in ("PodGroup", "Pod")
+             and _meta(d)["name"].startswith("gpu-pair")])
+    pair = w.real_pod_names("gpu-pair")
+    await wait_for(lambda: w.waiting_reason(pair[0]), what="the pair waiting")
+    await w.op.settle(cycles=4)
+    assert w.unbound(*pair)
+    for member in members:
+        w.api.delete("pods", NS, member)
+    await wait_for(lambda: w.bound(*pair), what="the pair bound once the GPUs are free",
+                   timeout=30)
+
+
 def case(folder: str, scenario: Scenario, variant: str = "",
          nodes: tuple[int, str] = ROOMY) -> Any:
     return pytest.param(folder, scenario, nodes, id=f"{folder}-{variant}" if variant else folder)
@@ -831,6 +862,7 @@ CASES = [
     case("13-workload-gang", workload_gang_pods_first, "pods-first"),
     case("14-rack-gang", rack_gang, nodes=RACKS),
     case("14-rack-gang", rack_gang_in_one_rack, "one-rack", nodes=RACKS),
+    case("15-gpu-gang", gpu_gang, nodes=THREE),
 ]
 
 
@@ -848,6 +880,7 @@ async def test_example(fake_api_factory: Any, tmp_path: pathlib.Path, folder: st
     api, kubeconfig = await new_cluster(fake_api_factory, tmp_path, nodes=count, cpu=cpu,
                                         memory="4Gi")
     api.serve_workload_api()  # Kubernetes 1.36 with GenericWorkload on, as example 13 needs
+    api.serve_dra()  # and resource.k8s.io/v1, as example 15 needs
     op = await OperatorUnderTest(api, kubeconfig, FakeClock()).start()
     try:
         await scenario(World(api, op, manifests(folder)))

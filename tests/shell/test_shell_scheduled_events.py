@@ -4,6 +4,7 @@ what a gang writes beyond its binds: one Event per cycle, one status patch."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import pathlib
 from typing import Any
@@ -167,10 +168,11 @@ async def test_scheduled_events_are_dropped_before_any_binding_when_the_server_p
     try:
         api.flow = FlowLimiter(40, 10)
         names = create_pods(api, [pod(f"p-{i:02}", cpu="100m") for i in range(60)])
-        for _ in range(100):  # a Binding answered 429 is tried again after its backoff
+        for _ in range(200):  # a Binding answered 429 is tried again after its backoff
             if all_bound(api, names):
                 break
-            await op.advance(2.0)
+            await asyncio.sleep(0.05)  # the server's limit refills on the real clock
+            await op.advance(10.0)
         assert all_bound(api, names)
         await written(op)
         assert sum(api.flow.rejected.values()) > 0, "no pushback: the test shows nothing"

@@ -245,10 +245,10 @@ RESOURCE_CLAIM_CRD = {
 }
 
 
-async def test_a_claim_allocated_elsewhere_decides_the_node(cluster) -> None:  # type: ignore[no-untyped-def]
+async def test_a_claim_allocated_elsewhere_decides_the_node_and_is_reserved(cluster) -> None:  # type: ignore[no-untyped-def]
     """On a v1beta1 cluster (request fields flat): a claim whose class does not exist
     cannot be allocated here; once something else allocates it, the pod goes to the
-    allocation's node."""
+    allocation's node and the claim is reserved for it before the Binding."""
     api, kubeconfig = cluster
     api.create(RESOURCE_CLAIM_CRD)
     api.create({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
@@ -274,6 +274,11 @@ async def test_a_claim_allocated_elsewhere_decides_the_node(cluster) -> None:  #
             api_version="resource.k8s.io/v1beta1")
         await wait_for(lambda: node_of(api, "gpu-job"), what="gpu-job bound")
         assert node_of(api, "gpu-job") == "node-c"
+        claim = api.get("resourceclaims", "default", "gpu-claim",
+                        api_version="resource.k8s.io/v1beta1")
+        uid = api.get("pods", "default", "gpu-job")["metadata"]["uid"]
+        assert claim["status"]["reservedFor"] == [{"resource": "pods", "name": "gpu-job",
+                                                   "uid": uid}]
     finally:
         await op.kill()
 

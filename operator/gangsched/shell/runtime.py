@@ -119,7 +119,7 @@ class Runtime(WatchHandlers):
             default_scheduler=sorted(self.settings.scheduler_names)[0],
             enabled=self.settings.scheduled_events, limit=self.settings.scheduled_event_queue,
             workers=self.settings.report_workers,
-            binds=self.binds, patience=REPORT_PATIENCE, monotonic=monotonic)
+            binds=self.binds, patience=REPORT_PATIENCE)
         """The ``Scheduled`` Event of each pod bound, written off the bind path."""
         self.scheduled.on_outcome = self.metrics.scheduled_event
         self.pods_first_tried: dict[str, str] = {}

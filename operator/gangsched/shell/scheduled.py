@@ -61,9 +61,9 @@ ACTION = "Binding"
 PUSHBACK_SECONDS = 1.0
 """After a 429, how long no Event is sent (longer when the server's ``Retry-After`` says so)."""
 SETTLE = 0.1
-"""Seconds without a Binding submitted or ended after which the Bindings are taken to be done for
-now (a cycle hands its binds over every 20 ms while it works, and cycles follow each
-other within 10 ms while pods wait)."""
+"""Seconds without a Binding submitted or ended after which the Bindings are taken to be
+done for now (a cycle hands its binds over every 20 ms while it works, and cycles follow
+each other within 10 ms while pods wait)."""
 MAX_INSTANCE = 128
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 
@@ -105,8 +105,7 @@ class ScheduledEvents:
 
     def __init__(self, client: KubeClient, *, identity: str, default_scheduler: str,
                  enabled: bool = True, workers: int = 8, limit: int = 50_000,
-                 binds: WorkPool | None = None, patience: float = 1.0,
-                 monotonic: Callable[[], float] | None = None) -> None:
+                 binds: WorkPool | None = None, patience: float = 1.0) -> None:
         self.client = client
         self.identity = identity
         self.default_scheduler = default_scheduler
@@ -114,7 +113,8 @@ class ScheduledEvents:
         self.limit = max(1, limit)
         self.binds = binds
         self.patience = patience
-        self.monotonic = monotonic or client.monotonic
+        self.monotonic = client.monotonic
+        """The clock the client notes its 429s by."""
         self.schedulers: dict[str, str] = {}
         """Pod uid -> its ``schedulerName``, for pods of another name than the default
         (see :meth:`note_scheduler`)."""

@@ -53,6 +53,12 @@ def pod_observed(s: Session, obs: PodObserved) -> None:
     else:
         if ps.node is not None and pod.terminating != ps.pod.terminating:
             _terminating_changed(s, ps, pod)
+        if ps.node is None and pod.volumes != ps.pod.volumes and pod.pod_group is not None:
+            # A pending member's claims changed (the resourceclaim controller listed the
+            # claim it made): a PodGroup that failed without it may fit now.
+            group = s.groups.get(pod.pod_group)
+            if group is not None:
+                group.failed_epoch = -1
         ps.update(pod)
     if pod.node_name is not None and pod.active:
         if ps.node != pod.node_name:
