@@ -114,7 +114,12 @@ async def test_a_conflict_on_the_claim_write_releases_and_tries_again(cluster) -
         await wait_for(lambda: "VolumeBindFailed" in condition(
             api.try_get("pods", "default", "job-0"), "PodScheduled").get("message", "")
             or node_of(api, "job-0"), what="the write refused", timeout=30)
-        await op.advance(30, cycles=4)  # past the pod's backoff
+        # Past the pod's backoff, as often as it takes: a retry chosen before the watch
+        # brought the claim's newer version is refused before any write, and backs off again.
+        for _ in range(10):
+            if running(api, "job-0"):
+                break
+            await op.advance(30, cycles=4)
         await wait_for(lambda: running(api, "job-0"), what="job-0 running after a retry",
                        timeout=30)
         assert devices_of(api, "job-0") == [("node-0", "gpu-0")]
@@ -171,6 +176,12 @@ async def test_a_high_priority_gang_preempts_exactly_the_holders_it_needs(cluste
             body = member(f"urgent-{i}", "urgent")
             body["spec"]["priorityClassName"] = "high"
             api.create(body)
+        # Preemption is tried again after the pods' backoff: let the clock pass as it would
+        # (the claims are made, and the pods updated, by the controller, in any order).
+        for _ in range(20):
+            if running(api, "urgent-0") and running(api, "urgent-1"):
+                break
+            await op.advance(2)
         await wait_for(lambda: running(api, "urgent-0") and running(api, "urgent-1"),
                        what="the urgent gang running", timeout=30)
         left = [i for i in range(4) if api.try_get("pods", "default", f"low-{i}")]

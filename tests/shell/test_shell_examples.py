@@ -118,6 +118,22 @@ class World:
         found = condition(self.pod(name), "PodScheduled")
         return str(found.get("message") or "") if found.get("status") == "False" else ""
 
+    def latest_word(self, name: str) -> str:
+        """What the pod's condition says, or will say: a new message of the same reason
+        is held back for ``pending_refresh`` seconds (``shell/pending.py``), so a pod whose
+        gang was first tried before all its members were seen (a watch that delivers them
+        over two cycles) shows the older counts until then. The word held back is the
+        operator's latest, written when its time comes."""
+        text = self.waiting_reason(name)
+        runtime = self.op.runtime
+        if not text or runtime is None:
+            return text
+        written = runtime.pending.pods.get(self.pod(name)["metadata"]["uid"])
+        held = written.held if written is not None else None
+        if held is None or not text.startswith(f"{held.reason}:"):
+            return text
+        return f"{held.reason}: {held.message}"
+
     def events(self, name: str, reason: str, kind: str | None = None) -> list[Obj]:
         return [e for e in events(self.api, NS, reason=reason, regarding=name)
                 if kind is None or e["regarding"]["kind"] == kind]
@@ -152,7 +168,7 @@ class World:
         A pod that no node fits shows kube-scheduler's words alone (``0/N nodes are
         available: ...``), whichever of those reasons the core gave."""
         def ok(name: str) -> bool:
-            text = self.waiting_reason(name)
+            text = self.latest_word(name)
             if reason in FIT_REASONS:
                 return FIT_ERROR.match(text) is not None and message in (None, text)
             if message is not None:
