@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gangsched.shell import serving
 from gangsched.shell.explain import format_explanation
 from gangsched.view import model, render
 from gangsched.view.board import APPLICATION, PODGROUP, Board, Contents, Key
@@ -198,19 +199,7 @@ class Dashboard:
         app.router.add_get("/view.json", self._json)
         app.router.add_get("/static/{name}", self._static)
         app.router.add_get("/{page}", self._page)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        for address in runner.addresses:
-            if isinstance(address, tuple) and len(address) >= 2:
-                self.port = int(address[1])
-                break
+        self._runner, self.port = await serving.listen(app, self.host, self.port)
         log.info("serving the dashboard on http://%s:%d/", self.host, self.port)
 
     async def stop(self) -> None:

@@ -24,6 +24,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from gangsched.shell import serving
+
 if TYPE_CHECKING:
     from aiohttp import web
 
@@ -95,19 +97,7 @@ class HealthServer:
 
         app = web.Application()
         app.router.add_get(self.path, self._handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        for address in runner.addresses:
-            if isinstance(address, tuple) and len(address) >= 2:
-                self.port = int(address[1])
-                break
+        self._runner, self.port = await serving.listen(app, self.host, self.port)
 
     async def stop(self) -> None:
         if self._runner is not None:

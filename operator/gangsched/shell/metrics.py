@@ -60,7 +60,7 @@ from gangsched.core.values.decisions import (
     SetQueueStatus,
 )
 from gangsched.core.values.model import AppKey, Node, Pod, PodUID
-from gangsched.shell import holdings
+from gangsched.shell import holdings, serving
 from gangsched.translate import times
 
 if TYPE_CHECKING:
@@ -482,19 +482,7 @@ class MetricsServer:
 
         app = web.Application()
         app.router.add_get("/metrics", self._handle)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        for address in runner.addresses:
-            if isinstance(address, tuple) and len(address) >= 2:
-                self.port = int(address[1])
-                break
+        self._runner, self.port = await serving.listen(app, self.host, self.port)
         log.info("serving metrics on http://%s:%d/metrics", self.host, self.port)
 
     async def stop(self) -> None:
