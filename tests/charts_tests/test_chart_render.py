@@ -172,6 +172,7 @@ def test_the_arguments_are_ones_gangsched_run_accepts(values_file: str | None) -
     assert sorted(args.scheduler_name) == sorted(values["schedulerNames"])
     assert args.log_level == values["logLevel"]
     assert args.no_leader_election is not values["leaderElection"]["enabled"]
+    assert args.no_scheduled_events is not values["scheduledEvents"]
     assert args.metrics_port == (values["metrics"]["port"] if values["metrics"]["enabled"] else 0)
     assert getattr(args, "dashboard_port", None) == (
         values["dashboard"]["port"] if values["dashboard"]["enabled"] else None)
@@ -314,6 +315,7 @@ REFUSED = [
     pytest.param(sets("logLevel=LOUD"), "/logLevel", id="log-level"),
     pytest.param(sets("queues[0].spec.max.cpu=8"), "/queues/0", id="queue-without-name"),
     pytest.param(sets("dashboard.enabled=yes"), "/dashboard/enabled", id="string-bool"),
+    pytest.param(sets("scheduledEvents=off"), "/scheduledEvents", id="scheduled-events-string"),
     pytest.param(sets("leaderElection.enabled=false", "replicaCount=2"), "replicaCount: 1",
                  id="replicas-without-election"),
     pytest.param(sets("metrics.serviceMonitor.enabled=true", "metrics.service.enabled=false"),
