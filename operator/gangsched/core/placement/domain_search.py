@@ -28,8 +28,11 @@ fullest rack is scored first). :func:`plan` decides for the gang's members toget
    scores (as many feasible nodes as ``sample_size``; nodes of equal usage scored once
    when only their usage tells them apart), each member charged tentatively so
    that the next one sees it; every tentative charge is undone before returning. Nodes
-   reserved for another gang are skipped. Volumes are checked per member, not the
-   members' claims against one another.
+   reserved for another gang are skipped. Members' DRA claims are allocated
+   with the allocator on the node each is given, and the devices they take are taken
+   for the members after them (:mod:`~gangsched.core.placement.members`), so a domain
+   is chosen only if it has the devices of every member; other volumes are checked
+   per member, not the members' claims against one another.
 5. *Slices*: with ``slice_key``, members are taken ``slice_size`` at a time and each
    slice is simulated in the tightest domain of ``slice_key`` inside the gang's domain
    where it fits whole. Members already placed count: a slice domain holding a partial

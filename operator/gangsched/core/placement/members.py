@@ -3,6 +3,12 @@ filter pipeline over the nodes of one domain, scored, and charged tentatively so
 the next member sees it (:func:`place_one`); every charge is undone in the end
 (:class:`Trial`).
 
+A member's DRA claims are allocated on the node it is given, with the allocator, and
+the devices taken count as taken for the members after it (:func:`claimed`): the
+DynamicResources filter sees only the cluster's claims, so without this every member
+of a gang would count the same free devices, and a domain with devices for one member
+would seem to hold them all.
+
 Members alike (the same request, constraints and owner, no filter but capacity) share
 their scan (:class:`Skip`): a member like the one before starts where that one found
 room, and when their scores follow from the nodes' usage keys alone, they read the
@@ -14,13 +20,17 @@ domain. :mod:`~gangsched.core.placement.domain_search` chooses the domains.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections import ChainMap
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from gangsched.core.devices.allocator import CANNOT_ALLOCATE, Allocator
 from gangsched.core.framework.podindex import PlacedPod
 from gangsched.core.placement.cluster import select_host
 from gangsched.core.placement.diagnosis import FIT_PLUGIN
+from gangsched.core.values.constraints import matches_affinity
+from gangsched.core.volumes import claims
 
 if TYPE_CHECKING:
     from gangsched.core.framework import interface as fw
@@ -28,6 +38,7 @@ if TYPE_CHECKING:
     from gangsched.core.framework.podinfo import PodInfo
     from gangsched.core.framework.runner import Framework
     from gangsched.core.placement.cluster import Cluster
+    from gangsched.core.values.devices import DeviceID
     from gangsched.core.values.resources import Resources
 
 
@@ -36,24 +47,62 @@ class Trial:
     """Tentative charges of a simulation, undone in reverse."""
 
     cluster: Cluster
-    done: list[tuple[NodeState, str, bool]] = field(default_factory=list)
+    done: list[tuple[NodeState, str, bool, tuple[DeviceID, ...]]] = field(
+        default_factory=list)
+    taken: dict[DeviceID, str] = field(default_factory=dict)
+    """Devices the members charged so far took (DRA): taken for the members after them,
+    as the devices of the cluster's claims are (:func:`claimed`)."""
 
-    def charge(self, state: NodeState, info: PodInfo, uid: str, indexed: bool) -> None:
+    def charge(self, state: NodeState, info: PodInfo, uid: str, indexed: bool,
+               devices: tuple[DeviceID, ...] = ()) -> None:
         state.add(uid, info.request)
         if info.placement.ports:
             state.ports[uid] = info.placement.ports
         if indexed:
             self.cluster.pod_index.add(PlacedPod(uid, info.namespace, info.labels,
                                                  info.placement, state.node.name))
-        self.done.append((state, uid, indexed))
+        for device in devices:
+            self.taken[device] = uid
+        self.done.append((state, uid, indexed, devices))
 
     def undo(self, mark: int = 0) -> None:
         while len(self.done) > mark:
-            state, uid, indexed = self.done.pop()
+            state, uid, indexed, devices = self.done.pop()
             state.remove(uid)
             state.ports.pop(uid, None)
             if indexed:
                 self.cluster.pod_index.remove(uid)
+            for device in devices:
+                self.taken.pop(device, None)
+
+
+def claimed(cluster: Cluster, trial: Trial, info: PodInfo, uid: str,
+            state: NodeState) -> tuple[DeviceID, ...] | None:
+    """The devices member ``info`` (as pod ``uid``) takes when its claims are allocated
+    on ``state``'s node now, the devices the members charged before it took counted as
+    taken (the allocator's answer, as DynamicResources' Filter and Reserve give it);
+    None when they cannot be allocated there. A member without claims takes none."""
+    volumes = info.volumes
+    if not volumes.resource_claims:
+        return ()
+    catalog = cluster.volumes
+    plan, why = claims.prefilter(catalog, info.namespace, volumes, uid)
+    if why is not None:
+        return None
+    node = state.node
+    for _, allocation in plan.allocated:
+        selector = allocation.node_selector
+        if selector is not None and not matches_affinity(selector, node.labels, node.name):
+            return None
+    if not plan.to_allocate:
+        return ()
+    devices = catalog.devices
+    taken = ChainMap(trial.taken, devices.taken) if trial.taken else None
+    outcome = Allocator(devices, taken=taken).allocate(node, plan.to_allocate)
+    if outcome.allocations is None:
+        return None
+    return tuple(result.device_id for allocation in outcome.allocations
+                 for result in allocation.devices if not result.admin_access)
 
 
 @dataclass(slots=True)
@@ -162,6 +211,10 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         return _place_windowed(cluster, fwk, trial, info, position, cycle, window,
                                allowed, blocked)
     fits = request.fits_in
+    uid = info.uid or f"topology-member-{position}"
+    devices = bool(trial.taken) and bool(info.volumes.resource_claims)
+    """Devices taken in the simulation may change where the member's claims fit (the
+    filters saw only the cluster's)."""
     feasible: list[NodeState] = []
     keys: set[str] = set()
     found = start = 0
@@ -180,6 +233,8 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
             if not f.filter(cycle, info, state).ok:
                 break
         else:
+            if devices and claimed(cluster, trial, info, uid, state) is None:
+                continue
             if not found and skip is not None:
                 skip.start = index
             found += 1
@@ -193,14 +248,16 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
             if found >= sample:
                 break
     if not feasible:
-        return why_none(cluster, fwk, cycle, info, nodes, allowed, blocked)
+        return why_none(cluster, fwk, cycle, info, nodes, allowed, blocked,
+                        trial if devices else None, uid)
     if len(feasible) == 1:
         best = feasible[0].node.name
     else:
         fwk.pre_score(cycle, info, cluster, feasible)
         best = select_host(feasible, fwk.score(cycle, info, feasible))
-    uid = info.uid or f"topology-member-{position}"
-    trial.charge(cluster.nodes[best], info, uid, cluster.neighbour_bound(info))
+    state = cluster.nodes[best]
+    taken = claimed(cluster, trial, info, uid, state) if info.volumes.resource_claims else ()
+    trial.charge(state, info, uid, cluster.neighbour_bound(info), taken or ())
     return (best,)
 
 
@@ -230,10 +287,12 @@ def _place_windowed(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInf
 
 
 def why_none(cluster: Cluster, fwk: Framework, cycle: fw.CycleState, info: PodInfo,
-         nodes: list[NodeState], allowed: frozenset[str],
-         blocked: frozenset[str] | None) -> str:
+             nodes: list[NodeState], allowed: frozenset[str],
+             blocked: frozenset[str] | None, trial: Trial | None = None,
+             uid: str = "") -> str:
     """Why no node of ``nodes`` takes ``info``, in kube-scheduler's words: a second pass
-    over them, made only for a member that fits none (the scan does not word reasons)."""
+    over them, made only for a member that fits none (the scan does not word reasons).
+    ``trial``: the devices its members took count as taken."""
     if not nodes:
         return "no nodes"
     reasons: dict[str, int] = {}
@@ -254,6 +313,9 @@ def why_none(cluster: Cluster, fwk: Framework, cycle: fw.CycleState, info: PodIn
                 if not verdict.ok:
                     _count(reasons, verdict.reasons or (f.name,))
                     break
+            else:
+                if trial is not None and claimed(cluster, trial, info, uid, state) is None:
+                    _count(reasons, (CANNOT_ALLOCATE,))
     counted = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
     return f"0/{len(nodes)} nodes are available: {counted}"
 
