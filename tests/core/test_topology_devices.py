@@ -13,7 +13,8 @@ import pytest
 from gangsched.core.placement import domain_search as topology
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.values.decisions import BindGang, BindPod, SetPodGroupStatus
-from gangsched.core.values.model import Node, PodPhase, TopologyRequest
+from gangsched.core.values.devices import ClaimSpec, ResourceClaimTemplate
+from gangsched.core.values.model import AppSpec, Node, PodPhase, TopologyRequest
 from gangsched.core.values.observations import (
     DeviceObserved,
     NodeObserved,
@@ -22,9 +23,11 @@ from gangsched.core.values.observations import (
     ResourceClaimsServed,
     VolumeObserved,
 )
+from gangsched.core.values.volume_specs import GroupClaim
 
-from tests.core.builders import make_node, make_pod, make_podgroup
-from tests.core.device_builders import claim, device, make_class, make_slice
+from tests.core.builders import ALWAYS, make_app, make_group, make_node, make_pod, make_podgroup
+from tests.core.device_builders import claim, device, make_class, make_slice, request
+from tests.core.simworld import SimWorld
 from tests.core.volume_builders import with_volumes
 
 RACK = "rack"
@@ -122,3 +125,44 @@ def test_a_refused_gang_is_planned_again_once_devices_appear() -> None:
                                         generation=1)))
     bound = bound_nodes(s.cycle(now=11.0))
     assert len(bound) == 4 and {node[0] for node in bound.values()} == {"b"}
+
+
+def gpu_app_world(gpus: dict[str, int]) -> tuple[SimWorld, AppSpec]:
+    """The racks as a simulated world with ``gpus`` devices; an Application of one task
+    group of 4 members, each claiming one GPU from a template, asking for one rack."""
+    w = SimWorld(config=ALWAYS)
+    for name in ("a0", "a1", "b0", "b1"):
+        w.add_node(rack_node(name, name[0]))
+    w.add_devices((make_class(),), tuple(
+        make_slice(f"{n}-gpus", *(device(f"gpu-{i}") for i in range(c)), node=n, pool=n)
+        for n, c in gpus.items()))
+    w.observe(DeviceObserved(ResourceClaimTemplate(
+        "default", "one-gpu", ClaimSpec((request("gpu", "class-a", 1),)))))
+    w.add_pod(make_pod("filler", cpu=6, node="a0", ours=False, phase=PodPhase.RUNNING))
+    group = dataclasses.replace(
+        make_group("w", 4, cpu=1, claims=(GroupClaim("gpu", template="one-gpu"),)),
+        topology=RACK_ONE)
+    app = make_app("job", group)
+    w.add_app(app)
+    return w, app
+
+
+def test_an_application_whose_task_group_claims_gpus_holds_them_in_the_rack_that_has_them(
+        ) -> None:
+    """Placeholders hold devices in rack b: rack a, bin-packing's pick, has too few."""
+    w, app = gpu_app_world({"a1": 2, "b0": 2, "b1": 2})
+    w.settle(0)
+    placed = {p.name: p.node_name for p in w.placeholders(app.key)}
+    assert len(placed) == 4 and all(str(n).startswith("b") for n in placed.values())
+
+
+def test_placeholders_yet_to_come_count_their_task_groups_devices() -> None:
+    """Before any placeholder exists, the gang is planned with the devices its task
+    group's claims ask for: 5 GPUs in the cluster, but no rack has 4, so it is refused
+    at once."""
+    w, _ = gpu_app_world({"a1": 2, "b0": 1, "b1": 2})
+    w.step(0)
+    (status,) = list(w.app_status.values())
+    (group,) = status.task_groups
+    assert group.blocking.reason == topology.REASON
+    assert "cannot allocate all claims" in group.blocking.message

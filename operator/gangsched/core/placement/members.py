@@ -83,14 +83,14 @@ def claimed(cluster: Cluster, trial: Trial, info: PodInfo, uid: str,
     taken (the allocator's answer, as DynamicResources' Filter and Reserve give it);
     None when they cannot be allocated there. A member without claims takes none."""
     volumes = info.volumes
-    if not volumes.resource_claims:
+    if not volumes.dynamic:
         return ()
     catalog = cluster.volumes
     plan, why = claims.prefilter(catalog, info.namespace, volumes, uid)
     if why is not None:
         return None
     node = state.node
-    for _, allocation in plan.allocated:
+    for allocation in [a for _, a in plan.allocated] + list(plan.reach):
         selector = allocation.node_selector
         if selector is not None and not matches_affinity(selector, node.labels, node.name):
             return None
@@ -212,7 +212,7 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
                                allowed, blocked)
     fits = request.fits_in
     uid = info.uid or f"topology-member-{position}"
-    devices = bool(trial.taken) and bool(info.volumes.resource_claims)
+    devices = bool(trial.taken) and info.volumes.dynamic
     """Devices taken in the simulation may change where the member's claims fit (the
     filters saw only the cluster's)."""
     feasible: list[NodeState] = []
@@ -256,7 +256,7 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         fwk.pre_score(cycle, info, cluster, feasible)
         best = select_host(feasible, fwk.score(cycle, info, feasible))
     state = cluster.nodes[best]
-    taken = claimed(cluster, trial, info, uid, state) if info.volumes.resource_claims else ()
+    taken = claimed(cluster, trial, info, uid, state) if info.volumes.dynamic else ()
     trial.charge(state, info, uid, cluster.neighbour_bound(info), taken or ())
     return (best,)
 
