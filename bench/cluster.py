@@ -211,6 +211,44 @@ def _proc_stats() -> dict[int, tuple[int, float]]:
     return out
 
 
+class ThreadCPU:
+    """This process's CPU seconds by thread name (the core's thread, the event loop's,
+    the executors'; threads of one name, but for a number at its end, summed), read from
+    ``/proc/self/task`` by :meth:`sample`: a thread that ends counts with what it had
+    used at the last sample before (sample often)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[str, float]] = {}
+
+    def sample(self) -> None:
+        import threading
+
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/stat") as f:
+                    raw = f.read()
+            except OSError:
+                continue
+            tid = int(task)
+            fields = raw[raw.rindex(")") + 2:].split()
+            name = names.get(tid) or self.seen.get(tid, ("?", 0.0))[0]
+            self.seen[tid] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+
+    async def run(self, every: float = 0.2) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(every)
+
+    def by_name(self) -> dict[str, float]:
+        self.sample()
+        out: dict[str, float] = {}
+        for name, seconds in self.seen.values():
+            key = name.rstrip("_0123456789") or name
+            out[key] = out.get(key, 0.0) + seconds
+        return out
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds used so far by ``pid`` and all its descendants."""
     stats = _proc_stats()
@@ -605,6 +643,9 @@ def role_operator(args: argparse.Namespace) -> None:
     runtimes: list[Runtime] = []
 
     async def body(stop: asyncio.Event) -> None:
+        threads = ThreadCPU()
+        sampler = asyncio.create_task(threads.run())
+
         def started(runtime: Runtime) -> None:
             runtimes.append(runtime)
 
@@ -614,10 +655,12 @@ def role_operator(args: argparse.Namespace) -> None:
             asyncio.get_running_loop().create_task(ready())
 
         await operate(settings, stop, kubeconfig=args.kubeconfig, started=started)
+        sampler.cancel()
         if runtimes:
             rt = runtimes[0]
             _announce("COUNTERS", requests=rt.client.requests, cycles=rt.cycles,
-                      decisions=rt.decisions, binds=rt.binds.done, api=rt.api.done)
+                      decisions=rt.decisions, binds=rt.binds.done, api=rt.api.done,
+                      threads=threads.by_name())
 
     _run_maybe_profiled(args, lambda: asyncio.run(_serve_until_signal(body)))
 
@@ -706,7 +749,8 @@ def role_null(args: argparse.Namespace) -> None:
             await asyncio.gather(*tasks, return_exceptions=True)
             await binds.stop()
             await reports.stop()
-            _announce("COUNTERS", requests=client.requests, binds=binds.done)
+            _announce("COUNTERS", requests=client.requests, binds=binds.done,
+                      threads=ThreadCPU().by_name())
 
     _run_maybe_profiled(args, lambda: asyncio.run(_serve_until_signal(body)))
 
@@ -861,6 +905,8 @@ class RunResult:
     cpu_samples: list[tuple[float, float, float]] = field(default_factory=list)
     """(time, scheduler CPU s, server CPU s) every 0.2 s while the pods are bound."""
     notes: list[str] = field(default_factory=list)
+    threads: dict[str, float] = field(default_factory=dict)
+    """Our schedulers: CPU seconds by thread name at exit (start-up included)."""
 
     @property
     def makespan(self) -> float:
@@ -1087,10 +1133,12 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
                     if not k.startswith(AGENT + " ")
                     and (d := v - before["by_agent_verb"].get(k, 0))}
             await child.stop()
-            if after is None and sched.ours:
-                for line in child.output:
-                    if line.startswith("COUNTERS"):
-                        result.requests = int(json.loads(line.split(" ", 1)[1])["requests"])
+            for line in child.output if sched.ours else ():
+                if line.startswith("COUNTERS"):
+                    counters = json.loads(line.split(" ", 1)[1])
+                    result.threads = counters.get("threads") or {}
+                    if after is None:
+                        result.requests = int(counters["requests"])
                         result.notes.append("requests: the scheduler's own client only")
             with contextlib.suppress(TimeoutError, RuntimeError):
                 watcher.proc.send_signal(signal.SIGTERM)
@@ -1381,6 +1429,12 @@ async def run_workload(args: argparse.Namespace, w: Workload) -> list[RunResult]
                       flush=True)
             if args.verbose and result.requests_by_verb:
                 print(f"  [{run}] requests: {result.requests_by_verb}", flush=True)
+            if args.verbose and result.threads and result.bound:
+                print(f"  [{run}] CPU ms per bound pod by thread (start-up included): "
+                      + ", ".join(f"{name} {seconds * 1000 / result.bound:.3f}"
+                                  for name, seconds in sorted(result.threads.items(),
+                                                              key=lambda kv: -kv[1])),
+                      flush=True)
     summary = summarise(results, args.mode)
     print()
     if args.repeat > 1:
