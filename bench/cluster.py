@@ -672,8 +672,20 @@ def role_null(args: argparse.Namespace) -> None:
     kube-scheduler writes (the operator's own body for it: ``Successfully assigned
     NS/POD to NODE``, reportingController the pods' schedulerName), off the bind path,
     as kube-scheduler's event broadcaster does: kube-scheduler's writes, one Binding and
-    one Event per pod, with no scheduling behind them."""
+    one Event per pod, with no scheduling behind them.
+
+    Per pod it does what kube-scheduler must do whatever it decides, and no more: decode
+    the watch events (its informer's), keep the pod and its resource request (the
+    informer's store and the scheduling queue's pod info: the request worked out from the
+    containers, init containers and overhead, as ``computePodResourceRequest``), assume
+    it on its node once bound (the scheduler cache's ``AssumePod``: the node's requested
+    resources grow by it), and take the bound pod the watch then shows (the cache's
+    ``AddPod`` of an assumed pod). It chooses no node (round-robin) and filters and
+    scores nothing."""
+    from gangsched.core.values.resources import Resources
     from gangsched.shell.scheduled import Bound, event_body
+    from gangsched.translate.fields import Problems
+    from gangsched.translate.pods import pod_requests
 
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -686,6 +698,14 @@ def role_null(args: argparse.Namespace) -> None:
             nodes: dict[str, None] = {}
             ring: list[str] = []
             submitted: set[str] = set()
+            store: dict[str, Mapping[str, Any]] = {}
+            """Pod uid -> the pod as last seen (the informer's store)."""
+            requests: dict[str, Resources] = {}
+            """Pod uid -> its resource request (the scheduling queue's pod info)."""
+            assumed: dict[str, str] = {}
+            """Pod uid -> the node it was bound to."""
+            requested: dict[str, Resources] = {}
+            """Node -> what the pods bound to it request (the cache's node info)."""
             binds = WorkPool("bind", settings.bind_workers)
             reports = WorkPool("events", settings.report_workers)
             turn = 0
@@ -707,6 +727,15 @@ def role_null(args: argparse.Namespace) -> None:
                     nodes[name] = None
                 ring[:] = list(nodes)
 
+            def assume(uid: str, node: str | None) -> None:
+                before = assumed.pop(uid, None)
+                request = requests.get(uid, Resources.ZERO)
+                if before is not None:
+                    requested[before] = requested.get(before, Resources.ZERO) - request
+                if node is not None:
+                    assumed[uid] = node
+                    requested[node] = requested.get(node, Resources.ZERO) + request
+
             async def bind(ns: str, name: str, uid: str, node: str) -> None:
                 try:
                     await client.bind(ns, name, uid, node)
@@ -715,6 +744,7 @@ def role_null(args: argparse.Namespace) -> None:
                         submitted.discard(uid)
                         log.warning("bind %s/%s: %s", ns, name, err)
                     return
+                assume(uid, node)
                 if args.events:
                     reports.submit(functools.partial(event, ns, name, uid, node))
 
@@ -724,8 +754,19 @@ def role_null(args: argparse.Namespace) -> None:
                 uid = str(meta.get("uid", ""))
                 if kind == "DELETED":
                     submitted.discard(uid)
+                    store.pop(uid, None)
+                    assume(uid, None)
+                    requests.pop(uid, None)
                     return
-                if (spec.get("nodeName") or uid in submitted or not ring
+                store[uid] = obj
+                if uid not in requests:
+                    requests[uid] = pod_requests(spec, Problems())
+                node = spec.get("nodeName")
+                if node:
+                    if assumed.get(uid) != node:  # bound by another, or seen before ours
+                        assume(uid, str(node))
+                    return
+                if (uid in submitted or not ring
                         or spec.get("schedulerName") not in settings.scheduler_names
                         or meta.get("deletionTimestamp")):
                     return
