@@ -51,7 +51,7 @@ from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.metrics import Metrics
-from gangsched.shell.pending import PendingReports, Report
+from gangsched.shell.pending import GANG_REASONS, PendingReports, Report
 from gangsched.shell.scheduled import ScheduledEvents
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.storage import StorageWatches, release_claims, write_volumes
@@ -64,8 +64,8 @@ GROUP, VERSION = "gangsched.io", "v1alpha1"
 RETRYABLE = frozenset({0, 409, 429, 500, 502, 503, 504})
 """API answers worth trying again: transport failures, conflicts, throttling, a busy or
 failing server."""
-WAITING_REASONS = frozenset({"WaitingForGang", "WaitingForPlaceholder", "StateAwareGate",
-                             "WaitingForGangGroup", "ApplicationNotFound", "PodGroupNotFound"})
+WAITING_REASONS = GANG_REASONS
+"""Reasons whose Event is Normal (the pod waits for its gang), not a Warning."""
 JSON = Mapping[str, Any]
 REPORT_PATIENCE = 1.0
 """Seconds an Event, a PodScheduled condition or a status flush waits at most for the
