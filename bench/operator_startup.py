@@ -145,6 +145,8 @@ def role_operator(args: argparse.Namespace) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = OperatorSettings(scheduler_names=frozenset({SCHEDULER}), leader_election=False,
                                 metrics_port=0)
+    if args.qps is not None:
+        settings = dataclasses.replace(settings, qps=args.qps)
     if args.scheduler_profile:
         from gangsched.shell.main import read_profile
 
@@ -152,6 +154,8 @@ def role_operator(args: argparse.Namespace) -> None:
             settings.core, profile=read_profile(args.scheduler_profile)))
 
     runtimes: list[Runtime] = []
+    later: list[float] = []
+    """The core's CPU seconds in each cycle after the first."""
     cpu: dict[str, float] = {}
     at: dict[str, float] = {"imported": imported}
     """Wall-clock moments (``time.time()``; the parent subtracts its launch time)."""
@@ -184,7 +188,15 @@ def role_operator(args: argparse.Namespace) -> None:
                 cpu["first_cycle"] = time.thread_time() - before
                 cpu["after_first_cycle"] = time.process_time()
                 at["first_cycle_done"] = time.time()
-                runtime.decide = decide  # type: ignore[method-assign]
+                runtime.decide = later_cycle  # type: ignore[method-assign]
+                return decisions
+
+            def later_cycle(batch: Any, now: float) -> Any:
+                """The cycles after the first: the core's CPU each (on its thread)."""
+                before = time.thread_time()
+                decisions = decide(batch, now)
+                spent = time.thread_time() - before
+                later.append(spent)
                 return decisions
             runtime.decide = first_cycle  # type: ignore[method-assign]
 
@@ -204,6 +216,9 @@ def role_operator(args: argparse.Namespace) -> None:
                 extra = {"cycles": rt.cycles, "translations_full": rt.pod_translations.full,
                          "translations_fast": rt.pod_translations.fast,
                          "binds": rt.binds.done,
+                         "later_cycle_ms_mean": round(1000 * statistics.fmean(later), 2)
+                         if later else None,
+                         "later_cycle_ms_max": round(1000 * max(later), 2) if later else None,
                          **{f"cpu_{k}": round(v, 3) for k, v in cpu.items()}}
             cluster._announce("DONE", stall=lag.next_phase(), worst=lag.worst, at=at, **extra)
 
@@ -255,21 +270,28 @@ async def _bind_rate(url: str, pending: int, deadline: float) -> float | None:
 
 
 async def _populate(fake: cluster.FakeCluster, nodes: int, pods: int, pending: int) -> None:
+    """The nodes and the bound pods are made in the fake's process (``/debug/nodes``,
+    ``/debug/pods?clone=1``: copies of one admitted object each, so that 65,000 nodes
+    and 650,000 pods take a minute or two, not half an hour); the pending pods over HTTP,
+    as any client creates them."""
     w = cluster.Workload(nodes=nodes, pods=pending, gang_size=0, cpu="100m", memory="256Mi",
                          scheduler_name=SCHEDULER)
-    async with cluster.BenchClient(await load_connection(fake.kubeconfig)) as client:
-        await cluster.create_nodes(client, w, 64)
+    timeout = aiohttp.ClientTimeout(total=None)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with session.post(fake.url + "/debug/nodes",
+                                params={"count": str(nodes), "prefix": "bench-node-"},
+                                json=cluster.node_body(0)) as resp:
+            resp.raise_for_status()
         bound = pods - pending
         if bound > 0:
-            timeout = aiohttp.ClientTimeout(total=None)
-            async with aiohttp.ClientSession(timeout=timeout) as session, session.post(
-                    fake.url + "/debug/pods", params={
-                        "count": str(bound), "namespace": fake.namespace, "prefix": "run-",
-                        "bind": "1", "nodes": str(nodes), "node_prefix": "bench-node-",
-                        "scheduler": SCHEDULER, "cpu": w.cpu, "memory": w.memory,
-                        "times": "0"}) as resp:
+            async with session.post(fake.url + "/debug/pods", params={
+                    "count": str(bound), "namespace": fake.namespace, "prefix": "run-",
+                    "bind": "1", "clone": "1", "nodes": str(nodes),
+                    "node_prefix": "bench-node-", "scheduler": SCHEDULER, "cpu": w.cpu,
+                    "memory": w.memory, "times": "0"}) as resp:
                 resp.raise_for_status()
-        if pending:
+    if pending:
+        async with cluster.BenchClient(await load_connection(fake.kubeconfig)) as client:
             await cluster.create_pods(client, w, fake.namespace, 64)
 
 
@@ -283,16 +305,20 @@ async def run_scale(nodes: int, pods: int, pending: int, log_dir: pathlib.Path,
         log.info("%s: %d nodes, %d pods (%d pending) made in %.1fs", tag, nodes, pods,
                  pending, time.monotonic() - t)
         launch = time.time()
+        server_cpu = fake.server_cpu() or 0.0
         child = await cluster.Child.start(
             f"operator-{tag}", [sys.executable, SCRIPT, "_operator", "--kubeconfig",
                                 fake.kubeconfig, "--log-level", args.log_level,
                                 *(["--scheduler-profile", args.scheduler_profile]
-                                  if args.scheduler_profile else [])], log_dir)
+                                  if args.scheduler_profile else []),
+                                *(["--qps", str(args.qps)] if args.qps is not None else [])],
+            log_dir)
         try:
             started = json.loads((await child.expect("STARTED", 120)).split(" ", 1)[1])
             # 300 s at 5,000 nodes / 100,000 pods, longer for larger clusters.
             patience = max(300.0, (nodes + pods) / 1000)
             ready = json.loads((await child.expect("READY", patience)).split(" ", 1)[1])
+            server_cpu = (fake.server_cpu() or 0.0) - server_cpu
             first_bind = binds_per_second = None
             if pending:
                 deadline = time.monotonic() + patience
@@ -317,6 +343,7 @@ async def run_scale(nodes: int, pods: int, pending: int, log_dir: pathlib.Path,
                 "rss": rss, "rss_peak": peak, "first_bind": first_bind,
                 "binds_per_second": binds_per_second,
                 "cpu_started": started["cpu"], "cpu_ready": ready["cpu"],
+                "server_cpu_ready": server_cpu,
                 "timeline": {"imports done": done.get("at", {}).get("imported", launch) - launch,
                              "sync start": started["at"] - launch,
                              "ready": ready["at"] - launch,
@@ -349,6 +376,7 @@ def report(result: JSON) -> None:
         ("RSS once idle / peak", f"{_mib(result['rss'])} / {_mib(result['rss_peak'])}"),
         ("operator CPU s: to sync start / to ready",
          f"{result['cpu_started']:.2f} / {result['cpu_ready']:.2f}"),
+        ("fake API server CPU s, launch to ready", f"{result['server_cpu_ready']:.2f}"),
         ("time to first bind from launch",
          "-" if result["first_bind"] is None else f"{result['first_bind']:.2f} s"),
         ("binds/s, first to last pending pod",
@@ -416,6 +444,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--from-source", action="store_true",
                    help="do not compile the operator's modules to bytecode first (where "
                         "PYTHONDONTWRITEBYTECODE is set, each launch then compiles them)")
+    p.add_argument("--qps", type=float, default=None,
+                   help="the operator's client-side limit (as `gangsched run --kube-api-qps`; "
+                        "default 50 with a burst of 100, kube-scheduler's; 0: no limit). "
+                        "Binds/s over a burst of pending pods is bounded by it")
     p.add_argument("--scheduler-profile", metavar="FILE",
                    help="the operator's scheduler profile (as `gangsched run --profile`)")
     args = p.parse_args(argv)
@@ -431,6 +463,7 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("_role")
         p.add_argument("--kubeconfig", required=True)
         p.add_argument("--scheduler-profile")
+        p.add_argument("--qps", type=float, default=None)
         p.add_argument("--log-level", default="WARNING")
         role_operator(p.parse_args(argv))
         return

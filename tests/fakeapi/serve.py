@@ -13,7 +13,16 @@ in-process (R per second; 0: as fast as the store goes), binds each one after th
 is created, and answers the commit times: a source of watch events that costs no HTTP
 client. ``nodes=K&node_prefix=X`` binds pod i to node ``X{i % K:05d}`` instead of
 ``node-0``; ``scheduler=S``, ``cpu=C`` and ``memory=M`` set the pods' schedulerName and
-requests; ``times=0`` answers counts instead of the commit times (for large N). The
+requests; ``times=0`` answers counts instead of the commit times (for large N).
+``clone=1`` (with ``bind=1``, ``rate=0``) makes a large cluster quickly: the first pod
+is created and bound as above, and every other pod is committed as a copy of it,
+created already bound (``spec.nodeName`` set at creation, which the API server accepts),
+with its own name, uid and creation time: one ADDED event per pod, no admission or
+bind per pod (the copies share the first's nested spec, which no write changes in
+place). ``POST /debug/nodes?count=N&prefix=P`` with a Node manifest as the body makes N
+nodes named ``P{i:05d}`` (``kubernetes.io/hostname`` labelled alike) in the same way:
+the first through admission, its ``not-ready`` taint then removed as the node lifecycle
+controller removes it from a Ready node, the others copies of it. The
 answer also carries the first time each client (``User-Agent`` product) made each
 kind of request (``first`` in ``/debug/requests``: e.g. its first binding). These
 debug requests are not counted.
@@ -39,9 +48,12 @@ import pathlib
 import resource
 import signal
 import time
+from typing import Any
 
 from aiohttp import web
 
+from fakeapi import meta
+from fakeapi.nodes import NOT_READY
 from fakeapi.server import FakeApiServer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -98,11 +110,18 @@ class ServedFakeApi(FakeApiServer):
                                    q.get("scheduler", ""), q.get("cpu", ""), q.get("memory", ""))
             made = await self.make_pods(int(q.get("count", "1")), q.get("namespace", "default"),
                                         q.get("prefix", "pod-"), float(q.get("rate", "0")),
-                                        q.get("bind", "") in ("1", "true"), template)
+                                        q.get("bind", "") in ("1", "true"), template,
+                                        clone=q.get("clone", "") in ("1", "true"))
             answer: object = made
             if q.get("times", "1") in ("0", "false"):
                 answer = {key: len(value) for key, value in made.items()}
             return web.Response(body=json.dumps(answer).encode(),
+                                content_type="application/json")
+        if request.path == "/debug/nodes" and request.method == "POST":
+            q = request.query
+            made = await self.make_nodes(json.loads(await request.read()),
+                                         int(q.get("count", "1")), q.get("prefix", "node-"))
+            return web.Response(body=json.dumps({"created": made}).encode(),
                                 content_type="application/json")
         if self.write_cost > 0 and request.method in ("POST", "PUT", "PATCH", "DELETE"):
             await self._write_turn()  # (before ``_agent`` is set: see ``count``)
@@ -126,18 +145,30 @@ class ServedFakeApi(FakeApiServer):
             self.first[key] = time.time()
 
     async def make_pods(self, count: int, namespace: str, prefix: str, rate: float,
-                        bind: bool, template: PodTemplate | None = None,
-                        ) -> dict[str, dict[str, float]]:
+                        bind: bool, template: PodTemplate | None = None, *,
+                        clone: bool = False) -> dict[str, dict[str, float]]:
         """Create ``count`` pods in-process, ``rate`` per second (0: at once, yielding to
         the watches every 100); with ``bind``, each pod is bound to a node right after
         the next one is created (two events per pod, as a scheduler makes). The commit
-        times of both, by pod name."""
+        times of both, by pod name. ``clone``: see the module docstring."""
         created: dict[str, float] = {}
         bound: dict[str, float] = {}
         loop = asyncio.get_running_loop()
         start = loop.time()
         names = [f"{prefix}{i:06d}" for i in range(count)]
         template = template or PodTemplate()
+        if clone and bind and rate <= 0 and names:
+            self.create(template.pod(names[0], namespace))
+            created[names[0]] = time.time()
+            self.bind(namespace, names[0], template.node(0))
+            bound[names[0]] = time.time()
+            first = self.store.get(self.resolve("pods"), namespace, names[0])
+            for i in range(1, count):
+                if i % 1000 == 0:
+                    await asyncio.sleep(0)
+                self._commit_copy(first, names[i], {"nodeName": template.node(i)})
+                created[names[i]] = bound[names[i]] = time.time()
+            return {"created": created, "bound": bound}
         for i, name in enumerate(names):
             if rate > 0:
                 delay = start + i / rate - loop.time()
@@ -154,6 +185,38 @@ class ServedFakeApi(FakeApiServer):
             self.bind(namespace, names[-1], template.node(len(names) - 1))
             bound[names[-1]] = time.time()
         return {"created": created, "bound": bound}
+
+    def _commit_copy(self, first: dict[str, Any], name: str, spec: dict[str, Any],
+                     labels: dict[str, str] | None = None) -> None:
+        """Commit a copy of the stored ``first`` as a new object ``name`` (see ``clone``)."""
+        md = {**first["metadata"], "name": name, "uid": meta.new_uid(self.store.rng),
+              "creationTimestamp": meta.rfc3339(self.store.clock())}
+        if labels is not None:
+            md["labels"] = labels
+        obj = {**first, "metadata": md, "spec": {**first.get("spec", {}), **spec}}
+        kind = self.resolve(first["kind"], first["apiVersion"])
+        self.store.commit(kind, "ADDED", obj, None)
+
+    async def make_nodes(self, body: dict[str, Any], count: int, prefix: str) -> int:
+        """``count`` Ready, schedulable nodes like ``body`` (see the module docstring)."""
+        nodes = self.resolve("nodes")
+        for i in range(count):
+            name = f"{prefix}{i:05d}"
+            labels = {**(body.get("metadata") or {}).get("labels", {}),
+                      "kubernetes.io/hostname": name}
+            if i == 0:
+                made = self.create({**body, "metadata": {
+                    **(body.get("metadata") or {}), "name": name, "labels": labels}})
+                taints = [t for t in made["spec"].get("taints") or ()
+                          if t.get("key") != NOT_READY]
+                self.store.patch(nodes, None, name, "application/merge-patch+json",
+                                 {"spec": {"taints": taints or None}})
+                first = self.store.get(nodes, None, name)
+                continue
+            if i % 1000 == 0:
+                await asyncio.sleep(0)
+            self._commit_copy(first, name, {}, labels)
+        return count
 
     def debug_counters(self) -> dict[str, object]:
         usage = resource.getrusage(resource.RUSAGE_SELF)

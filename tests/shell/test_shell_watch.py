@@ -149,6 +149,33 @@ async def test_an_object_we_created_is_reported_gone_by_a_relist(api, client) ->
     assert consumer.seen[-1] == ("DELETED", "ours", created["metadata"]["uid"])
 
 
+@pytest.mark.parametrize("slice_size", [1, 2, 20_000])
+async def test_a_relist_reports_what_went_when_as_many_came(  # type: ignore[no-untyped-def]
+        api, client, monkeypatch: pytest.MonkeyPatch, slice_size: int) -> None:
+    """The relist finds vanished objects by comparing what it listed with what it knew
+    (in slices between yields): as many pods created as deleted since still reports
+    every deleted one, in the order they were first seen, and nothing else."""
+    monkeypatch.setattr("gangsched.shell.watch.VANISHED_SLICE", slice_size)
+    for name in ("a", "b", "c", "d", "e"):
+        api.create(pod(name))
+    consumer = Consumer()
+    r = reflector(client, consumer)
+    await r.list()
+    gone = {name: uid_of(api, name) for name in ("b", "d", "e")}
+    for name in gone:
+        api.delete("pods", "default", name)
+    for name in ("f", "g", "h"):
+        api.create(pod(name))
+    api.compact()
+    consumer.seen.clear()
+    async with running(r):
+        await wait_for(lambda: r.lists == 2, what="the relist after 410")
+    assert [e for e in consumer.seen if e[0] == "DELETED"] == [
+        ("DELETED", name, uid) for name, uid in gone.items()]
+    assert sorted(consumer.by_name) == ["a", "c", "f", "g", "h"]
+    assert len(r.known) == 5
+
+
 @pytest.mark.parametrize("fault", [
     pytest.param({"status": 429}, id="429"),
     pytest.param({"status": 500}, id="500"),

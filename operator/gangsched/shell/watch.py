@@ -52,6 +52,9 @@ Callback = Callable[[str, Mapping[str, Any]], None]
 Key = tuple[str, str]
 YIELD_EVERY = 50
 """Objects handed over between two yields to the event loop while listing."""
+VANISHED_SLICE = 20_000
+"""Known objects looked at between two yields when a list ends (to find those it left
+out): about 2 ms each."""
 
 
 class Backoff:
@@ -159,10 +162,25 @@ class Reflector:
             fetching.cancel()
             await asyncio.gather(fetching, return_exceptions=True)
             await pages.aclose()
-        for uid in [uid for uid in self.known if uid not in seen]:
-            self._report_gone(uid)
+        await self._report_vanished(seen)
         self.resource_version = rv
         self.synced.set()
+
+    async def _report_vanished(self, seen: set[str]) -> None:
+        """Report DELETED what is known and was not in the list just taken (``seen``).
+
+        Every object listed is known, so when there are as many known as listed none
+        vanished, and nothing is walked: the first list of 650,000 pods would otherwise
+        end in one walk of them all, a stall of a tenth of a second. Otherwise the
+        known ones are looked at in slices, yielding to the loop between them."""
+        if len(self.known) == len(seen):
+            return
+        known = list(self.known)
+        for start in range(0, len(known), VANISHED_SLICE):
+            for uid in known[start:start + VANISHED_SLICE]:
+                if uid not in seen:
+                    self._report_gone(uid)
+            await asyncio.sleep(0)
 
     def _report_listed(self, uid: str, key: Key, obj: Mapping[str, Any]) -> None:
         previous = self.uids.get(key)

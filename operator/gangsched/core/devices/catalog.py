@@ -60,6 +60,8 @@ class DeviceCatalog:
         self.matching = MatchIndex(self.taken)
         self.epoch = 0
         self.version = 0
+        self.inventory = 0
+        """Grows on every change of a class, slice or template (not of a claim)."""
         self._index: PoolIndex | None = None
         self._allocated: dict[str, tuple[DeviceID, ...]] = {}
         """Claim key -> the devices its observed allocation takes."""
@@ -73,6 +75,7 @@ class DeviceCatalog:
     def upsert(self, obj: DeviceObject) -> None:
         """Record the latest version of ``obj``."""
         self.epoch += 1
+        self.inventory += 1
         if isinstance(obj, DeviceClass):
             self.classes[obj.name] = obj
             self.matching.clear()
@@ -86,6 +89,7 @@ class DeviceCatalog:
         """Forget the DeviceClass, ResourceSlice (by name) or ResourceClaimTemplate (by
         ``namespace/name``) ``key``. Unknown kinds and keys are ignored."""
         self.epoch += 1
+        self.inventory += 1
         if kind == "DeviceClass":
             self.classes.pop(key, None)
             self.matching.clear()

@@ -70,6 +70,7 @@ from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
 from gangsched.core.values.model import Node, Scoring
 from gangsched.core.values.profile import DEFAULT_PROFILE, PluginSet, ProfileConfig
 from gangsched.core.values.resources import PODS, Resources
+from gangsched.core.volumes import claims as resource_claims
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
            "PodInfo", "static_failure"]
@@ -246,7 +247,8 @@ class Cluster(NodeBook):
 
         ``pod`` (else a pod of ``request`` and ``constraints`` with no labels) is checked
         against every filter. ``replacing`` is the uid of a pod it would replace there (a
-        placeholder): that pod is left out of affinity and spread counts.
+        placeholder): that pod is left out of affinity and spread counts, and the
+        devices it holds for its task group count as free.
         """
         state = self.nodes.get(node_name)
         if state is None:
@@ -265,6 +267,10 @@ class Cluster(NodeBook):
             cycle, status = fwk.pre_filter(info, self)
             if not status.ok:
                 return False
+            if replacing and info.volumes.dynamic:
+                freed = resource_claims.held_devices(self.volumes, replacing)
+                if freed:  # the devices the placeholder holds are the pod's to take
+                    cycle.write(resource_claims.FREED, freed)
             return all(f.filter(cycle, info, state).ok for f in cycle.filters
                        if f.name != FIT_PLUGIN)
         finally:

@@ -31,7 +31,7 @@ from gangsched.core.values.constraints import (
 from gangsched.core.values.placement_terms import NO_PLACEMENT, Placement
 from gangsched.core.values.profile import DEFAULT_PROFILE, ProfileConfig
 from gangsched.core.values.resources import Resources
-from gangsched.core.values.volume_specs import NO_VOLUMES, PodVolumes
+from gangsched.core.values.volume_specs import NO_VOLUMES, GroupClaim, PodVolumes
 
 PodUID = NewType("PodUID", str)
 AppKey = NewType("AppKey", str)
@@ -252,6 +252,9 @@ class TaskGroup:
     placed with them, as the real member would be."""
     topology: TopologyRequest = NO_TOPOLOGY
     """Where the task group's members must or should land together."""
+    claims: tuple[GroupClaim, ...] = ()
+    """The resource claims its members will have: each placeholder holds devices for
+    them (see :class:`~gangsched.core.values.volume_specs.PodVolumes`)."""
 
     @property
     def total(self) -> Resources:

@@ -13,6 +13,17 @@ node (``resourceclaim not available on the node``), and the claims to allocate m
 be allocated on the node's devices together (:mod:`gangsched.core.devices.allocator`;
 ``cannot allocate all claims`` or the allocator's error).
 
+A placeholder's claims are its task group's (``PodVolumes.held_claims``): each is made
+in memory from its ResourceClaimTemplate, as the resourceclaim controller would make the
+member's, allocated like any claim and *assumed* under the key ``<placeholder>:<claim>``
+(no ResourceClaim name can have a colon), never written. The devices stay taken for every
+other pod until the placeholder's place is taken (:mod:`gangsched.core.gangs.swap`) or
+it is gone; a template that does not exist is the pod's reason
+(``resourceclaimtemplate "t" not found``). A task group's claims by name
+(``shared_claims``) are the real, shared claims: a placeholder holds nothing of them and
+goes only where their allocation, if any, reaches. A pod that takes a placeholder's place
+is judged with the placeholder's devices free (:data:`FREED`, :func:`held_devices`).
+
 Reserve (:func:`reserve`) allocates again on the node chosen and *assumes* the result
 (the devices are taken for every other pod from then on); :func:`writes` gives the
 PreBind writes (:class:`~gangsched.core.values.decisions.AllocateClaim`,
@@ -40,11 +51,19 @@ from gangsched.core.values.devices import (
     ResourceClaim,
 )
 from gangsched.core.values.model import Node
-from gangsched.core.values.volume_specs import PodVolumes, claim_key
+from gangsched.core.values.volume_specs import (
+    HELD_SEPARATOR,
+    PodVolumes,
+    claim_key,
+    is_held_claim,
+)
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 NOT_ON_NODE = "resourceclaim not available on the node"
 IN_USE = "resourceclaim in use"
+FREED = "DynamicResources/freed"
+"""Cycle-state key: devices Filter counts as free (those of the placeholder whose place
+the pod takes)."""
 NOT_SERVED = ("pod has spec.resourceClaims, but the resource.k8s.io API is not served: "
               "its dynamic resources cannot be allocated, so it is not bound")
 
@@ -60,6 +79,8 @@ class ClaimPlan:
     """When every request to allocate asks ``count`` devices of one class with the same
     selectors and nothing else: (class, selectors, total count); see
     :mod:`gangsched.core.devices.matching`."""
+    reach: tuple[AllocationResult, ...] = ()
+    """The allocations of a placeholder's shared claims: its node must reach them."""
 
 
 def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
@@ -67,7 +88,7 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
     """(the plan, None) or (an empty plan, why the pod fits nowhere). A pod without
     claims: (empty plan, None)."""
     none = ClaimPlan()
-    if not volumes.resource_claims and not volumes.unresolved_claims:
+    if not volumes.dynamic:
         return none, None
     if not catalog.resource_claims_served:
         return none, NOT_SERVED
@@ -95,15 +116,72 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
                 return none, IN_USE
             allocated.append((claim, allocation))
             continue
-        for request in claim.spec.requests:
-            alternatives = ((request.exactly,) if request.exactly is not None
-                            else request.first_available)
-            for spec in alternatives:
-                if spec.device_class not in devices.classes:
-                    return none, (f"request {request.name}: device class "
-                                  f"{spec.device_class} does not exist")
+        missing = _missing_class(catalog, claim)
+        if missing is not None:
+            return none, missing
         to_allocate.append(claim)
-    return ClaimPlan(tuple(allocated), tuple(to_allocate), _simple(to_allocate)), None
+    for held_name, template in volumes.held_claims:
+        made, why = held_claim(catalog, namespace, held_name, template)
+        if made is None:
+            return none, why
+        to_allocate.append(made)
+    reach: list[AllocationResult] = []
+    for name in volumes.shared_claims:
+        key = claim_key(namespace, name)
+        claim = catalog.resource_claims.get(key)
+        if claim is None:
+            return none, f'resourceclaim "{name}" not found'
+        assumed = devices.assumed.get(key)
+        allocation = claim.allocation or (assumed.allocation if assumed is not None else None)
+        if allocation is not None:
+            reach.append(allocation)
+    return ClaimPlan(tuple(allocated), tuple(to_allocate), _simple(to_allocate),
+                     tuple(reach)), None
+
+
+def held_claim(catalog: VolumeCatalog, namespace: str, held_name: str,
+               template: str) -> tuple[ResourceClaim | None, str]:
+    """The claim a placeholder holds under ``held_name``, made in memory from
+    ResourceClaimTemplate ``template`` of ``namespace``; (None, why) when the template
+    does not exist, cannot be read, or names a DeviceClass that does not exist."""
+    claim_name = held_name.split(HELD_SEPARATOR, 1)[-1]
+    found = catalog.devices.templates.get(claim_key(namespace, template))
+    if found is None:
+        return None, (f'task group claim "{claim_name}": resourceclaimtemplate '
+                      f'"{template}" not found')
+    if found.invalid:
+        return None, (f'task group claim "{claim_name}": resourceclaimtemplate '
+                      f'"{template}": {found.invalid}')
+    made = ResourceClaim(namespace, held_name, spec=found.spec)
+    missing = _missing_class(catalog, made)
+    if missing is not None:
+        return None, f'task group claim "{claim_name}": {missing}'
+    return made, ""
+
+
+def _missing_class(catalog: VolumeCatalog, claim: ResourceClaim) -> str | None:
+    """kube-scheduler's words for a request of ``claim`` whose DeviceClass is missing."""
+    classes = catalog.devices.classes
+    for request in claim.spec.requests:
+        alternatives = ((request.exactly,) if request.exactly is not None
+                        else request.first_available)
+        for spec in alternatives:
+            if spec.device_class not in classes:
+                return (f"request {request.name}: device class "
+                        f"{spec.device_class} does not exist")
+    return None
+
+
+def held_devices(catalog: VolumeCatalog, uid: str) -> frozenset[DeviceID]:
+    """The devices pod ``uid`` (a placeholder) holds in memory for its task group's
+    claims; empty for any other pod."""
+    devices = catalog.devices
+    found: set[DeviceID] = set()
+    for key in devices.by_pod.get(uid, ()):
+        item = devices.assumed.get(key)
+        if is_held_claim(key) and item is not None and item.allocation is not None:
+            found.update(r.device_id for r in item.allocation.devices if not r.admin_access)
+    return frozenset(found)
 
 
 def _simple(claims: Sequence[ResourceClaim]) -> tuple[str, tuple[str, ...], int] | None:
@@ -143,9 +221,10 @@ def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node
     """:func:`node_failure` for each of ``nodes``, simple plans judged from the
     matching devices kept per node (:mod:`gangsched.core.devices.matching`)."""
     reasons: list[str | None] = [None] * len(nodes)
-    if plan.allocated:
+    if plan.allocated or plan.reach:
+        reached = [allocation for _, allocation in plan.allocated] + list(plan.reach)
         for index, node in enumerate(nodes):
-            for _, allocation in plan.allocated:
+            for allocation in reached:
                 selector = allocation.node_selector
                 if selector is not None and not matches_affinity(selector, node.labels,
                                                                  node.name):
@@ -160,7 +239,7 @@ def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node
         if device_class is not None and not device_class.invalid:
             verdicts = devices.matching.fits(devices.pools(), devices.selectors, device_class,
                                              selectors, count, nodes)
-            if not plan.allocated and None not in verdicts:
+            if not plan.allocated and not plan.reach and None not in verdicts:
                 return [None if verdict else CANNOT_ALLOCATE for verdict in verdicts]
             for index, verdict in enumerate(verdicts):
                 if reasons[index] is None and verdict is not None:
@@ -198,6 +277,16 @@ def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: st
             devices.assume(Assumed(claim.key, uid, claim.resource_version, allocation))
     catalog.epoch += 1
     return None
+
+
+def failure_on(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: str,
+               node: Node) -> str | None:
+    """Why the claims of pod ``uid`` cannot be had on ``node`` now (PreFilter's reason,
+    or Filter's); None when they can."""
+    plan, why = prefilter(catalog, namespace, volumes, uid)
+    if why is not None:
+        return why
+    return node_failure(catalog, plan, node)
 
 
 def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str) -> bool:
@@ -245,6 +334,8 @@ def freed_by(catalog: VolumeCatalog, victims: Iterable[tuple[str, Sequence[str],
     victims = list(victims)
     uids = {uid for _, _, uid in victims}
     freed: set[DeviceID] = set()
+    for uid in uids:
+        freed.update(held_devices(catalog, uid))  # a placeholder's, held in memory
     assumed = catalog.devices.assumed
     for namespace, names, _ in victims:
         for name in names:
@@ -287,7 +378,7 @@ class Simulation:
         plan, why = prefilter(self.catalog, namespace, volumes, uid)
         if why is not None:
             return None
-        for _, allocation in plan.allocated:
+        for allocation in [a for _, a in plan.allocated] + list(plan.reach):
             selector = allocation.node_selector
             if selector is not None and not matches_affinity(selector, node.labels, node.name):
                 return None
