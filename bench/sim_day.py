@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 
-from gangsched.core.values.model import Pod  # noqa: E402
-from gangsched.sim import generate, parse, report, results, runner  # noqa: E402
-from gangsched.sim.engine import Engine  # noqa: E402
-from gangsched.sim.source import Document  # noqa: E402
+from gangsched.core.values.model import Pod
+from gangsched.sim import generate, parse, report, results, runner
+from gangsched.sim.engine import Engine
+from gangsched.sim.source import Document
 
 
 class _Digest:
