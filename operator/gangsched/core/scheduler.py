@@ -247,8 +247,13 @@ class Scheduler:
             app_logic.app_gone(self, obs.key)
         elif isinstance(obs, PodGroupObserved):
             group_logic.group_observed(self, obs.spec)
+            if obs.spec.claims or obs.spec.key in self.volumes.devices.group_keys:
+                self.volumes.devices.group_seen(obs.spec.key, obs.spec.namespace,
+                                                obs.spec.claims,
+                                                obs.spec.consumer)
         elif isinstance(obs, PodGroupGone):
             group_logic.group_gone(self, obs.key)
+            self.volumes.devices.group_gone(obs.key)
         elif isinstance(obs, QueueObserved):
             self.queues.upsert(obs.spec)
             self._queues_changed()
