@@ -355,20 +355,26 @@ def test_the_tightest_rack_that_fits_wins_ties_by_name() -> None:
     asked=st.sampled_from([TopologyRequest(required=RACK), TopologyRequest(preferred=(RACK,)),
                            TopologyRequest()]),
     scoring=st.sampled_from([Scoring.BINPACK, Scoring.SPREAD]),
+    sample=st.sampled_from([None, 1, 2, 3]),
 )
-def test_members_alike_scanned_from_the_last_ones_first_room_plan_the_same(
+def test_members_alike_share_their_scan_and_plan_the_same(
         free: list[int], rack_of: list[int], shapes: list[str], asked: TopologyRequest,
-        scoring: Scoring) -> None:
-    """A member like the one before starts its scan where that one found room: the plan
-    (nodes, domain, or the refusal and its words) is the one of scanning every member
-    from the first node. Runs of alike members and changes of shape both occur."""
+        scoring: Scoring, sample: int | None) -> None:
+    """Members alike share their scan (a member like the one before starts where that
+    one found room; scored by usage keys, they read the nodes found from a window kept
+    up to date with each charge): the plan (nodes, domain, or the refusal and its
+    words) is the one of scanning every member from the first node. Runs of alike
+    members and changes of shape both occur, and scans that stop at ``sample`` feasible
+    nodes (None: every node) as on a large cluster."""
     cluster = cluster_of({f"r{rack}": {} for rack in range(3)} | {
         f"r{rack}": {f"n{i:02d}": cpu for i, cpu in enumerate(free) if rack_of[i] == rack}
         for rack in range(3)})
     gang = [PodInfo(res(cpu=cpu) + Resources({"pods": 1})) for cpu in sorted(shapes)]
     gang += [PodInfo(res(cpu=cpu) + Resources({"pods": 1})) for cpu in shapes]
-    carried = topology.plan(cluster, asked, gang, (), scoring)
     with pytest.MonkeyPatch.context() as patched:
+        if sample is not None:
+            patched.setattr(Cluster, "sample_size", property(lambda self: sample))
+        carried = topology.plan(cluster, asked, gang, (), scoring)
         patched.setattr(topology, "CARRY_SKIPS", False)
         scanned = topology.plan(cluster, asked, gang, (), scoring)
     assert carried == scanned

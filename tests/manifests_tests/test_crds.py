@@ -57,6 +57,9 @@ CEL_RULES: dict[str, Callable[[dict[str, Any]], bool]] = {
     "!has(self.required) || !has(self.preferred) || !(self.required in self.preferred)": (
         lambda s: s.get("required") not in s.get("preferred", [])
     ),
+    "has(self.resourceClaimName) != has(self.resourceClaimTemplateName)": (
+        lambda s: ("resourceClaimName" in s) != ("resourceClaimTemplateName" in s)
+    ),
 }
 
 

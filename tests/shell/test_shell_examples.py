@@ -848,6 +848,29 @@ async def gpu_gang(w: World) -> None:
                    timeout=30)
 
 
+async def gpu_placeholders(w: World) -> None:
+    """The Application's two placeholders hold a GPU each (nothing written for them);
+    the trainers take their places and get those very GPUs."""
+    w.apply(w.objects("DeviceClass", "ResourceSlice", "ResourceClaimTemplate", "Application"))
+    await wait_for(lambda: len(w.placeholders("gpu-train")) == 2 and all(
+        p["spec"].get("nodeName") for p in w.placeholders("gpu-train")),
+        what="two placeholders bound", timeout=30)
+    held = sorted(p["spec"]["nodeName"] for p in w.placeholders("gpu-train"))
+    assert not w.api.list("resourceclaims", NS)
+    w.apply([d for d in w.objects("Pod") if _meta(d)["name"].startswith("gpu-train")])
+    trainers = w.real_pod_names("gpu-train")
+    await wait_for(lambda: w.bound(*trainers), what="the trainers bound", timeout=30)
+    assert sorted(w.pod(t)["spec"]["nodeName"] for t in trainers) == held
+    devices = []
+    for trainer in trainers:
+        (entry,) = w.pod(trainer)["status"]["resourceClaimStatuses"]
+        claim = w.api.get("resourceclaims", NS, entry["resourceClaimName"])
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        assert result["pool"] == w.pod(trainer)["spec"]["nodeName"]
+        devices.append((result["pool"], result["device"]))
+    assert len(set(devices)) == 2
+
+
 def case(folder: str, scenario: Scenario, variant: str = "",
          nodes: tuple[int, str] = ROOMY) -> Any:
     return pytest.param(folder, scenario, nodes, id=f"{folder}-{variant}" if variant else folder)
@@ -879,6 +902,7 @@ CASES = [
     case("14-rack-gang", rack_gang, nodes=RACKS),
     case("14-rack-gang", rack_gang_in_one_rack, "one-rack", nodes=RACKS),
     case("15-gpu-gang", gpu_gang, nodes=THREE),
+    case("15-gpu-gang", gpu_placeholders, "placeholders", nodes=THREE),
 ]
 
 

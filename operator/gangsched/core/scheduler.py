@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, TypeVar, assert_never
 
 import gangsched.core.actions.allocate as allocate_action
 import gangsched.core.gangs.apps as app_logic
+import gangsched.core.gangs.group_devices as group_devices
 import gangsched.core.gangs.membership as membership
 import gangsched.core.gangs.podgroups as group_logic
 import gangsched.core.gangs.status as status_logic
@@ -152,6 +153,8 @@ class Scheduler:
         """Real pods waiting for the deletion of the placeholder they take."""
         self.swaps: dict[PodUID, Swap] = {}
         """Swaps under way, by placeholder uid, with the room each holds."""
+        self.unheld: dict[PodUID, int] = {}
+        """Bound placeholders whose task group's devices are not held yet."""
         self.deleting: dict[PodUID, None] = {}
         """Placeholders whose deletion was asked for and is not yet seen."""
         self.now = 0.0
@@ -232,8 +235,13 @@ class Scheduler:
             app_logic.app_gone(self, obs.key)
         elif isinstance(obs, PodGroupObserved):
             group_logic.group_observed(self, obs.spec)
+            if obs.spec.claims or obs.spec.key in self.volumes.devices.group_keys:
+                self.volumes.devices.group_seen(obs.spec.key, obs.spec.namespace,
+                                                obs.spec.claims,
+                                                obs.spec.consumer)
         elif isinstance(obs, PodGroupGone):
             group_logic.group_gone(self, obs.key)
+            self.volumes.devices.group_gone(obs.key)
         elif isinstance(obs, QueueObserved):
             self.queues.upsert(obs.spec)
             self._queues_changed()
@@ -310,6 +318,8 @@ class Scheduler:
             self.volumes.pod_placed(ps.uid, ps.pod.namespace, ps.pod.volumes, node)
             if pod.node_name is None:  # placed here: its resource claims are held here
                 volume_placing.hold_claims(self.cluster, self.volumes, ps.uid, pod, node)
+            elif pod.volumes.held_claims:  # a placeholder found bound (a restart)
+                group_devices.hold_bound(self, ps, node)
         queue = self.queue_of(ps)
         if queue is not None:
             self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
@@ -552,6 +562,7 @@ class Scheduler:
         app_logic.lifecycle(self, now)
         group_logic.timeouts(self, now)
         eviction_logic.hold(self, now)
+        group_devices.rehold(self)
         swap_logic.complete_swaps(self, now)
         eviction_logic.first_go(self, now)
         quiet = quiet and (self._changes, len(self.out)) == before

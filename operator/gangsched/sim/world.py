@@ -83,6 +83,7 @@ from gangsched.core.values.observations import (
     ResourceClaimsServed,
     VolumeBindFailed,
 )
+from gangsched.core.values.volume_specs import placeholder_volumes
 from gangsched.sim.claims import ClaimBook, ClaimError
 from gangsched.sim.latency import NO_LATENCY, Latency, Later
 
@@ -445,6 +446,7 @@ class World:
             task_group=d.task_group,
             placeholder=True,
             member_index=d.index,
+            volumes=placeholder_volumes(d.name, d.claims),
         )
         self.add_pod(pod)
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from gangsched.core.values import constraints, model, resources
-from gangsched.translate import fields, k8s_constraints, k8s_placement, topology
+from gangsched.translate import fields, group_claims, k8s_constraints, k8s_placement, topology
 
 MAX_TASK_GROUPS = 32
 MAX_MIN_MEMBER = 10000
@@ -120,6 +120,7 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
     topology_request = topology.from_k8s(
         get("topology"), f"{path}.topology", problems, members=min_member
     )
+    claims = group_claims.read(get("resourceClaims"), f"{path}.resourceClaims", problems)
     if len(problems.messages) > before:
         return None
 
@@ -141,6 +142,8 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
         manifest["annotations"] = annotations
     if not topology_request.empty:
         manifest["topology"] = topology.to_k8s(topology_request)
+    if claims:
+        manifest["resourceClaims"] = group_claims.manifest(claims)
     group = model.TaskGroup(
         name=name,
         min_member=min_member,
@@ -150,6 +153,7 @@ def _task_group(raw: object, path: str, problems: fields.Problems) -> ParsedTask
         affinity=affinity,
         placement=group_placement,
         topology=topology_request,
+        claims=claims,
     )
     return ParsedTaskGroup(model=group, manifest=manifest)
 
@@ -162,8 +166,9 @@ def read_task_groups(raw: object, path: str) -> tuple[list[ParsedTaskGroup], lis
     (a DNS label, unique) and ``minMember`` (an integer from 1 to 10000), quantities in
     ``minResource`` (not negative; an empty or absent ``minResource`` is allowed),
     ``nodeSelector``, ``tolerations`` and required node affinity as Kubernetes would
-    admit them, ``topologySpreadConstraints`` a list of objects, ``labels`` and
-    ``annotations`` maps of strings.
+    admit them, ``resourceClaims`` as a pod's (see
+    :mod:`gangsched.translate.group_claims`), ``topologySpreadConstraints`` a list of
+    objects, ``labels`` and ``annotations`` maps of strings.
     """
     problems = fields.Problems()
     items: Sequence[Any] = problems.read(lambda: fields.sequence(raw, path), ())

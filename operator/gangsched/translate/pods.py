@@ -32,6 +32,7 @@ from gangsched.translate import (
     dialects,
     fields,
     gangspec,
+    group_claims,
     k8s_constraints,
     k8s_placement,
     labels,
@@ -333,6 +334,10 @@ def pod_with_membership(
     for problem in membership.problems:
         problems.add(problem)
     volumes = pod_volumes(name, spec, status, problems)
+    if pod_labels.get(labels.LABEL_PLACEHOLDER) == "true":
+        held, shared = group_claims.placeholder_claims(name, annotations, problems)
+        if held or shared:
+            volumes = dataclasses.replace(volumes, held_claims=held, shared_claims=shared)
     nominated = status.get("nominatedNodeName")
     member_index = problems.read(lambda: _member_index(annotations), -1)
     default: bool | None = True

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gangsched.core.values import decisions, naming
-from gangsched.translate import labels, statuses, times
+from gangsched.translate import group_claims, labels, statuses, times
 
 MAX_NAME = 253
 MAX_NOTE_BYTES = 1024
@@ -75,7 +75,9 @@ def placeholder_pod(
     Labels: the task group's ``labels``, then (taking precedence) ``gangsched.io/app``,
     ``gangsched.io/placeholder: "true"`` and ``app.kubernetes.io/managed-by``.
     Annotations: the task group's ``annotations``, then the task group, member index and
-    full application name. Requests and limits are both ``d.requests`` (Guaranteed QoS;
+    full application name, and the task group's ``resourceClaims`` (JSON) when it has
+    any: the placeholder holds devices for them in memory, it has no claims of its own.
+    Requests and limits are both ``d.requests`` (Guaranteed QoS;
     no ``resources`` at all when it is zero). ``nodeSelector``, ``tolerations``,
     ``affinity`` and ``topologySpreadConstraints`` are copied from the task group as they
     are, ``priorityClassName`` from the Application spec. When the task group is no longer
@@ -104,6 +106,8 @@ def placeholder_pod(
             labels.ANN_APP_NAME: app_name,
         }
     )
+    if d.claims:
+        annotations[group_claims.ANNOTATION] = group_claims.annotation(d.claims)
     container: dict[str, Any] = {
         "name": "pause",
         "image": image,
@@ -213,11 +217,17 @@ def event_name(d: decisions.RecordEvent) -> str:
     object, uid, type, reason and message), at most 253 characters and a valid DNS
     subdomain, whatever the object's name is."""
     target = d.target
-    key = "\x00".join(
-        (target.kind, target.namespace, target.name, target.uid, d.type.value, d.reason, d.message)
-    )
+    return event_name_of(target.kind, target.namespace, target.name, target.uid,
+                         d.type.value, d.reason, d.message)
+
+
+def event_name_of(kind: str, namespace: str, name: str, uid: str, type_: str, reason: str,
+                  message: str) -> str:
+    """:func:`event_name` of the Event of this type, reason and message about this object,
+    with no :class:`~gangsched.core.values.decisions.RecordEvent` to make first."""
+    key = "\x00".join((kind, namespace, name, uid, type_, reason, message))
     digest = hashlib.sha256(key.encode()).hexdigest()[:EVENT_HASH_LENGTH]
-    return f"{_name_base(target.name)}.{digest}"
+    return f"{_name_base(name)}.{digest}"
 
 
 def _note(message: str) -> str:

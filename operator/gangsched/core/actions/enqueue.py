@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 import gangsched.core.gangs.ordinary as ordinary_logic
 import gangsched.core.gangs.podgroups as group_logic
-from gangsched.core.gangs import earmarks, reservation
+from gangsched.core.gangs import earmarks, group_devices, reservation
 from gangsched.core.gangs.app_allocation import StateAwareGate
 from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
 from gangsched.core.values.decisions import BlockingReason
@@ -230,7 +230,7 @@ def _admit_app(s: Session, rt: AppRuntime, budget: Budget, favoured: frozenset[s
     remaining = _remaining(rt, observed, reals)
     if not reservation.found_admitted(s, observed):
         # (a gang found admitted before a restart holds its place already)
-        if not reservation.quota_allows(s, rt, remaining):
+        if not reservation.quota_allows(s, rt, remaining) or not group_devices.allows(s, rt):
             return False
         blocking = None if spec.key in favoured else budget.blocking(remaining)
         if blocking is not None:

@@ -40,7 +40,7 @@ from gangsched.core.devices.celeval import SelectorError
 from gangsched.core.devices.constraints import Constraint, make_constraints
 from gangsched.core.devices.pools import Pool, PoolKey, device_reaches
 from gangsched.core.devices.results import build_results
-from gangsched.core.values.constraints import TolerationOperator
+from gangsched.core.values.constraints import tolerates
 from gangsched.core.values.devices import (
     ALLOCATION_RESULTS_MAX,
     AllocationMode,
@@ -428,17 +428,6 @@ def _tainted(taints: Sequence[DeviceTaint], tolerations: Sequence[DeviceTolerati
     for taint in taints:
         if taint.effect is DeviceTaintEffect.NONE:
             continue
-        if not any(_tolerates(t, taint) for t in tolerations):
+        if not any(tolerates(t, taint) for t in tolerations):
             return True
     return False
-
-
-def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
-    """``resourceclaim.ToleratesTaint``: as for pods."""
-    if toleration.effect is not None and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    if toleration.operator == TolerationOperator.EXISTS:
-        return True
-    return toleration.value == taint.value

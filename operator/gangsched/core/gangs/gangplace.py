@@ -24,6 +24,7 @@ lookup per cycle, not a simulation per domain.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from gangsched.core.placement import domains
 from gangsched.core.placement.cluster import ONE_POD
 from gangsched.core.placement.domain_search import Plan, Refusal
 from gangsched.core.values.model import Scoring, TopologyRequest
+from gangsched.core.values.volume_specs import placeholder_volumes
 
 if TYPE_CHECKING:
     from gangsched.core.placement.diagnosis import Diagnosis
@@ -181,6 +183,9 @@ def app_targets(s: Session, rt: AppRuntime, members: list[PodState]) -> Targets 
         targets = targets or Targets()
         template = PodInfo.of(group.min_resource + ONE_POD, Constraints.of_group(group),
                               group.placement, namespace=spec.namespace, owner=spec.key)
+        if group.claims:  # each placeholder to come holds devices for its member
+            template = dataclasses.replace(template, volumes=placeholder_volumes(
+                f"{group.name}-to-come", group.claims))
         uids = s.app_members.get(spec.key, set())
         targets.gangs[group.name] = _Gang(
             asked, f"{spec.key}/{group.name}",

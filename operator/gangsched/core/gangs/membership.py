@@ -116,7 +116,9 @@ def pod_gone(s: Session, uid: PodUID) -> None:
     s.pod_by_name.pop(ps.pod.ref, None)
     ps.preemptor = None  # it refers back to the pod: let reference counting free both
     s.uncharge(ps)
-    s.volumes.forget_pod(uid)
+    # A placeholder whose place a real member is taking keeps the devices it holds for
+    # its task group until the swap ends (``swap._drop``): never a moment with neither.
+    s.volumes.forget_pod(uid, devices=uid not in s.swaps)
     s.pending.pop(uid, None)
     s.pending_shapes.remove(uid)
     s.waiting_for_room.pop(uid, None)

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gangsched.core.gangs import gangplace
+from gangsched.core.gangs import gangplace, group_devices
 from gangsched.core.placement.cluster import ONE_POD
 from gangsched.core.state.records import AppRuntime, PodState, placement_order
 from gangsched.core.values import naming
@@ -144,7 +144,10 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
         if not s.reached(rt.retry_after):
             return 0
         remaining = remaining_ask(spec, observed, running)
-        if found_admitted(s, observed) or running:
+        found = found_admitted(s, observed) or bool(running)
+        if not found and not group_devices.allows(s, rt):
+            return 0  # a task group's claims can be had nowhere: it holds nothing
+        if found:
             admit(s, rt, remaining)  # found holding part of its minimum (after a restart)
         elif spec.key in s.evictions.owners() and quota_allows(s, rt, remaining):
             admit(s, rt, remaining)  # its victims are gone: the room they left is its own
@@ -181,7 +184,7 @@ def reserve(s: Session, rt: AppRuntime, pending: list[PodState], now: float) -> 
                 continue
             rt.create_asked[name] = now
             s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
-                                           group.min_resource))
+                                           group.min_resource, group.claims))
     expected_names = {name for group_names in names.values() for name in group_names}
     to_place = [ps for ps in sorted(pending, key=lambda p: (p.pod.task_group or "",
                                                              p.pod.member_index))
@@ -328,7 +331,7 @@ def _create_missing(s: Session, rt: AppRuntime, observed: dict[str, PodState],
                 continue
             rt.create_asked[name] = now
             s.out.append(CreatePlaceholder(spec.key, group.name, index, name, spec.namespace,
-                                           group.min_resource))
+                                           group.min_resource, group.claims))
     return names
 
 

@@ -17,6 +17,14 @@ As in YuniKorn's design (``gang-scheduling-design.txt``, "Scheduler logic change
    While P still stands, choosing a placeholder leaves P itself out of X's affinity and
    spread counts (X takes its place).
 
+Devices too: P holds devices for its task group's claims (in memory,
+:mod:`gangsched.core.volumes.claims`), and keeps them while it is deleted and after it
+is gone, for as long as its swap lasts. X is judged on P's node with those devices free;
+a real member whose claims are not made yet does not take a placeholder's place. When
+the swap completes, P's devices are given back and X's own claims are allocated on P's
+node in the same step (no other pod is placed in between); if they cannot be, a Warning
+Event says why, P's devices are free again and X is placed like an ordinary pod.
+
 The swap is atomic: P's room is its gang's until X is bound, or the swap is given up
 and the room released on purpose. A real cluster deletes P gracefully (it keeps its node
 and a ``deletionTimestamp`` for 0.5 s up to its grace period, its phase may turn
@@ -65,6 +73,7 @@ from gangsched.core.values.decisions import DeleteReason, EventType, ObjectRef
 from gangsched.core.values.model import DEFAULT_QUEUE, PodUID
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.states import AppState
+from gangsched.core.volumes import claims as resource_claims
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
@@ -138,6 +147,11 @@ class FreePlaceholders:
                 return candidates.pop(i)
         return None
 
+    def any(self, group: str) -> bool:
+        """Is there a placeholder of ``group`` to take, standing or leaving unheld?"""
+        self._index()
+        return bool(self._index().get(group) or (self._leaving or {}).get(group))
+
     def remove(self, ph: PodState) -> None:
         self._index()[ph.pod.task_group or ""].remove(ph)
 
@@ -170,6 +184,13 @@ def place_real(
     group = rt.spec.group(ps.pod.task_group)
     if (group is not None and not ps.swapped and not ps.pod.invalid
             and rt.state is not AppState.RESUMING and not rt.placeholders_expired):
+        if ps.pod.volumes.unresolved_claims and free.any(group.name):
+            # Its claims must exist before it takes a placeholder's place (and devices).
+            s.mark_pending(ps, "DynamicResources",
+                           'waiting for the resourceclaim of pod claim '
+                           f'"{ps.pod.volumes.unresolved_claims[0]}" to be created '
+                           "before it takes its placeholder's place")
+            return
         leaving = free.leaving(group.name, ps)
         if leaving is not None:  # its room is going: taken before a placeholder that stays
             _take_over(s, rt, ps, leaving)
@@ -261,6 +282,8 @@ def _drop(s: Session, sw: Swap) -> None:
         s.cluster.release(sw.node, uid, sw.held)
         sw.held = Resources.ZERO
     s.swaps.pop(sw.placeholder, None)
+    if sw.placeholder not in s.pods:  # the devices it held for its task group, kept so far
+        s.volumes.forget_pod(sw.placeholder)
     real = s.pods.get(sw.real) if sw.real is not None else None
     if real is not None:
         _unpark(s, real)
@@ -367,13 +390,25 @@ def _complete(s: Session, sw: Swap, now: float) -> None:
         return  # bound meanwhile, or its app went away: it waits for the app
     target = ObjectRef("Pod", pod.namespace, pod.name, pod.uid)
     quota = s.queues.fits(s.queue_of(ps) or DEFAULT_QUEUE, ps.request)
+    # The placeholder's devices were given back just now (``_drop``): the member's own
+    # claims get devices on that node in this same step, before any other pod is placed.
     if quota.ok and s.cluster.fits(node, ps.request, ps.constraints, pod=ps.info):
         # its own claims, on the placeholder's node
         volume_placing.reserve(s.cluster, s.volumes, ps.uid, ps.pod, node)
         s.bind(ps, node, "PlaceholderReplaced")
         s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                 f"took the place of placeholder {placeholder} on node {node}")
-    elif ordinary_logic.place(s, ps, now, "PlaceholderReplacedElsewhere"):
+        return
+    state = s.cluster.nodes.get(node)
+    why = (resource_claims.failure_on(s.volumes, pod.namespace, pod.volumes, pod.uid,
+                                      state.node)
+           if state is not None and pod.volumes.dynamic else None)
+    if why is not None:
+        s.event(target, EventType.WARNING, "PlaceholderReplaced",
+                f"its resource claims cannot be allocated on node {node}, where "
+                f"placeholder {placeholder} held devices for its task group: {why}; "
+                "those devices are free again")
+    if ordinary_logic.place(s, ps, now, "PlaceholderReplacedElsewhere"):
         s.event(target, EventType.NORMAL, "PlaceholderReplaced",
                 f"did not fit on node {node} after its placeholder left; placed elsewhere")
 

@@ -28,8 +28,11 @@ fullest rack is scored first). :func:`plan` decides for the gang's members toget
    scores (as many feasible nodes as ``sample_size``; nodes of equal usage scored once
    when only their usage tells them apart), each member charged tentatively so
    that the next one sees it; every tentative charge is undone before returning. Nodes
-   reserved for another gang are skipped. Volumes are checked per member, not the
-   members' claims against one another.
+   reserved for another gang are skipped. Members' DRA claims are allocated
+   with the allocator on the node each is given, and the devices they take are taken
+   for the members after them (:mod:`~gangsched.core.placement.members`), so a domain
+   is chosen only if it has the devices of every member; other volumes are checked
+   per member, not the members' claims against one another.
 5. *Slices*: with ``slice_key``, members are taken ``slice_size`` at a time and each
    slice is simulated in the tightest domain of ``slice_key`` inside the gang's domain
    where it fits whole. Members already placed count: a slice domain holding a partial
@@ -43,19 +46,15 @@ tried and why each failed, in words the status and ``gangsched explain`` show.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import islice
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gangsched.core.framework.podindex import PlacedPod
-from gangsched.core.placement.cluster import select_host
-from gangsched.core.placement.diagnosis import FIT_PLUGIN
 from gangsched.core.placement.domains import Domain, levels
+from gangsched.core.placement.members import Skip, Trial, place_one
 from gangsched.core.values.model import Scoring, TopologyRequest
 from gangsched.core.values.resources import Resources
 
 if TYPE_CHECKING:
-    from gangsched.core.framework import interface as fw
     from gangsched.core.framework.nodeinfo import NodeState
     from gangsched.core.framework.podinfo import Constraints, PodInfo
     from gangsched.core.framework.runner import Framework
@@ -100,46 +99,9 @@ class Refusal:
         return found
 
 
-@dataclass(slots=True)
-class _Trial:
-    """Tentative charges of a simulation, undone in reverse."""
-
-    cluster: Cluster
-    done: list[tuple[NodeState, str, bool]] = field(default_factory=list)
-
-    def charge(self, state: NodeState, info: PodInfo, uid: str, indexed: bool) -> None:
-        state.add(uid, info.request)
-        if info.placement.ports:
-            state.ports[uid] = info.placement.ports
-        if indexed:
-            self.cluster.pod_index.add(PlacedPod(uid, info.namespace, info.labels,
-                                                 info.placement, state.node.name))
-        self.done.append((state, uid, indexed))
-
-    def undo(self, mark: int = 0) -> None:
-        while len(self.done) > mark:
-            state, uid, indexed = self.done.pop()
-            state.remove(uid)
-            state.ports.pop(uid, None)
-            if indexed:
-                self.cluster.pod_index.remove(uid)
-
-
 CARRY_SKIPS = True
-"""Members alike start their scan where the previous one found its first node with room
-(:class:`_Skip`); False scans every member from the first node (tests compare both)."""
-
-
-@dataclass(slots=True)
-class _Skip:
-    """Where the scan of one list of nodes may start for a member like the last one
-    scanned (the same request, constraints and owner, and no filter but capacity): the
-    nodes before the first one that had room for it still have none, since a simulation
-    only charges, and constraints and reservations do not change during it. Without it
-    a gang of 2,048 members scans each block from its start 2,048 times."""
-
-    alike: tuple[object, ...] | None = None
-    start: int = 0
+"""Members alike share their scan (:class:`Skip`); False scans every member from the
+first node (tests compare both)."""
 
 
 def plan(cluster: Cluster, topology: TopologyRequest, members: Sequence[PodInfo],
@@ -267,7 +229,7 @@ def _simulate(cluster: Cluster, topology: TopologyRequest, members: Sequence[Pod
     """Each member's node inside ``nodes`` (with slices, inside one slice domain per
     slice), or why one of them fits nowhere there. ``counted``: the domain's places
     for the members' one shape are known to be enough. Nothing changes in the end."""
-    trial = _Trial(cluster)
+    trial = Trial(cluster)
     fwk = cluster.framework(scoring)
     try:
         if topology.slice_key is None or topology.slice_size <= 0:
@@ -276,9 +238,9 @@ def _simulate(cluster: Cluster, topology: TopologyRequest, members: Sequence[Pod
             if short is not None:
                 return short
             chosen: list[str | None] = []
-            skip = _Skip() if CARRY_SKIPS else None
+            skip = Skip() if CARRY_SKIPS else None
             for position, info in enumerate(members):
-                found = _place_one(cluster, fwk, trial, info, position, nodes, skip)
+                found = place_one(cluster, fwk, trial, info, position, nodes, skip)
                 if not isinstance(found, tuple):
                     return f"member {position + 1} of {len(members)}: {found}"
                 chosen.append(found[0])
@@ -352,7 +314,7 @@ def _apart(info: PodInfo) -> str | None:
     return None
 
 
-def _slices(cluster: Cluster, fwk: Framework, trial: _Trial, topology: TopologyRequest,
+def _slices(cluster: Cluster, fwk: Framework, trial: Trial, topology: TopologyRequest,
             members: Sequence[PodInfo], nodes: list[NodeState],
             placed: Sequence[str]) -> tuple[str | None, ...] | str:
     key, size = topology.slice_key or "", topology.slice_size
@@ -387,7 +349,7 @@ def _slices(cluster: Cluster, fwk: Framework, trial: _Trial, topology: TopologyR
             mark = len(trial.done)
             got: list[str | None] = []
             for offset, info in enumerate(part):
-                found = _place_one(cluster, fwk, trial, info, start + offset,
+                found = place_one(cluster, fwk, trial, info, start + offset,
                                    inside.get(option, []))
                 if not isinstance(found, tuple):
                     why = (f"slice member {start + offset + 1} in {key}={option}: {found}"
@@ -417,103 +379,6 @@ def _tightest(inside: Mapping[str, list[NodeState]], part: Sequence[PodInfo]) ->
             ranked.append((_left(free, asked), value))
     ranked.sort()
     return [value for _, value in ranked]
-
-
-def _place_one(cluster: Cluster, fwk: Framework, trial: _Trial, info: PodInfo,
-               position: int, nodes: list[NodeState],
-               skip: _Skip | None = None) -> tuple[str] | str:
-    """Place one member on the best of ``nodes`` and charge it there tentatively:
-    ``(node,)``, or why none of ``nodes`` takes it (kube-scheduler's reason counts).
-    ``skip``: kept from the previous member over the same ``nodes`` in one simulation
-    (see :class:`_Skip`), brought up to date here."""
-    if not fwk.pre_enqueue(info).ok:
-        return "it is gated"
-    cycle, status = fwk.pre_filter(info, cluster)
-    if not status.ok:
-        return "; ".join(status.reasons) or f"rejected by {status.plugin}"
-    extra = [f for f in cycle.filters if f.name != FIT_PLUGIN]
-    allowed = cluster.domains.allowed(info.constraints, cluster.candidates(info.constraints),
-                                      cluster.node_epoch)
-    blocked = cluster.reserved if (cluster.reserved
-                                   and info.owner not in cluster.reserved_owners) else None
-    request = info.request
-    fits = request.fits_in
-    feasible: list[NodeState] = []
-    sample = cluster.sample_size
-    by_usage = not extra and fwk.usage_scored(info, cluster)
-    keys: set[str] = set()
-    found = start = 0
-    if skip is not None:
-        alike = None if extra else (request, info.constraints, info.owner)
-        if alike is not None and alike == skip.alike:
-            start = skip.start
-        skip.alike, skip.start = alike, len(nodes)
-    for index, state in enumerate(islice(nodes, start, None), start):
-        name = state.node.name
-        if name not in allowed or not fits(state.free):
-            continue
-        if blocked is not None and name in blocked:
-            continue
-        for f in extra:
-            if not f.filter(cycle, info, state).ok:
-                break
-        else:
-            if not found and skip is not None:
-                skip.start = index
-            found += 1
-            if by_usage:  # equal usage keys score alike: the first of them wins
-                if state.usage_key in keys:
-                    if found >= sample:
-                        break
-                    continue
-                keys.add(state.usage_key)
-            feasible.append(state)
-            if found >= sample:
-                break
-    if not feasible:
-        return _why(cluster, fwk, cycle, info, nodes, allowed, blocked)
-    if len(feasible) == 1:
-        best = feasible[0].node.name
-    else:
-        fwk.pre_score(cycle, info, cluster, feasible)
-        best = select_host(feasible, fwk.score(cycle, info, feasible))
-    uid = info.uid or f"topology-member-{position}"
-    trial.charge(cluster.nodes[best], info, uid, cluster.neighbour_bound(info))
-    return (best,)
-
-
-def _why(cluster: Cluster, fwk: Framework, cycle: fw.CycleState, info: PodInfo,
-         nodes: list[NodeState], allowed: frozenset[str],
-         blocked: frozenset[str] | None) -> str:
-    """Why no node of ``nodes`` takes ``info``, in kube-scheduler's words: a second pass
-    over them, made only for a member that fits none (the scan does not word reasons)."""
-    if not nodes:
-        return "no nodes"
-    reasons: dict[str, int] = {}
-    extra = [f for f in cycle.filters if f.name != FIT_PLUGIN]
-    for state in nodes:
-        name = state.node.name
-        if name not in allowed:
-            failed = fwk.static_filter(info, state)
-            _count(reasons, failed.reasons or (failed.plugin,))
-        elif not info.request.fits_in(state.free):
-            short = info.request.shortfall(state.free.clamp_non_negative())
-            _count(reasons, tuple(f"Insufficient {n}" for n, _ in short.items()))
-        elif blocked is not None and name in blocked:
-            _count(reasons, (f"node(s) reserved for {cluster.reserved_for}",))
-        else:
-            for f in extra:
-                verdict = f.filter(cycle, info, state)
-                if not verdict.ok:
-                    _count(reasons, verdict.reasons or (f.name,))
-                    break
-    counted = ", ".join(f"{n} {why}" for why, n in sorted(reasons.items()))
-    return f"0/{len(nodes)} nodes are available: {counted}"
-
-
-def _count(reasons: dict[str, int], found: tuple[str, ...]) -> None:
-    for why in found:
-        reasons[why] = reasons.get(why, 0) + 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,18 +55,20 @@ def reserve(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod, nod
 def hold_claims(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod,
                 node: str) -> str | None:
     """Make sure the resource claims of ``pod`` are held for it on ``node``: reserved for
-    it, or allocated and assumed there now. The reason when they cannot be (then the pod
+    it, or allocated and assumed there now (a placeholder's: its task group's, in
+    memory). The reason when they cannot be (then the pod
     must not be bound there); None for a pod without claims, or when the profile
     disables DynamicResources."""
-    names = pod.volumes.resource_claims
-    if not names or resource_claims.held(volumes, pod.namespace, names, uid):
+    names = pod.volumes.resource_claims + tuple(name for name, _ in pod.volumes.held_claims)
+    if not names or resource_claims.held(volumes, pod.namespace, names, uid, pod.pod_group):
         return None
     if cluster.framework(Scoring.BINPACK).plugin(DYNAMIC_RESOURCES) is None:
         return None
     state = cluster.nodes.get(node)
     if state is None:
         return f"node {node} is gone"
-    return resource_claims.reserve(volumes, pod.namespace, pod.volumes, uid, state.node)
+    return resource_claims.reserve(volumes, pod.namespace, pod.volumes, uid, state.node,
+                                   pod.pod_group)
 
 
 def writes(volumes: VolumeCatalog, uid: PodUID, pod: Pod) -> tuple[VolumeWrite, ...]:

@@ -8,7 +8,8 @@ there together (``cannot allocate all claims``). Reserve and PreBind (assume the
 write each claim's allocation and reservation before the Binding) are carried out by the
 scheduler once it takes the node, through
 :mod:`gangsched.core.placement.volume_assumptions`. When the resource.k8s.io API is
-not served, the pod waits saying so. Skips pods without ``spec.resourceClaims``.
+not served, the pod waits saying so. A placeholder's claims are its task group's, held
+in memory. Skips pods without any.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from gangsched.core.framework import interface as fw
 from gangsched.core.framework.nodeinfo import NodeState
 from gangsched.core.framework.podinfo import PodInfo
+from gangsched.core.values.devices import DeviceID
 from gangsched.core.volumes import claims
 from gangsched.core.volumes.catalog import VolumeCatalog
 
@@ -30,9 +32,10 @@ class DynamicResources:
 
     def pre_filter(self, state: fw.CycleState, pod: PodInfo, snapshot: fw.Snapshot) -> fw.Status:
         volumes = pod.volumes
-        if not volumes.resource_claims and not volumes.unresolved_claims:
+        if not volumes.dynamic:
             return fw.SKIP
-        plan, why = claims.prefilter(snapshot.volumes, pod.namespace, volumes, pod.uid)
+        plan, why = claims.prefilter(snapshot.volumes, pod.namespace, volumes, pod.uid,
+                                     pod.owner)
         if why is not None:
             return fw.unresolvable(why)
         state.write(NAME, (snapshot.volumes, plan))
@@ -44,7 +47,7 @@ class DynamicResources:
             return fw.SUCCESS
         catalog, plan = found
         assert isinstance(catalog, VolumeCatalog) and isinstance(plan, claims.ClaimPlan)
-        reason = claims.node_failure(catalog, plan, node.node)
+        reason = claims.node_failure(catalog, plan, node.node, _freed(state))
         return fw.SUCCESS if reason is None else _REJECT(reason)
 
     def filter_nodes(self, state: fw.CycleState, pod: PodInfo,
@@ -54,8 +57,15 @@ class DynamicResources:
             return nodes
         catalog, plan = found
         assert isinstance(catalog, VolumeCatalog) and isinstance(plan, claims.ClaimPlan)
-        reasons = claims.nodes_failures(catalog, plan, [state.node for state in nodes])
+        reasons = claims.nodes_failures(catalog, plan, [state.node for state in nodes],
+                                        _freed(state))
         return [state for state, reason in zip(nodes, reasons, strict=True) if reason is None]
+
+
+def _freed(state: fw.CycleState) -> frozenset[DeviceID]:
+    """The devices to count as free: those of the placeholder the pod replaces."""
+    found = state.read(claims.FREED)
+    return found if isinstance(found, frozenset) else frozenset()
 
 
 def factory(args: object | None) -> DynamicResources:

@@ -238,6 +238,9 @@ class AppRuntime:
     members: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None
     """(:attr:`members_version`, placeholders, real pods) in their order, as
     ``reservation.members`` last sorted them."""
+    device_verdict: tuple[tuple[object, ...], tuple[str, BlockingReason] | None] | None = None
+    """(what it was judged on, the verdict) of ``group_devices.verdict``: whether a task
+    group's claims can be had on no node."""
     held: tuple[object, ...] | None = None
     """What ``allocation.still_held`` read at its last visit as a held gang."""
     pending_order: tuple[int, tuple[PodState, ...], tuple[PodState, ...]] | None = None

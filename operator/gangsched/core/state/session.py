@@ -68,6 +68,9 @@ class Session(Protocol):
     parked: dict[PodUID, None]
     swaps: dict[PodUID, Swap]
     """Swaps under way, by placeholder uid, with the room each holds (see ``swap``)."""
+    unheld: dict[PodUID, int]
+    """Bound placeholders whose task group's devices are not held yet, with the device
+    epoch last tried (see ``group_devices``)."""
     deleting: dict[PodUID, None]
 
     # --- preemption and reservation ---------------------------------------------------

@@ -25,6 +25,7 @@ import dataclasses
 import enum
 import re
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 NODE_NAME_FIELD = "metadata.name"
 """The only key Kubernetes supports in ``matchFields``."""
@@ -256,8 +257,33 @@ ANY_NODE = NodeAffinity()
 """The affinity with no requirement; usable as a dataclass default without a call."""
 
 
-def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """Whether ``toleration`` tolerates ``taint`` (Kubernetes ``ToleratesTaint``).
+class TaintLike(Protocol):
+    """A node taint or a device taint (``resource.k8s.io`` ``DeviceTaint``)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def effect(self) -> enum.Enum: ...
+
+
+class TolerationLike(Protocol):
+    """A pod toleration or a device request's toleration (``DeviceToleration``)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def operator(self) -> TolerationOperator: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def effect(self) -> enum.Enum | None: ...
+
+
+def tolerates(toleration: TolerationLike, taint: TaintLike) -> bool:
+    """Whether ``toleration`` tolerates ``taint`` (Kubernetes ``ToleratesTaint``, and
+    ``resourceclaim.ToleratesTaint`` for devices, which matches the same way).
 
     An effect of ``None`` matches every effect; an empty key matches every key; ``Exists``
     ignores the value, ``Equal`` requires the same value (including an empty key with

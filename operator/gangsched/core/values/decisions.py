@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from gangsched.core.values.devices import AllocationResult, ConsumerRef
 from gangsched.core.values.model import AppKey, GroupKey, PodUID
 from gangsched.core.values.resources import Resources
+from gangsched.core.values.volume_specs import GroupClaim
 
 
 class DeleteReason(enum.StrEnum):
@@ -152,6 +153,8 @@ class CreatePlaceholder:
     name: str
     namespace: str
     requests: Resources
+    claims: tuple[GroupClaim, ...] = ()
+    """Its task group's resource claims, which the placeholder holds devices for."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,12 +208,46 @@ class PodClaim:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupClaim:
+    """One claim a task group's members will have (``taskGroups[].resourceClaims[]``,
+    the shape of a pod's ``spec.resourceClaims[]``): ``name`` and exactly one of
+    ``template`` (``resourceClaimTemplateName``: each member gets a claim of its own)
+    and ``claim`` (``resourceClaimName``: the members share that claim)."""
+
+    name: str
+    template: str = ""
+    claim: str = ""
+
+
+HELD_SEPARATOR = ":"
+"""Between a placeholder's name and its claim's name in the key of a claim it holds in
+memory (``<placeholder>:<claim>``): no ResourceClaim name can contain it."""
+
+
+def held_claim_name(pod: str, claim: str) -> str:
+    """The name under which placeholder ``pod`` holds its claim ``claim`` in memory."""
+    return f"{pod}{HELD_SEPARATOR}{claim}"
+
+
+def is_held_claim(key: str) -> bool:
+    """Is ``key`` (``namespace/name``) a claim a placeholder holds in memory only?"""
+    return HELD_SEPARATOR in key
+
+
+@dataclass(frozen=True, slots=True)
 class PodVolumes:
     """What of a pod's ``spec.volumes`` and ``spec.resourceClaims`` scheduling looks at.
 
     ``resource_claims`` are the names of the ResourceClaim objects its
     ``spec.resourceClaims`` resolve to; ``unresolved_claims`` the entries whose claim is
     not made yet (a template whose ``status.resourceClaimStatuses`` entry is missing).
+
+    A placeholder's claims are those of its task group, never written: ``held_claims``
+    (the name it holds each under, :func:`held_claim_name`, and the
+    ResourceClaimTemplate it is made from) are allocated in memory from their template
+    and hold their devices until the real member takes the placeholder's place;
+    ``shared_claims`` (existing ResourceClaims its member will share) hold nothing but
+    keep it where their allocation is reachable.
     """
 
     claims: tuple[PodClaim, ...] = ()
@@ -221,14 +255,32 @@ class PodVolumes:
     """Drivers of inline CSI volumes: each counts against its driver's limit."""
     resource_claims: tuple[str, ...] = ()
     unresolved_claims: tuple[str, ...] = ()
+    held_claims: tuple[tuple[str, str], ...] = ()
+    shared_claims: tuple[str, ...] = ()
 
     @property
     def any(self) -> bool:
         return bool(self.claims or self.csi_inline or self.resource_claims
-                    or self.unresolved_claims)
+                    or self.unresolved_claims or self.held_claims or self.shared_claims)
+
+    @property
+    def dynamic(self) -> bool:
+        """Has it any resource claim (its own, or its task group's for a placeholder)?"""
+        return bool(self.resource_claims or self.unresolved_claims or self.held_claims
+                    or self.shared_claims)
 
 
 NO_VOLUMES = PodVolumes()
+
+
+def placeholder_volumes(pod: str, claims: tuple[GroupClaim, ...]) -> PodVolumes:
+    """The claims placeholder ``pod`` carries for its task group's ``claims``."""
+    if not claims:
+        return NO_VOLUMES
+    return PodVolumes(
+        held_claims=tuple((held_claim_name(pod, c.name), c.template)
+                          for c in claims if c.template),
+        shared_claims=tuple(c.claim for c in claims if c.claim and not c.template))
 
 VolumeObject = (PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode
                 | ResourceClaim | CSIDriver | StorageCapacity)

@@ -308,10 +308,10 @@ class VolumeCatalog:
             self.by_pod[uid] = assumptions
             self.epoch += 1
 
-    def forget_pod(self, uid: str) -> None:
-        """Give back what pod ``uid`` assumed and is not yet seen done (volumes and
-        devices). Unknown: no-op."""
-        if uid in self.devices.by_pod:
+    def forget_pod(self, uid: str, *, devices: bool = True) -> None:
+        """Give back what pod ``uid`` assumed and is not yet seen done (volumes and, unless
+        ``devices`` is False, devices). Unknown: no-op."""
+        if devices and uid in self.devices.by_pod:
             self.devices.forget_pod(uid)
             self.epoch += 1
         for item in self.by_pod.pop(uid, ()):

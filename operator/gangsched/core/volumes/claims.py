@@ -13,6 +13,17 @@ node (``resourceclaim not available on the node``), and the claims to allocate m
 be allocated on the node's devices together (:mod:`gangsched.core.devices.allocator`;
 ``cannot allocate all claims`` or the allocator's error).
 
+A placeholder's claims are its task group's (``PodVolumes.held_claims``): each is made
+in memory from its ResourceClaimTemplate, as the resourceclaim controller would make the
+member's, allocated like any claim and *assumed* under the key ``<placeholder>:<claim>``
+(no ResourceClaim name can have a colon), never written. The devices stay taken for every
+other pod until the placeholder's place is taken (:mod:`gangsched.core.gangs.swap`) or
+it is gone; a template that does not exist is the pod's reason
+(``resourceclaimtemplate "t" not found``). A task group's claims by name
+(``shared_claims``) are the real, shared claims: a placeholder holds nothing of them and
+goes only where their allocation, if any, reaches. A pod that takes a placeholder's place
+is judged with the placeholder's devices free (:data:`FREED`, :func:`held_devices`).
+
 Reserve (:func:`reserve`) allocates again on the node chosen and *assumes* the result
 (the devices are taken for every other pod from then on); :func:`writes` gives the
 PreBind writes (:class:`~gangsched.core.values.decisions.AllocateClaim`,
@@ -40,11 +51,19 @@ from gangsched.core.values.devices import (
     ResourceClaim,
 )
 from gangsched.core.values.model import Node
-from gangsched.core.values.volume_specs import PodVolumes, claim_key
+from gangsched.core.values.volume_specs import (
+    HELD_SEPARATOR,
+    PodVolumes,
+    claim_key,
+    is_held_claim,
+)
 from gangsched.core.volumes.catalog import VolumeCatalog
 
 NOT_ON_NODE = "resourceclaim not available on the node"
 IN_USE = "resourceclaim in use"
+FREED = "DynamicResources/freed"
+"""Cycle-state key: devices Filter counts as free (those of the placeholder whose place
+the pod takes)."""
 NOT_SERVED = ("pod has spec.resourceClaims, but the resource.k8s.io API is not served: "
               "its dynamic resources cannot be allocated, so it is not bound")
 
@@ -60,14 +79,27 @@ class ClaimPlan:
     """When every request to allocate asks ``count`` devices of one class with the same
     selectors and nothing else: (class, selectors, total count); see
     :mod:`gangsched.core.devices.matching`."""
+    reach: tuple[AllocationResult, ...] = ()
+    """The allocations of a placeholder's shared claims: its node must reach them."""
+
+
+def group_consumer(catalog: VolumeCatalog, key: str, group: str | None) -> ConsumerRef | None:
+    """The PodGroup ``group`` (a pod's group key) as the consumer of claim ``key`` when
+    the claim is one of that group's (the Workload API's PodGroup ``resourceClaims``);
+    None for a claim the pod consumes itself."""
+    if group is None:
+        return None
+    found = catalog.devices.group_claims.get(key)
+    return found[1] if found is not None and found[0] == group else None
 
 
 def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
-              uid: str = "") -> tuple[ClaimPlan, str | None]:
+              uid: str = "", group: str | None = None) -> tuple[ClaimPlan, str | None]:
     """(the plan, None) or (an empty plan, why the pod fits nowhere). A pod without
-    claims: (empty plan, None)."""
+    claims: (empty plan, None). ``group``: the pod's PodGroup key (its group's claims
+    are reserved for the group, once, not for each pod)."""
     none = ClaimPlan()
-    if not volumes.resource_claims and not volumes.unresolved_claims:
+    if not volumes.dynamic:
         return none, None
     if not catalog.resource_claims_served:
         return none, NOT_SERVED
@@ -90,20 +122,79 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
         if allocation is None and assumed is not None and assumed.uid != uid:
             allocation = assumed.allocation
         if allocation is not None:
-            if not claim.reserved_by(uid) and _consumers(claim, devices.assumed.values(),
-                                                         key) >= RESERVED_FOR_MAX:
+            consumer = group_consumer(catalog, key, group)
+            if (not claim.reserved_by(uid)
+                    and not (consumer is not None and claim.reserved_by(consumer.uid))
+                    and _consumers(claim, devices.assumed.values(), key) >= RESERVED_FOR_MAX):
                 return none, IN_USE
             allocated.append((claim, allocation))
             continue
-        for request in claim.spec.requests:
-            alternatives = ((request.exactly,) if request.exactly is not None
-                            else request.first_available)
-            for spec in alternatives:
-                if spec.device_class not in devices.classes:
-                    return none, (f"request {request.name}: device class "
-                                  f"{spec.device_class} does not exist")
+        missing = _missing_class(catalog, claim)
+        if missing is not None:
+            return none, missing
         to_allocate.append(claim)
-    return ClaimPlan(tuple(allocated), tuple(to_allocate), _simple(to_allocate)), None
+    for held_name, template in volumes.held_claims:
+        made, why = held_claim(catalog, namespace, held_name, template)
+        if made is None:
+            return none, why
+        to_allocate.append(made)
+    reach: list[AllocationResult] = []
+    for name in volumes.shared_claims:
+        key = claim_key(namespace, name)
+        claim = catalog.resource_claims.get(key)
+        if claim is None:
+            return none, f'resourceclaim "{name}" not found'
+        assumed = devices.assumed.get(key)
+        allocation = claim.allocation or (assumed.allocation if assumed is not None else None)
+        if allocation is not None:
+            reach.append(allocation)
+    return ClaimPlan(tuple(allocated), tuple(to_allocate), _simple(to_allocate),
+                     tuple(reach)), None
+
+
+def held_claim(catalog: VolumeCatalog, namespace: str, held_name: str,
+               template: str) -> tuple[ResourceClaim | None, str]:
+    """The claim a placeholder holds under ``held_name``, made in memory from
+    ResourceClaimTemplate ``template`` of ``namespace``; (None, why) when the template
+    does not exist, cannot be read, or names a DeviceClass that does not exist."""
+    claim_name = held_name.split(HELD_SEPARATOR, 1)[-1]
+    found = catalog.devices.templates.get(claim_key(namespace, template))
+    if found is None:
+        return None, (f'task group claim "{claim_name}": resourceclaimtemplate '
+                      f'"{template}" not found')
+    if found.invalid:
+        return None, (f'task group claim "{claim_name}": resourceclaimtemplate '
+                      f'"{template}": {found.invalid}')
+    made = ResourceClaim(namespace, held_name, spec=found.spec)
+    missing = _missing_class(catalog, made)
+    if missing is not None:
+        return None, f'task group claim "{claim_name}": {missing}'
+    return made, ""
+
+
+def _missing_class(catalog: VolumeCatalog, claim: ResourceClaim) -> str | None:
+    """kube-scheduler's words for a request of ``claim`` whose DeviceClass is missing."""
+    classes = catalog.devices.classes
+    for request in claim.spec.requests:
+        alternatives = ((request.exactly,) if request.exactly is not None
+                        else request.first_available)
+        for spec in alternatives:
+            if spec.device_class not in classes:
+                return (f"request {request.name}: device class "
+                        f"{spec.device_class} does not exist")
+    return None
+
+
+def held_devices(catalog: VolumeCatalog, uid: str) -> frozenset[DeviceID]:
+    """The devices pod ``uid`` (a placeholder) holds in memory for its task group's
+    claims; empty for any other pod."""
+    devices = catalog.devices
+    found: set[DeviceID] = set()
+    for key in devices.by_pod.get(uid, ()):
+        item = devices.assumed.get(key)
+        if is_held_claim(key) and item is not None and item.allocation is not None:
+            found.update(r.device_id for r in item.allocation.devices if not r.admin_access)
+    return frozenset(found)
 
 
 def _simple(claims: Sequence[ResourceClaim]) -> tuple[str, tuple[str, ...], int] | None:
@@ -143,9 +234,10 @@ def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node
     """:func:`node_failure` for each of ``nodes``, simple plans judged from the
     matching devices kept per node (:mod:`gangsched.core.devices.matching`)."""
     reasons: list[str | None] = [None] * len(nodes)
-    if plan.allocated:
+    if plan.allocated or plan.reach:
+        reached = [allocation for _, allocation in plan.allocated] + list(plan.reach)
         for index, node in enumerate(nodes):
-            for _, allocation in plan.allocated:
+            for allocation in reached:
                 selector = allocation.node_selector
                 if selector is not None and not matches_affinity(selector, node.labels,
                                                                  node.name):
@@ -160,7 +252,7 @@ def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node
         if device_class is not None and not device_class.invalid:
             verdicts = devices.matching.fits(devices.pools(), devices.selectors, device_class,
                                              selectors, count, nodes)
-            if not plan.allocated and None not in verdicts:
+            if not plan.allocated and not plan.reach and None not in verdicts:
                 return [None if verdict else CANNOT_ALLOCATE for verdict in verdicts]
             for index, verdict in enumerate(verdicts):
                 if reasons[index] is None and verdict is not None:
@@ -177,12 +269,14 @@ def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node
 
 
 def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: str,
-            node: Node) -> str | None:
+            node: Node, group: str | None = None) -> str | None:
     """Allocate and assume the claims of pod ``uid`` on ``node``; the reason when they
-    do not fit there (then nothing is assumed)."""
+    do not fit there (then nothing is assumed). A claim of the pod's PodGroup ``group``
+    is assumed for the group; one the group holds already (reserved for it, or assumed
+    for another member) needs nothing more."""
     devices = catalog.devices
     devices.forget_pod(uid)
-    plan, why = prefilter(catalog, namespace, volumes, uid)
+    plan, why = prefilter(catalog, namespace, volumes, uid, group)
     if why is not None:
         return why
     outcome = None
@@ -191,17 +285,44 @@ def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: st
         if outcome.allocations is None:
             return outcome.reason
     for claim, _ in plan.allocated:
-        if not claim.reserved_by(uid):
-            devices.assume(Assumed(claim.key, uid, claim.resource_version, None))
+        consumer = group_consumer(catalog, claim.key, group)
+        if claim.reserved_by(uid) or _group_holds(catalog, claim, uid, consumer):
+            continue
+        devices.assume(Assumed(claim.key, uid, claim.resource_version, None, consumer))
     if outcome is not None and outcome.allocations is not None:
         for claim, allocation in zip(plan.to_allocate, outcome.allocations, strict=True):
-            devices.assume(Assumed(claim.key, uid, claim.resource_version, allocation))
+            devices.assume(Assumed(claim.key, uid, claim.resource_version, allocation,
+                                   group_consumer(catalog, claim.key, group)))
     catalog.epoch += 1
     return None
 
 
-def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str) -> bool:
-    """Whether every claim of ``names`` is reserved for pod ``uid`` or assumed for it."""
+def failure_on(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: str,
+               node: Node) -> str | None:
+    """Why the claims of pod ``uid`` cannot be had on ``node`` now (PreFilter's reason,
+    or Filter's); None when they can."""
+    plan, why = prefilter(catalog, namespace, volumes, uid)
+    if why is not None:
+        return why
+    return node_failure(catalog, plan, node)
+
+
+def _group_holds(catalog: VolumeCatalog, claim: ResourceClaim, uid: str,
+                 consumer: ConsumerRef | None) -> bool:
+    """Does the PodGroup ``consumer`` hold ``claim`` already: reserved for it (and
+    allocated), or assumed for it by another member?"""
+    if consumer is None:
+        return False
+    found = catalog.devices.assumed.get(claim.key)
+    if found is not None and found.uid != uid and found.consumer == consumer:
+        return True
+    return claim.allocation is not None and claim.reserved_by(consumer.uid)
+
+
+def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str,
+         group: str | None = None) -> bool:
+    """Whether every claim of ``names`` is reserved for pod ``uid`` (or, a claim of its
+    PodGroup ``group``, for the group) or assumed for it."""
     devices = catalog.devices
     for name in names:
         key = claim_key(namespace, name)
@@ -209,6 +330,9 @@ def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str)
         if assumed is not None and assumed.uid == uid:
             continue
         claim = catalog.resource_claims.get(key)
+        if claim is not None and _group_holds(catalog, claim, uid,
+                                              group_consumer(catalog, key, group)):
+            continue
         if claim is None or not claim.reserved_by(uid) or claim.allocation is None:
             return False
     return True
@@ -227,12 +351,13 @@ def writes(catalog: VolumeCatalog, uid: str, pod_name: str,
         claim = catalog.resource_claims.get(key)
         if assumed is None or assumed.uid != uid or claim is None:
             continue
+        whom = assumed.consumer or consumer  # a PodGroup's claim: reserved for the group
         if assumed.allocation is not None:
             found.append(AllocateClaim(namespace, name, claim.uid, assumed.resource_version,
-                                       assumed.allocation, consumer))
+                                       assumed.allocation, whom))
         else:
             found.append(ReserveClaim(namespace, name, claim.uid, assumed.resource_version,
-                                      consumer))
+                                      whom))
     return tuple(found)
 
 
@@ -245,6 +370,8 @@ def freed_by(catalog: VolumeCatalog, victims: Iterable[tuple[str, Sequence[str],
     victims = list(victims)
     uids = {uid for _, _, uid in victims}
     freed: set[DeviceID] = set()
+    for uid in uids:
+        freed.update(held_devices(catalog, uid))  # a placeholder's, held in memory
     assumed = catalog.devices.assumed
     for namespace, names, _ in victims:
         for name in names:
@@ -287,7 +414,7 @@ class Simulation:
         plan, why = prefilter(self.catalog, namespace, volumes, uid)
         if why is not None:
             return None
-        for _, allocation in plan.allocated:
+        for allocation in [a for _, a in plan.allocated] + list(plan.reach):
             selector = allocation.node_selector
             if selector is not None and not matches_affinity(selector, node.labels, node.name):
                 return None
