@@ -117,6 +117,14 @@ class Skip:
     alike: tuple[object, ...] | None = None
     start: int = 0
     window: Window | None = None
+    shared: tuple[PodInfo, fw.CycleState] | None = None
+    """The last member placed through the window and its cycle state, when the next
+    one equal to it but for its name and uid may reuse that state (:func:`_twin`)."""
+    best: dict[tuple[str, ...], int] = field(default_factory=dict)
+    """For members twins of one another, scored by usage keys alone: which of the
+    nodes found won, by the usage keys of those nodes in order. Their scores follow
+    from the keys alone, so the same keys in the same order give the same winner:
+    identical nodes filled one after another are scored once, not once per member."""
 
 
 class Window:
@@ -189,6 +197,11 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
     ``(node,)``, or why none of ``nodes`` takes it (kube-scheduler's reason counts).
     ``skip``: kept from the previous member over the same ``nodes`` in one simulation
     (see :class:`Skip`), brought up to date here."""
+    if skip is not None and skip.shared is not None and skip.window is not None:
+        last, kept = skip.shared
+        if skip.window.nodes is nodes and _twin(last, info):
+            return _place_windowed(cluster, fwk, trial, info, position, kept, skip.window,
+                                   skip.best)
     if not fwk.pre_enqueue(info).ok:
         return "it is gated"
     cycle, status = fwk.pre_filter(info, cluster)
@@ -208,8 +221,11 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         if window is None or shared != skip.alike or window.nodes is not nodes:
             window = skip.window = Window(nodes, request, allowed, blocked, sample)
         skip.alike = shared
+        skip.shared = (None if info.volumes.any or cluster.neighbour_bound(info)
+                       else (info, cycle))
+        skip.best = {}
         return _place_windowed(cluster, fwk, trial, info, position, cycle, window,
-                               allowed, blocked)
+                               skip.best if skip.shared is not None else None)
     fits = request.fits_in
     uid = info.uid or f"topology-member-{position}"
     devices = bool(trial.taken) and info.volumes.dynamic
@@ -222,7 +238,7 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         alike = None if extra else (request, info.constraints, info.owner, False)
         if alike is not None and alike == skip.alike:
             start = skip.start
-        skip.alike, skip.start, skip.window = alike, len(nodes), None
+        skip.alike, skip.start, skip.window, skip.shared = alike, len(nodes), None, None
     for index, state in enumerate(islice(nodes, start, None), start):
         name = state.node.name
         if name not in allowed or not fits(state.free):
@@ -261,23 +277,44 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
     return (best,)
 
 
+def _twin(last: PodInfo, info: PodInfo) -> bool:
+    """Is ``info`` ``last`` but for its name and uid? Then its PreFilter would give what
+    ``last``'s gave, in a simulation where ``last`` (with no volumes, and no pod whose
+    fit depends on where it is) only charged a node: PreFilter reads the pod and the
+    pods placed, not the nodes' usage, and the members' usage keys alone tell their
+    scores apart."""
+    return (info.request == last.request and info.constraints == last.constraints
+            and info.placement == last.placement and info.namespace == last.namespace
+            and info.owner == last.owner and info.labels == last.labels
+            and info.volumes == last.volumes)
+
+
 def _place_windowed(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
                     position: int, cycle: fw.CycleState, window: Window,
-                    allowed: frozenset[str], blocked: frozenset[str] | None
-                    ) -> tuple[str] | str:
+                    best: dict[tuple[str, ...], int] | None) -> tuple[str] | str:
     """:func:`place_one` for a member scored by usage keys alone, the nodes found
-    read from ``window`` (brought up to date with the member's charge)."""
+    read from ``window`` (brought up to date with the member's charge); ``best``: the
+    winners kept for its twins (see :attr:`Skip.best`)."""
     firsts = window.firsts()
     if not firsts:
-        return why_none(cluster, fwk, cycle, info, window.nodes, allowed, blocked)
+        return why_none(cluster, fwk, cycle, info, window.nodes, window.allowed,
+                        window.blocked)
     nodes = window.nodes
     if len(firsts) == 1:
         at = firsts[0]
     else:
-        feasible = [nodes[at] for at in firsts]
-        fwk.pre_score(cycle, info, cluster, feasible)
-        totals = fwk.score(cycle, info, feasible)
-        at = firsts[totals.index(max(totals))]  # select_host: the first of the best
+        keys = tuple(nodes[at].usage_key for at in firsts) if best is not None else ()
+        won = best.get(keys) if best is not None else None
+        if won is None:
+            feasible = [nodes[at] for at in firsts]
+            fwk.pre_score(cycle, info, cluster, feasible, usage_scored=True)
+            totals = fwk.score(cycle, info, feasible)
+            won = totals.index(max(totals))  # select_host: the first of the best
+            if best is not None:
+                if len(best) >= 4096:
+                    best.clear()
+                best[keys] = won
+        at = firsts[won]
     state = nodes[at]
     before = state.usage_key
     uid = info.uid or f"topology-member-{position}"
