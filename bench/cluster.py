@@ -211,6 +211,44 @@ def _proc_stats() -> dict[int, tuple[int, float]]:
     return out
 
 
+class ThreadCPU:
+    """This process's CPU seconds by thread name (the core's thread, the event loop's,
+    the executors'; threads of one name, but for a number at its end, summed), read from
+    ``/proc/self/task`` by :meth:`sample`: a thread that ends counts with what it had
+    used at the last sample before (sample often)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[str, float]] = {}
+
+    def sample(self) -> None:
+        import threading
+
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/stat") as f:
+                    raw = f.read()
+            except OSError:
+                continue
+            tid = int(task)
+            fields = raw[raw.rindex(")") + 2:].split()
+            name = names.get(tid) or self.seen.get(tid, ("?", 0.0))[0]
+            self.seen[tid] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+
+    async def run(self, every: float = 0.2) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(every)
+
+    def by_name(self) -> dict[str, float]:
+        self.sample()
+        out: dict[str, float] = {}
+        for name, seconds in self.seen.values():
+            key = name.rstrip("_0123456789") or name
+            out[key] = out.get(key, 0.0) + seconds
+        return out
+
+
 def tree_cpu(pid: int) -> float:
     """CPU seconds used so far by ``pid`` and all its descendants."""
     stats = _proc_stats()
@@ -605,6 +643,9 @@ def role_operator(args: argparse.Namespace) -> None:
     runtimes: list[Runtime] = []
 
     async def body(stop: asyncio.Event) -> None:
+        threads = ThreadCPU()
+        sampler = asyncio.create_task(threads.run())
+
         def started(runtime: Runtime) -> None:
             runtimes.append(runtime)
 
@@ -614,10 +655,12 @@ def role_operator(args: argparse.Namespace) -> None:
             asyncio.get_running_loop().create_task(ready())
 
         await operate(settings, stop, kubeconfig=args.kubeconfig, started=started)
+        sampler.cancel()
         if runtimes:
             rt = runtimes[0]
             _announce("COUNTERS", requests=rt.client.requests, cycles=rt.cycles,
-                      decisions=rt.decisions, binds=rt.binds.done, api=rt.api.done)
+                      decisions=rt.decisions, binds=rt.binds.done, api=rt.api.done,
+                      threads=threads.by_name())
 
     _run_maybe_profiled(args, lambda: asyncio.run(_serve_until_signal(body)))
 
@@ -629,8 +672,20 @@ def role_null(args: argparse.Namespace) -> None:
     kube-scheduler writes (the operator's own body for it: ``Successfully assigned
     NS/POD to NODE``, reportingController the pods' schedulerName), off the bind path,
     as kube-scheduler's event broadcaster does: kube-scheduler's writes, one Binding and
-    one Event per pod, with no scheduling behind them."""
+    one Event per pod, with no scheduling behind them.
+
+    Per pod it does what kube-scheduler must do whatever it decides, and no more: decode
+    the watch events (its informer's), keep the pod and its resource request (the
+    informer's store and the scheduling queue's pod info: the request worked out from the
+    containers, init containers and overhead, as ``computePodResourceRequest``), assume
+    it on its node once bound (the scheduler cache's ``AssumePod``: the node's requested
+    resources grow by it), and take the bound pod the watch then shows (the cache's
+    ``AddPod`` of an assumed pod). It chooses no node (round-robin) and filters and
+    scores nothing."""
+    from gangsched.core.values.resources import Resources
     from gangsched.shell.scheduled import Bound, event_body
+    from gangsched.translate.fields import Problems
+    from gangsched.translate.pods import pod_requests
 
     logging.basicConfig(level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -643,6 +698,14 @@ def role_null(args: argparse.Namespace) -> None:
             nodes: dict[str, None] = {}
             ring: list[str] = []
             submitted: set[str] = set()
+            store: dict[str, Mapping[str, Any]] = {}
+            """Pod uid -> the pod as last seen (the informer's store)."""
+            requests: dict[str, Resources] = {}
+            """Pod uid -> its resource request (the scheduling queue's pod info)."""
+            assumed: dict[str, str] = {}
+            """Pod uid -> the node it was bound to."""
+            requested: dict[str, Resources] = {}
+            """Node -> what the pods bound to it request (the cache's node info)."""
             binds = WorkPool("bind", settings.bind_workers)
             reports = WorkPool("events", settings.report_workers)
             turn = 0
@@ -664,6 +727,15 @@ def role_null(args: argparse.Namespace) -> None:
                     nodes[name] = None
                 ring[:] = list(nodes)
 
+            def assume(uid: str, node: str | None) -> None:
+                before = assumed.pop(uid, None)
+                request = requests.get(uid, Resources.ZERO)
+                if before is not None:
+                    requested[before] = requested.get(before, Resources.ZERO) - request
+                if node is not None:
+                    assumed[uid] = node
+                    requested[node] = requested.get(node, Resources.ZERO) + request
+
             async def bind(ns: str, name: str, uid: str, node: str) -> None:
                 try:
                     await client.bind(ns, name, uid, node)
@@ -672,6 +744,7 @@ def role_null(args: argparse.Namespace) -> None:
                         submitted.discard(uid)
                         log.warning("bind %s/%s: %s", ns, name, err)
                     return
+                assume(uid, node)
                 if args.events:
                     reports.submit(functools.partial(event, ns, name, uid, node))
 
@@ -681,8 +754,19 @@ def role_null(args: argparse.Namespace) -> None:
                 uid = str(meta.get("uid", ""))
                 if kind == "DELETED":
                     submitted.discard(uid)
+                    store.pop(uid, None)
+                    assume(uid, None)
+                    requests.pop(uid, None)
                     return
-                if (spec.get("nodeName") or uid in submitted or not ring
+                store[uid] = obj
+                if uid not in requests:
+                    requests[uid] = pod_requests(spec, Problems())
+                node = spec.get("nodeName")
+                if node:
+                    if assumed.get(uid) != node:  # bound by another, or seen before ours
+                        assume(uid, str(node))
+                    return
+                if (uid in submitted or not ring
                         or spec.get("schedulerName") not in settings.scheduler_names
                         or meta.get("deletionTimestamp")):
                     return
@@ -706,7 +790,8 @@ def role_null(args: argparse.Namespace) -> None:
             await asyncio.gather(*tasks, return_exceptions=True)
             await binds.stop()
             await reports.stop()
-            _announce("COUNTERS", requests=client.requests, binds=binds.done)
+            _announce("COUNTERS", requests=client.requests, binds=binds.done,
+                      threads=ThreadCPU().by_name())
 
     _run_maybe_profiled(args, lambda: asyncio.run(_serve_until_signal(body)))
 
@@ -861,6 +946,8 @@ class RunResult:
     cpu_samples: list[tuple[float, float, float]] = field(default_factory=list)
     """(time, scheduler CPU s, server CPU s) every 0.2 s while the pods are bound."""
     notes: list[str] = field(default_factory=list)
+    threads: dict[str, float] = field(default_factory=dict)
+    """Our schedulers: CPU seconds by thread name at exit (start-up included)."""
 
     @property
     def makespan(self) -> float:
@@ -1087,10 +1174,12 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
                     if not k.startswith(AGENT + " ")
                     and (d := v - before["by_agent_verb"].get(k, 0))}
             await child.stop()
-            if after is None and sched.ours:
-                for line in child.output:
-                    if line.startswith("COUNTERS"):
-                        result.requests = int(json.loads(line.split(" ", 1)[1])["requests"])
+            for line in child.output if sched.ours else ():
+                if line.startswith("COUNTERS"):
+                    counters = json.loads(line.split(" ", 1)[1])
+                    result.threads = counters.get("threads") or {}
+                    if after is None:
+                        result.requests = int(counters["requests"])
                         result.notes.append("requests: the scheduler's own client only")
             with contextlib.suppress(TimeoutError, RuntimeError):
                 watcher.proc.send_signal(signal.SIGTERM)
@@ -1381,6 +1470,12 @@ async def run_workload(args: argparse.Namespace, w: Workload) -> list[RunResult]
                       flush=True)
             if args.verbose and result.requests_by_verb:
                 print(f"  [{run}] requests: {result.requests_by_verb}", flush=True)
+            if args.verbose and result.threads and result.bound:
+                print(f"  [{run}] CPU ms per bound pod by thread (start-up included): "
+                      + ", ".join(f"{name} {seconds * 1000 / result.bound:.3f}"
+                                  for name, seconds in sorted(result.threads.items(),
+                                                              key=lambda kv: -kv[1])),
+                      flush=True)
     summary = summarise(results, args.mode)
     print()
     if args.repeat > 1:

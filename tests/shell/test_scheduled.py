@@ -93,3 +93,19 @@ async def test_the_event_names_the_pods_scheduler_when_the_server_accepts_it() -
     assert scheduled.controller_name("volcano") == "volcano"
     assert scheduled.controller_name("my.scheduler") == "my.scheduler"
     assert scheduled.controller_name("x" * 64) == "gangsched.io/scheduler"
+
+
+@pytest.mark.parametrize("bound", [
+    scheduled.Bound("default", "p", "u-1", "node-0", "gangsched", 1_800_000_000.0),
+    scheduled.Bound("team-a", "web-7d9f.x", "u-2", "n", "volcano", 1_800_000_000.9999996),
+    scheduled.Bound("ns", "P_Upper", "", "node-1", "not a name!", 0.25),
+    scheduled.Bound("ns", "q", "u-3", "node-1", "gangsched", 1_800_000_001.000001),
+])
+async def test_the_event_body_is_what_gangsched_makes_of_any_event(
+        bound: scheduled.Bound) -> None:
+    # Bodies made one after another (the date and time of day worked out once a second)
+    # are each the body made as any other Event of gangsched's is.
+    bodies = scheduled._Bodies("op-1")
+    for each in (bound, scheduled.Bound(bound.namespace, bound.name, bound.uid, bound.node,
+                                        bound.scheduler, bound.time + 1.5), bound):
+        assert bodies.body(each) == scheduled._reference_body(each, identity="op-1")

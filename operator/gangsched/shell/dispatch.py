@@ -51,7 +51,7 @@ from gangsched.shell.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from gangsched.shell.executors import EventRecorder, StatusTarget, StatusWriter, WorkPool
 from gangsched.shell.foreign import ForeignGroups
 from gangsched.shell.metrics import Metrics
-from gangsched.shell.pending import PendingReports, Report
+from gangsched.shell.pending import GANG_REASONS, PendingReports, Report
 from gangsched.shell.scheduled import ScheduledEvents
 from gangsched.shell.settings import OperatorSettings
 from gangsched.shell.storage import StorageWatches, release_claims, write_volumes
@@ -64,8 +64,8 @@ GROUP, VERSION = "gangsched.io", "v1alpha1"
 RETRYABLE = frozenset({0, 409, 429, 500, 502, 503, 504})
 """API answers worth trying again: transport failures, conflicts, throttling, a busy or
 failing server."""
-WAITING_REASONS = frozenset({"WaitingForGang", "WaitingForPlaceholder", "StateAwareGate",
-                             "WaitingForGangGroup", "ApplicationNotFound", "PodGroupNotFound"})
+WAITING_REASONS = GANG_REASONS
+"""Reasons whose Event is Normal (the pod waits for its gang), not a Warning."""
 JSON = Mapping[str, Any]
 REPORT_PATIENCE = 1.0
 """Seconds an Event, a PodScheduled condition or a status flush waits at most for the
@@ -204,33 +204,45 @@ class Dispatch:
     async def _bind(self, d: BindPod) -> None:
         self.conditions.pop(d.uid, None)  # a pending reason not yet written is moot now
         self.pending.forget(d.uid)
-        async with self._pod_lock(d.uid):
-            if not self.leading.is_set():
-                return  # leadership lost: the new leader decides about this pod
-            fields = {"pod": f"{d.namespace}/{d.name}", "node": d.node, "reason": d.reason}
-            if d.volumes:
-                written: dict[str, str] = {}
-                try:
-                    await write_volumes(self.client, d.volumes, written=written,
-                                        resource_version=self.storage.resource_version)
-                except ApiError as err:
-                    await self._release((d,), {d.uid: written})
-                    self._volumes_failed((d,), d, err, gang=False)
-                    return
-                self._bind_when_bound((d,), {d.uid: written})
-                return
+        lock = self.pod_locks.get(d.uid)
+        if lock is None:
+            # No condition of this pod is being written (a write holds the pod's lock
+            # from before it reads ``conditions``, and one that starts now finds nothing
+            # there to write): no lock to wait for, none to make (thousands a second).
+            await self._bind_now(d)
+            return
+        async with lock:
+            await self._bind_now(d)
+
+    async def _bind_now(self, d: BindPod) -> None:
+        if not self.leading.is_set():
+            return  # leadership lost: the new leader decides about this pod
+        if d.volumes:
+            written: dict[str, str] = {}
             try:
-                await self.client.bind(d.namespace, d.name, d.uid, d.node)
+                await write_volumes(self.client, d.volumes, written=written,
+                                    resource_version=self.storage.resource_version)
             except ApiError as err:
-                self.metrics.bind_failed(err.code)
-                log.warning("binding pod %s/%s to %s failed: %s", d.namespace, d.name, d.node,
-                            err, extra={**fields, "code": err.code})
-                self.submit(BindFailed(d.uid, d.node, err.code, err.message or err.reason))
+                await self._release((d,), {d.uid: written})
+                self._volumes_failed((d,), d, err, gang=False)
                 return
-            self.metrics.bind_succeeded(d.reason)
-            self.scheduled.bound(d.namespace, d.name, d.uid, d.node, self.clock())
+            self._bind_when_bound((d,), {d.uid: written})
+            return
+        try:
+            await self.client.bind(d.namespace, d.name, d.uid, d.node)
+        except ApiError as err:
+            self.metrics.bind_failed(err.code)
+            log.warning("binding pod %s/%s to %s failed: %s", d.namespace, d.name, d.node,
+                        err, extra={"pod": f"{d.namespace}/{d.name}", "node": d.node,
+                                    "reason": d.reason, "code": err.code})
+            self.submit(BindFailed(d.uid, d.node, err.code, err.message or err.reason))
+            return
+        self.metrics.bind_succeeded(d.reason)
+        self.scheduled.bound(d.namespace, d.name, d.uid, d.node, self.clock())
+        if log.isEnabledFor(logging.DEBUG):
             log.debug("bound pod %s/%s to %s (%s)", d.namespace, d.name, d.node, d.reason,
-                      extra=fields)
+                      extra={"pod": f"{d.namespace}/{d.name}", "node": d.node,
+                             "reason": d.reason})
 
     def _bind_when_bound(self, members: tuple[BindPod, ...],
                          written: dict[PodUID, dict[str, str]]) -> None:

@@ -136,6 +136,9 @@ class Metrics:
             "gangsched_scheduled_events_total",
             "Scheduled Events of pods bound: written, or dropped and why (pushback: the API "
             "server answered 429; queue: too many waiting; error).", ["outcome"], registry=r)
+        self._bound_by_reason: dict[str, Any] = {}
+        self._scheduled_by_outcome: dict[str, Any] = {}
+        """The labelled children of ``binds`` and ``scheduled_events``, once made."""
         self.deletions = Counter("gangsched_pod_deletions_total",
                                  "Pod deletions asked for by the core, by reason.", ["reason"],
                                  registry=r)
@@ -240,10 +243,17 @@ class Metrics:
             self._event(event, now)
 
     def bind_succeeded(self, reason: str = "") -> None:
-        self.binds.labels(reason or "Scheduled").inc()
+        reason = reason or "Scheduled"
+        child = self._bound_by_reason.get(reason)
+        if child is None:  # (``labels`` costs more than the bind's other bookkeeping)
+            child = self._bound_by_reason[reason] = self.binds.labels(reason)
+        child.inc()
 
     def scheduled_event(self, outcome: str) -> None:
-        self.scheduled_events.labels(outcome).inc()
+        child = self._scheduled_by_outcome.get(outcome)
+        if child is None:
+            child = self._scheduled_by_outcome[outcome] = self.scheduled_events.labels(outcome)
+        child.inc()
 
     def bind_failed(self, code: int) -> None:
         self.bind_errors.labels(str(code)).inc()

@@ -16,7 +16,18 @@ rewritten only on those attempts. So here, per pod:
   to ``initial`` at first, then doubles it up to ``cap``;
 * the same reason with a new **message** rewrites only the condition, and not before
   ``refresh`` seconds after the last write: no Event, since the reason is what a reader
-  of Events needs;
+  of Events needs. Messages of the fit reasons carry the cluster's counts (``0/40 nodes
+  are available: ...``), which any pod anywhere changes;
+* but a message of the gang reasons (:data:`GANG_REASONS`: the pod waits for its own
+  gang, whose members the message counts, e.g. ``PodGroup team/train has 1 of its
+  minMember 3 pods``) changes only as that gang's members come, go or are placed. Such a
+  message is written once the pod's backoff since its last write passed and the message
+  has stood that long too (at least ``initial`` seconds), at the latest after
+  ``refresh`` (kube-scheduler writes the condition again on each attempt, tried again
+  1 s to 10 s after the last): a pod does not show ``1 of 3`` for minutes once all three
+  exist, and a gang whose members keep coming faster than that writes nothing until
+  they stop (then its members are bound, or say where the gang stands). At most one
+  write per pod per backoff, as for a reason that flaps;
 * the same reason and message writes nothing.
 
 :meth:`PendingReports.offer` answers a decision with what to write now;
@@ -31,6 +42,11 @@ from dataclasses import dataclass, field
 
 from gangsched.core.values.decisions import PodPending
 from gangsched.core.values.model import PodUID
+
+GANG_REASONS = frozenset({"WaitingForGang", "WaitingForPlaceholder", "StateAwareGate",
+                          "WaitingForGangGroup", "ApplicationNotFound", "PodGroupNotFound"})
+"""Reasons a pod waits for its own gang: their messages change only with that gang
+(see the module docstring), and are kept fresh."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +64,21 @@ class _Written:
     at: float
     backoff: float
     held: PodPending | None = None
+    changed: float = 0.0
+    """When ``held`` last changed."""
     shown: set[str] = field(default_factory=set)
 
 
 class PendingReports:
     """Per-pod write decisions (see the module doc). Seconds must be >= 0."""
 
-    def __init__(self, *, initial: float, cap: float, refresh: float) -> None:
+    def __init__(self, *, initial: float, cap: float, refresh: float,
+                 fresh: frozenset[str] = GANG_REASONS) -> None:
         self.initial = initial
         self.cap = cap
         self.refresh = refresh
+        self.fresh = fresh
+        """Reasons whose new messages are written once they stand (see the module doc)."""
         self.pods: dict[PodUID, _Written] = {}
         self.held: set[PodUID] = set()
         self.writes = 0
@@ -70,7 +91,11 @@ class PendingReports:
             return w.at
         if d.reason != w.reason:
             return w.at + w.backoff
-        return w.at + max(w.backoff, self.refresh)
+        late = w.at + max(w.backoff, self.refresh)
+        if d.reason in self.fresh:
+            return min(late, max(w.at + w.backoff,
+                                 w.changed + max(w.backoff, self.initial)))
+        return late
 
     def offer(self, d: PodPending, now: float) -> Report | None:
         """What to write for the core's latest word on a pending pod: a report, or None
@@ -83,6 +108,8 @@ class PendingReports:
             w.held = None
             self.held.discard(d.uid)
             return None
+        if w.held != d:
+            w.changed = now
         if now >= self._earliest(w, d):
             return self._write(w, d, now)
         w.held = d

@@ -217,11 +217,17 @@ def event_name(d: decisions.RecordEvent) -> str:
     object, uid, type, reason and message), at most 253 characters and a valid DNS
     subdomain, whatever the object's name is."""
     target = d.target
-    key = "\x00".join(
-        (target.kind, target.namespace, target.name, target.uid, d.type.value, d.reason, d.message)
-    )
+    return event_name_of(target.kind, target.namespace, target.name, target.uid,
+                         d.type.value, d.reason, d.message)
+
+
+def event_name_of(kind: str, namespace: str, name: str, uid: str, type_: str, reason: str,
+                  message: str) -> str:
+    """:func:`event_name` of the Event of this type, reason and message about this object,
+    with no :class:`~gangsched.core.values.decisions.RecordEvent` to make first."""
+    key = "\x00".join((kind, namespace, name, uid, type_, reason, message))
     digest = hashlib.sha256(key.encode()).hexdigest()[:EVENT_HASH_LENGTH]
-    return f"{_name_base(target.name)}.{digest}"
+    return f"{_name_base(name)}.{digest}"
 
 
 def _note(message: str) -> str:

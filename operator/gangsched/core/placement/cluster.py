@@ -29,7 +29,11 @@ Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
    adaptive share of a larger one unless ``percentageOfNodesToScore`` is set); every
    filter is exact, only the choice among feasible nodes is sampled;
 4. Score plugins over the feasible nodes found, normalized and weighted; ties go to
-   scan order, where kube-scheduler draws at random (see :func:`select_host`);
+   scan order, where kube-scheduler draws at random (see :func:`select_host`). Nodes
+   that would score alike are scored once, by their first in scan order: of equal usage
+   keys when only the resource scorers score, and of equal usage keys and values of one
+   label when PodTopologySpread adds its scores (its hostnames holding matching pods
+   scored one by one; ``Framework.score_classes``);
 5. Reserve and PreBind plugins (none in the default registry) on the chosen node: a
    refusal fails the placement; PreBind's decisions are kept in ``pre_bound`` and the
    scheduler emits them just before the pod's Binding.
@@ -327,7 +331,15 @@ class Cluster(NodeBook):
             first_fit = found.first_fit
             self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
         feasible = found.nodes
-        if len(feasible) > 1 and by_usage:
+        represented = 0
+        if len(feasible) > 1 and not by_usage and found.orders:
+            # Scores follow from usage keys and one label's values but for a few nodes
+            # scored one by one: the first feasible node of each class stands for it.
+            classes = fwk.score_classes(cycle, info, self)
+            if classes is not None:
+                represented = len(feasible)
+                feasible = found.classes(*classes)
+        elif len(feasible) > 1 and by_usage:
             # Scores follow from usage keys alone: a later feasible node of a key would
             # score the same as the first and lose the tie; only the first is scored.
             if found.orders:  # kept with the scan (bin-packing)
@@ -343,6 +355,10 @@ class Cluster(NodeBook):
         else:
             if feasible is found.nodes and found.orders:  # known to scoring (ascending)
                 cycle.orders, cycle.usage_keys = found.orders, found.keys
+            elif represented:
+                cycle.orders = [state.order for state in feasible]
+                cycle.usage_keys = [state.usage_key for state in feasible]
+                cycle.represented = represented
             fwk.pre_score(cycle, info, self, feasible, usage_scored=by_usage)
             chosen = select_host(feasible, fwk.score(cycle, info, feasible))
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
