@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from gangsched.core.framework.podinfo import PodInfo
     from gangsched.core.framework.runner import Framework
     from gangsched.core.placement.cluster import Cluster
-    from gangsched.core.values.devices import DeviceID
+    from gangsched.core.values.devices import AllocationResult, DeviceID
     from gangsched.core.values.resources import Resources
 
 
@@ -47,22 +47,27 @@ class Trial:
     """Tentative charges of a simulation, undone in reverse."""
 
     cluster: Cluster
-    done: list[tuple[NodeState, str, bool, tuple[DeviceID, ...]]] = field(
-        default_factory=list)
+    done: list[tuple[NodeState, str, bool, Claimed]] = field(default_factory=list)
     taken: dict[DeviceID, str] = field(default_factory=dict)
     """Devices the members charged so far took (DRA): taken for the members after them,
     as the devices of the cluster's claims are (:func:`claimed`)."""
+    allocated: dict[str, AllocationResult] = field(default_factory=dict)
+    """The claims those members allocated, by key: a later member sharing one of them
+    only has to reach its allocation, as a pod sharing an assumed claim does."""
 
     def charge(self, state: NodeState, info: PodInfo, uid: str, indexed: bool,
-               devices: tuple[DeviceID, ...] = ()) -> None:
+               devices: Claimed | None = None) -> None:
         state.add(uid, info.request)
         if info.placement.ports:
             state.ports[uid] = info.placement.ports
         if indexed:
             self.cluster.pod_index.add(PlacedPod(uid, info.namespace, info.labels,
                                                  info.placement, state.node.name))
-        for device in devices:
+        devices = devices or NOTHING_CLAIMED
+        for device in devices.devices:
             self.taken[device] = uid
+        for key, allocation in devices.allocations:
+            self.allocated[key] = allocation
         self.done.append((state, uid, indexed, devices))
 
     def undo(self, mark: int = 0) -> None:
@@ -72,37 +77,66 @@ class Trial:
             state.ports.pop(uid, None)
             if indexed:
                 self.cluster.pod_index.remove(uid)
-            for device in devices:
+            for device in devices.devices:
                 self.taken.pop(device, None)
+            for key, _ in devices.allocations:
+                self.allocated.pop(key, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What a member's claims take on a node: the devices, and the claims allocated
+    (by key) that the members after it may share."""
+
+    devices: tuple[DeviceID, ...] = ()
+    allocations: tuple[tuple[str, AllocationResult], ...] = ()
+
+
+NOTHING_CLAIMED = Claimed()
 
 
 def claimed(cluster: Cluster, trial: Trial, info: PodInfo, uid: str,
-            state: NodeState) -> tuple[DeviceID, ...] | None:
-    """The devices member ``info`` (as pod ``uid``) takes when its claims are allocated
-    on ``state``'s node now, the devices the members charged before it took counted as
-    taken (the allocator's answer, as DynamicResources' Filter and Reserve give it);
-    None when they cannot be allocated there. A member without claims takes none."""
+            state: NodeState) -> Claimed | None:
+    """What member ``info`` (as pod ``uid``) takes when its claims are allocated on
+    ``state``'s node now, the devices the members charged before it took counted as
+    taken and the claims they allocated as allocated (the allocator's answer, as
+    DynamicResources' Filter and Reserve give it); None when they cannot be allocated
+    there. A member without claims takes nothing. A member yet to come (no uid) stands
+    for a pod with claims of its own: what it is shaped after allocated is not shared
+    with it."""
     volumes = info.volumes
     if not volumes.dynamic:
-        return ()
+        return NOTHING_CLAIMED
     catalog = cluster.volumes
-    plan, why = claims.prefilter(catalog, info.namespace, volumes, uid)
+    plan, why = claims.prefilter(catalog, info.namespace, volumes, uid, info.owner)
     if why is not None:
         return None
+    shared = trial.allocated if info.uid else {}
+    reach = [a for _, a in plan.allocated] + list(plan.reach)
+    to_allocate = []
+    for claim in plan.to_allocate:
+        found = shared.get(claim.key)
+        if found is None:
+            to_allocate.append(claim)
+        else:
+            reach.append(found)
     node = state.node
-    for allocation in [a for _, a in plan.allocated] + list(plan.reach):
+    for allocation in reach:
         selector = allocation.node_selector
         if selector is not None and not matches_affinity(selector, node.labels, node.name):
             return None
-    if not plan.to_allocate:
-        return ()
+    if not to_allocate:
+        return NOTHING_CLAIMED
     devices = catalog.devices
     taken = ChainMap(trial.taken, devices.taken) if trial.taken else None
-    outcome = Allocator(devices, taken=taken).allocate(node, plan.to_allocate)
+    outcome = Allocator(devices, taken=taken).allocate(node, to_allocate)
     if outcome.allocations is None:
         return None
-    return tuple(result.device_id for allocation in outcome.allocations
-                 for result in allocation.devices if not result.admin_access)
+    return Claimed(tuple(result.device_id for allocation in outcome.allocations
+                         for result in allocation.devices if not result.admin_access),
+                   tuple((claim.key, allocation) for claim, allocation
+                         in zip(to_allocate, outcome.allocations, strict=True))
+                   if info.uid else ())
 
 
 @dataclass(slots=True)
@@ -228,7 +262,7 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
                                skip.best if skip.shared is not None else None)
     fits = request.fits_in
     uid = info.uid or f"topology-member-{position}"
-    devices = bool(trial.taken) and info.volumes.dynamic
+    devices = bool(trial.taken or trial.allocated) and info.volumes.dynamic
     """Devices taken in the simulation may change where the member's claims fit (the
     filters saw only the cluster's)."""
     feasible: list[NodeState] = []
@@ -272,8 +306,8 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         fwk.pre_score(cycle, info, cluster, feasible)
         best = select_host(feasible, fwk.score(cycle, info, feasible))
     state = cluster.nodes[best]
-    taken = claimed(cluster, trial, info, uid, state) if info.volumes.dynamic else ()
-    trial.charge(state, info, uid, cluster.neighbour_bound(info), taken or ())
+    taken = claimed(cluster, trial, info, uid, state) if info.volumes.dynamic else None
+    trial.charge(state, info, uid, cluster.neighbour_bound(info), taken)
     return (best,)
 
 
