@@ -171,8 +171,8 @@ class Found:
         if firsts is None:
             nodes = self.nodes
             label = self.label
-            classes: list[object] = (
-                list(self.keys) if label is None else
+            classes: list[str] | list[tuple[str, str | None]] = (
+                self.keys if label is None else
                 list(zip(self.keys, [state.labels.get(label) for state in nodes],
                          strict=True)))
             self.counts = Counter(classes)
