@@ -58,6 +58,7 @@ import concurrent.futures
 import cProfile
 import dataclasses
 import gc
+import hashlib
 import io
 import multiprocessing
 import platform
@@ -287,6 +288,8 @@ class Result:
     placed: int
     wall_seconds: float
     """Observing and cycling, by the wall clock (other processes on the machine count)."""
+    binds_hash: str = ""
+    """A digest of every bind in order (pod and node): equal digests, equal decisions."""
 
     @property
     def placements_per_second(self) -> float:
@@ -339,6 +342,7 @@ def run_workload(workload: Workload, pods: int, *, max_cycles: int = 10_000,
     observed = time.process_time()
     real = {pod.uid for pod in workload.pods}
     binds = placed = cycles = 0
+    bound: list[tuple[str, str]] = []
     now = 1.0
     while placed < len(real) and cycles < max_cycles:
         decisions = world.step(now)
@@ -347,6 +351,7 @@ def run_workload(workload: Workload, pods: int, *, max_cycles: int = 10_000,
         for bind in _binds(decisions):
             if on_bind is not None:
                 on_bind(bind)
+            bound.append((bind.uid, bind.node))
             binds += 1
             moved += 1
             placed += bind.uid in real
@@ -356,8 +361,9 @@ def run_workload(workload: Workload, pods: int, *, max_cycles: int = 10_000,
             break
         now += 0.01
     finished = time.process_time()
+    digest = hashlib.blake2b(repr(bound).encode(), digest_size=8).hexdigest()
     return Result(nodes, pods, observed - started, finished - observed, cycles, binds, placed,
-                  time.perf_counter() - wall)
+                  time.perf_counter() - wall, digest)
 
 
 def _binds(decisions: list[Decision]) -> list[BindPod]:
@@ -411,6 +417,7 @@ def _reference(nodes: int, pods: int, repeat: int, *, mix: bool = False) -> Resu
     print(f"  both, by the wall clock                  {result.wall_seconds:8.2f} s")
     print(f"  pods placed                              {result.placed:8d}")
     print(f"  binds (placeholders and real pods)       {result.binds:8d}")
+    print(f"  binds in order, hashed                   {result.binds_hash:>8}")
     print(f"  placements/s                             {result.placements_per_second:8.0f} "
           f"({verdict} the target of {TARGET:.0f}/s)")
     print(f"  binds/s                                  {result.binds_per_second:8.0f}")

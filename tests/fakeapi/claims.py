@@ -23,8 +23,11 @@ kubelet's DRA manager, as far as a scheduler meets them:
   is deallocated the same way, so that it goes.
 * **Generated claims.** A claim with no consumers made for a pod that is done or
   replaced is deleted (the garbage collector deletes those of a pod that is gone).
+* **PodGroups' claims** (the Workload API's ``spec.resourceClaims``): see
+  :mod:`fakeapi.podgroup_claims`.
 * **The kubelet.** A bound pod with claims starts only when every claim exists, is
-  allocated and lists the pod in ``reservedFor`` (the kubelet fails
+  allocated and lists the pod (or, for its PodGroup's claim, the PodGroup) in
+  ``reservedFor`` (the kubelet fails
   ``NodePrepareResources`` otherwise): until then it stays ``Pending`` with a Warning
   Event ``FailedPrepareDynamicResources``, and it starts once a claim write makes it
   so.
@@ -39,7 +42,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fakeapi import errors, meta, pods, resources
+from fakeapi import errors, meta, podgroup_claims, pods, resources
 
 if TYPE_CHECKING:
     from fakeapi.resources import ResourceType
@@ -112,6 +115,14 @@ class ClaimController:
                 self._enqueue("pod", ns, md["name"])
             for claim in self._claims_of(ns, md["uid"]):
                 self._enqueue("claim", ns, claim)
+        elif rtype.group == podgroup_claims.GROUP and rtype.kind == "PodGroup":
+            if self._type("resourceclaims") is None or not podgroup_claims.entries(obj):
+                return
+            ns = meta.namespace_of(obj)
+            if etype != "DELETED":
+                self._enqueue("podgroup", ns, meta.name_of(obj))
+            for claim in self._claims_of(ns, obj["metadata"]["uid"]):
+                self._enqueue("claim", ns, claim)
         elif rtype.group == resources.DRA_GROUP:
             ns = meta.namespace_of(obj)
             if rtype.kind == "ResourceClaim":
@@ -151,6 +162,9 @@ class ClaimController:
             try:
                 if what == "pod":
                     self.sync_pod(ns, name)
+                elif what == "podgroup":
+                    for member in podgroup_claims.sync_group(self.store, ns, name):
+                        self._enqueue("pod", ns, member)
                 else:
                     self.sync_claim(ns, name)
             except errors.ApiError as e:
@@ -174,9 +188,17 @@ class ClaimController:
         statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or [])
         listed = {s.get("name") for s in statuses if isinstance(s, dict)}
         added = False
+        group = podgroup_claims.group_of(self.store, pod)
         for entry in _entries(pod):
             template_name = entry.get("resourceClaimTemplateName")
             if not template_name or entry.get("name") in listed:
+                continue
+            of_group = podgroup_claims.group_entry(group, entry)
+            if of_group is not None and group is not None:  # the PodGroup's claim, once made
+                made = podgroup_claims.group_claim_name(group, of_group)
+                if made:
+                    statuses.append({"name": entry.get("name"), "resourceClaimName": made})
+                    added = True
                 continue
             claim = self._made_for(claims_t, pod, str(entry.get("name")))
             if claim is None:
@@ -262,6 +284,9 @@ class ClaimController:
             self._delete_if_owner_done(claims_t, claim)
 
     def _consumer_gone(self, ns: str, ref: Any) -> bool:
+        if (isinstance(ref, dict) and ref.get("apiGroup") == podgroup_claims.GROUP
+                and ref.get("resource") == podgroup_claims.PLURAL):
+            return podgroup_claims.group_gone(self.store, ns, ref)
         if not isinstance(ref, dict) or ref.get("apiGroup") or ref.get("resource") != "pods":
             return False
         pod = self.store.lookup(self.store.rtype("", "v1", "pods"), ns, str(ref.get("name")))
@@ -300,8 +325,9 @@ class ClaimController:
             elif claim is None:
                 problem = (f"fetch ResourceClaim {name} referenced by pod {md['name']}: "
                            f'resourceclaims.resource.k8s.io "{name}" not found')
-            elif not any(isinstance(r, dict) and r.get("uid") == md["uid"]
-                         for r in (claim.get("status") or {}).get("reservedFor") or []) \
+            elif not (any(isinstance(r, dict) and r.get("uid") == md["uid"]
+                          for r in (claim.get("status") or {}).get("reservedFor") or [])
+                      or podgroup_claims.reserved_for_group(self.store, pod, entry, claim)) \
                     or (claim.get("status") or {}).get("allocation") is None:
                 problem = (f"pod {md['name']} ({md['uid']}) is not allowed to use resource "
                            f"claim {name} ({claim['metadata']['uid']})")

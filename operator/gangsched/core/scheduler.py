@@ -51,13 +51,22 @@ from gangsched.core.framework.runner import Factory
 from gangsched.core.placement import volume_assumptions as volume_placing
 from gangsched.core.placement.cluster import Cluster
 from gangsched.core.plugins.registry import DEFAULT_PLUGINS, REGISTRY
-from gangsched.core.state import pressure
+from gangsched.core.state import pressure, queue_usage
 from gangsched.core.state.eviction_plans import Evictions
+from gangsched.core.state.index import Index
 from gangsched.core.state.instants import Instants
 from gangsched.core.state.outbox import Outbox
 from gangsched.core.state.pendings import FOR_ROOM, PendingShapes, Shape
 from gangsched.core.state.queues import QueueTree
-from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
+from gangsched.core.state.records import (
+    APP_PREDICATES,
+    APP_TALLIES,
+    GROUP_PREDICATES,
+    GROUP_TALLIES,
+    AppRuntime,
+    GroupRuntime,
+    PodState,
+)
 from gangsched.core.state.swaps import Swap
 from gangsched.core.state.verdicts import Verdicts
 from gangsched.core.values.decisions import (
@@ -139,7 +148,10 @@ class Scheduler:
         self.pods: dict[PodUID, PodState] = {}
         self.pod_by_name: dict[str, PodUID] = {}
         self.apps: dict[AppKey, AppRuntime] = {}
+        self.app_index: Index[AppKey, AppRuntime] = Index(APP_PREDICATES, APP_TALLIES)
+        """The applications by what each cycle asks of them (kept as they change)."""
         self.groups: dict[GroupKey, GroupRuntime] = {}
+        self.group_index: Index[GroupKey, GroupRuntime] = Index(GROUP_PREDICATES, GROUP_TALLIES)
         self.app_members: dict[AppKey, set[PodUID]] = {}
         self.group_members: dict[GroupKey, set[PodUID]] = {}
         self.pending: dict[PodUID, None] = {}
@@ -235,8 +247,13 @@ class Scheduler:
             app_logic.app_gone(self, obs.key)
         elif isinstance(obs, PodGroupObserved):
             group_logic.group_observed(self, obs.spec)
+            if obs.spec.claims or obs.spec.key in self.volumes.devices.group_keys:
+                self.volumes.devices.group_seen(obs.spec.key, obs.spec.namespace,
+                                                obs.spec.claims,
+                                                obs.spec.consumer)
         elif isinstance(obs, PodGroupGone):
             group_logic.group_gone(self, obs.key)
+            self.volumes.devices.group_gone(obs.key)
         elif isinstance(obs, QueueObserved):
             self.queues.upsert(obs.spec)
             self._queues_changed()
@@ -341,45 +358,13 @@ class Scheduler:
         self.queues_dirty = True
 
     def recharge(self, uids: Iterable[PodUID]) -> None:
-        """Move the queue charge of these pods to the queue they belong to now.
-
-        Called when their application or pod group appears, goes, or changes queue:
-        O(those pods), not a recount of every pod.
-        """
-        for uid in uids:
-            ps = self.pods.get(uid)
-            if ps is None or ps.node is None:
-                continue
-            queue = self.queue_of(ps)
-            if queue == ps.charged_queue:
-                continue
-            if ps.charged_queue is not None:
-                self.queues.release(ps.charged_queue, ps.request, placeholder=ps.pod.placeholder)
-            if queue is not None:
-                self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
-            ps.charged_queue = queue
-            self.queues_dirty = True
+        """Move the queue charge of these pods to the queue they belong to now (their
+        application or pod group appeared, went, or changed queue): O(those pods)."""
+        queue_usage.recharge(self, uids)
 
     def rebuild_queue_usage(self) -> None:
         """Recount every queue's usage from the pods (queue specs or membership changed)."""
-        self.queues.used.clear()
-        self.queues.placeholder_used.clear()
-        self.queues.charged.clear()
-        for ps in self.pods.values():
-            ps.charged_queue = None
-            if ps.node is not None:
-                queue = self.queue_of(ps)
-                if queue is not None:
-                    self.queues.charge(queue, ps.request, placeholder=ps.pod.placeholder)
-                    ps.charged_queue = queue
-        self.queues.earmarked.clear()
-        for app in self.apps.values():
-            if app.earmark:
-                self.queues.earmark(app.spec.queue, app.earmark)
-        for group in self.groups.values():
-            if group.earmark:
-                self.queues.earmark(group.spec.queue, group.earmark)
-        self.queues_dirty = True
+        queue_usage.rebuild(self)
 
     def refresh_pending(self, ps: PodState) -> None:
         """Keep ``pending`` current. A gated pod enters no cycle: it only gets the

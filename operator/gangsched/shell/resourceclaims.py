@@ -48,11 +48,14 @@ def _version(obj: JSON) -> str:
 
 async def reserve_claim(client: KubeClient, *, version: str, namespace: str, name: str,
                         resource_version: str, allocation: JSON | None, pod: str,
-                        pod_uid: str, claim_uid: str = "") -> str:
+                        pod_uid: str, claim_uid: str = "", resource: str = "pods",
+                        api_group: str = "") -> str:
     """Allocate (``allocation``, None for a claim allocated already) and reserve claim
     ``namespace/name`` for pod ``pod``; see the module docstring. ``resource_version`` and
     ``claim_uid`` are the claim's version and uid the core decided on (empty: not
-    checked; another uid is another claim of the same name). Returns the resourceVersion
+    checked; another uid is another claim of the same name). ``resource`` and
+    ``api_group`` say what the consumer is when it is not a pod (a PodGroup's claim is
+    reserved for the PodGroup). Returns the resourceVersion
     the claim was left at."""
     path = f"{namespace}/{name}"
     claim = dict(await client.get(GROUP, version, "resourceclaims", namespace, name))
@@ -82,7 +85,10 @@ async def reserve_claim(client: KubeClient, *, version: str, namespace: str, nam
         status["allocation"] = dict(allocation)
     elif status.get("allocation") is None:
         raise ApiError(409, "Conflict", f"claim {path} is no longer allocated")
-    status["reservedFor"] = [*reserved, {"resource": "pods", "name": pod, "uid": pod_uid}]
+    consumer = {"resource": resource, "name": pod, "uid": pod_uid}
+    if api_group:  # a PodGroup of the Workload API: scheduling.k8s.io podgroups
+        consumer = {"apiGroup": api_group, **consumer}
+    status["reservedFor"] = [*reserved, consumer]
     claim["status"] = status
     updated = await client.replace(GROUP, version, "resourceclaims", namespace, name, claim,
                                    subresource="status")

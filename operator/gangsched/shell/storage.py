@@ -212,7 +212,7 @@ async def write_volumes(client: KubeClient, writes: tuple[VolumeWrite, ...], *,
                 claim_uid=write.claim_uid, resource_version=write.resource_version,
                 allocation=device_claims.allocation_to_k8s(write.allocation)
                 if isinstance(write, AllocateClaim) else None,
-                pod=ref.name, pod_uid=ref.uid)
+                pod=ref.name, pod_uid=ref.uid, resource=ref.resource, api_group=ref.api_group)
             continue
         if isinstance(write, BindVolume):
             written[f"pv/{write.volume}"] = await _bind_volume(client, write)

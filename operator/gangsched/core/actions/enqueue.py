@@ -54,7 +54,6 @@ from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState
 from gangsched.core.values.decisions import BlockingReason
 from gangsched.core.values.model import AppKey, GroupKey, SortPolicy
 from gangsched.core.values.resources import Resources
-from gangsched.core.values.states import AppState
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
@@ -149,9 +148,8 @@ def elected(s: Session) -> frozenset[str]:
 
 def enqueue(s: Session, now: float) -> None:
     """Admit the held gangs whose minimum fits (see the module docstring)."""
-    apps = [rt for rt in s.apps.values()
-            if rt.spec.gang and rt.state is AppState.ACCEPTED and not rt.admitted]
-    groups = [rt for rt in s.groups.values() if _group_waits(rt)]
+    apps = [rt for rt in s.app_index.members("accepted_gang") if not rt.admitted]
+    groups = [rt for rt in s.group_index.members("unfinished") if _group_waits(rt)]
     if not apps and not groups:
         return
     units: list[tuple[str, tuple[object, ...], AppRuntime | list[GroupRuntime]]] = []

@@ -52,7 +52,7 @@ of the backlog.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gangsched.core.preemption import evictions, onnode, victims
 from gangsched.core.preemption.preemptors import Kind, Preemptor, app_key, find
@@ -95,10 +95,8 @@ def may_matter(s: Session) -> bool:
 
 
 def _spec_priorities(s: Session) -> Iterator[int]:
-    for rt in s.apps.values():
-        yield rt.spec.priority
-    for grt in s.groups.values():
-        yield grt.spec.priority
+    yield from cast(dict[int, int], s.app_index.tally("priority"))
+    yield from cast(dict[int, int], s.group_index.tally("priority"))
 
 
 def between_gangs(s: Session, pre: Preemptor, pool: Pool,

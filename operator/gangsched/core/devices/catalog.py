@@ -27,6 +27,7 @@ from gangsched.core.devices.matching import MatchIndex
 from gangsched.core.devices.pools import PoolIndex, PoolKey
 from gangsched.core.values.devices import (
     AllocationResult,
+    ConsumerRef,
     DeviceClass,
     DeviceID,
     DeviceObject,
@@ -45,6 +46,8 @@ class Assumed:
     uid: str
     resource_version: str
     allocation: AllocationResult | None
+    consumer: ConsumerRef | None = None
+    """Whom the claim is reserved for when not the pod: its PodGroup."""
 
 
 class DeviceCatalog:
@@ -69,6 +72,10 @@ class DeviceCatalog:
         """Claim key -> what the core assumed for it."""
         self.by_pod: dict[str, list[str]] = {}
         """Pod uid -> the claims it has assumptions for."""
+        self.group_claims: dict[str, tuple[str, ConsumerRef]] = {}
+        """Claim key -> (the PodGroup key, the PodGroup as consumer) of the Workload API
+        PodGroups' claims: allocated once for the group, reserved for it."""
+        self._groups: dict[str, tuple[str, ...]] = {}
 
     # --- observed objects ---------------------------------------------------------------
 
@@ -98,6 +105,33 @@ class DeviceCatalog:
             self._index = None
         elif kind == "ResourceClaimTemplate":
             self.templates.pop(key, None)
+
+    def group_seen(self, group: str, namespace: str, claims: tuple[str, ...],
+                   consumer: ConsumerRef | None) -> None:
+        """PodGroup ``group`` (``namespace/...``) now has ``claims`` (object names),
+        reserved for ``consumer``; no claims or no consumer: it has none."""
+        keys = tuple(f"{namespace}/{name}" for name in claims) if consumer is not None else ()
+        if self._groups.get(group, ()) == keys and all(
+                self.group_claims.get(k, ("", None))[1] == consumer for k in keys):
+            return
+        self.group_gone(group)
+        if keys and consumer is not None:
+            self._groups[group] = keys
+            for key in keys:
+                self.group_claims[key] = (group, consumer)
+        self.epoch += 1
+
+    @property
+    def group_keys(self) -> dict[str, tuple[str, ...]]:
+        """PodGroup key -> the keys of its claims (groups with claims only)."""
+        return self._groups
+
+    def group_gone(self, group: str) -> None:
+        """PodGroup ``group`` is gone: its claims are no one's group claims any more."""
+        for key in self._groups.pop(group, ()):
+            if self.group_claims.get(key, ("",))[0] == group:
+                del self.group_claims[key]
+            self.epoch += 1
 
     def pools(self) -> PoolIndex:
         """The pools of the slices as they are now (rebuilt after a slice changes)."""

@@ -108,8 +108,8 @@ class CycleState:
     ``data`` is keyed by plugin name; ``decisions`` collects what PreBind plugins ask for.
     """
 
-    __slots__ = ("data", "decisions", "filters", "orders", "scan", "scorers", "usage_keys",
-                 "usage_scorers")
+    __slots__ = ("data", "decisions", "filters", "orders", "represented", "scan", "scorers",
+                 "usage_keys", "usage_scorers")
 
     def __init__(self) -> None:
         self.data: dict[str, object] = {}
@@ -133,6 +133,10 @@ class CycleState:
         the nodes' order, which is then ascending by order (plugins may look a node up
         by bisection); plugins may read per-node data from them instead of from each
         node. None: not known."""
+        self.represented: int | None = None
+        """When the nodes to score stand for a larger set of feasible nodes (one of each
+        class, see :class:`ClassScorePlugin`): how many feasible nodes there are. None:
+        the nodes to score are all of them."""
 
     def write(self, key: str, value: object) -> None:
         self.data[key] = value
@@ -288,6 +292,21 @@ class UsageScorePlugin(ScorePlugin, Protocol):
         (allocatable and what is requested there) alone, with a normalization that
         gives equal scores to equal raw scores? Then nodes of equal usage keys score
         alike, and placement scores one of each. False is always safe."""
+        ...
+
+
+@runtime_checkable
+class ClassScorePlugin(ScorePlugin, Protocol):
+    def score_classes(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> tuple[str | None, list[int]] | None:
+        """Before PreScore: when this plugin scores alike every two feasible nodes of
+        equal usage keys and equal values of one label key (None: no label), but for
+        a few nodes known by their orders (ascending), that key and those orders;
+        None when it cannot tell. Its PreScore and Score must then give the same scores
+        to one node of each class and those few nodes, told by
+        :attr:`CycleState.represented` how many feasible nodes they stand for, as to
+        every feasible node; the minimum and maximum of its raw scores are those of
+        such a subset. None is always safe."""
         ...
 
 

@@ -106,6 +106,14 @@ class Framework:
             plugin for plugin, _ in self.scorers if isinstance(plugin, fw.UsageScorePlugin)]
         self._by_usage = {plugin.name: plugin for plugin in self._usage_scorers}
         """The scorers that can tell when usage keys alone score a pod, by name."""
+        self._by_class: list[tuple[fw.ClassScorePlugin, list[fw.UsageScorePlugin]]] = []
+        """Per scorer that can score by classes, the others, when each can tell when
+        usage keys alone score a pod (see :meth:`score_classes`)."""
+        for plugin, _ in self.scorers:
+            others = [p for p in self._usage_scorers if p is not plugin]
+            if (isinstance(plugin, fw.ClassScorePlugin)
+                    and len(others) == len(self.scorers) - 1):
+                self._by_class.append((plugin, others))
         if len(self._usage_scorers) < len(self.scorers):
             self._usage_scorers = None  # a scorer that cannot tell: never by usage alone
 
@@ -264,6 +272,19 @@ class Framework:
         scorer cannot tell."""
         scorers = self._usage_scorers
         return scorers is not None and all(p.usage_only(pod, snapshot) for p in scorers)
+
+    def score_classes(self, state: fw.CycleState, pod: PodInfo,
+                      snapshot: fw.Snapshot) -> tuple[str | None, list[int]] | None:
+        """When every scorer but one scores ``pod`` by usage keys alone (or skips it)
+        and that one scores by classes (see ``ClassScorePlugin``): its label key and
+        the orders of the nodes to score one by one. Then the first feasible node of
+        each usage key and value of that key, with those nodes, get the scores every
+        feasible node would get; the best of them is the best of all, and the first of
+        equals in scan order is the same. None: not so."""
+        for plugin, others in self._by_class:
+            if all(other.usage_only(pod, snapshot) for other in others):
+                return plugin.score_classes(state, pod, snapshot)
+        return None
 
     def score(self, state: fw.CycleState, pod: PodInfo, nodes: Sequence[NodeState]) -> list[int]:
         """The weighted sum of normalized scores per node, in the order of ``nodes``.

@@ -63,9 +63,9 @@ def units(s: Session, now: float) -> list[tuple[str, tuple[object, ...], object]
         if unit is None:
             unit = by_app[key] = AppUnit(rt)
         unit.pending.append(ps)
-    for key, rt in s.apps.items():
-        if key not in by_app and rt.spec.gang and rt.state is AppState.ACCEPTED:
-            by_app[key] = AppUnit(rt)
+    for rt in s.app_index.members("accepted_gang"):
+        if rt.spec.key not in by_app:
+            by_app[rt.spec.key] = AppUnit(rt)
     result: list[tuple[str, tuple[object, ...], object]] = []
     for key, unit in by_app.items():
         spec = unit.rt.spec

@@ -108,9 +108,11 @@ def app_observed(s: Session, spec: AppSpec) -> None:
         rt = AppRuntime(spec=spec, state_since=s.now)
         _restore(rt, spec.persisted)
         s.apps[spec.key] = rt
+        rt.index = s.app_index
+        s.app_index.add(spec.key, rt)
         found = s.app_members.get(spec.key, set())
         s.recharge(found)
-        rt.unchecked.extend(sorted(u for u in found if s.pods[u].pod.placeholder))
+        rt.unchecked = sorted(u for u in found if s.pods[u].pod.placeholder)
         return
     old, rt.spec = rt.spec, spec
     rt.dirty = True
@@ -120,8 +122,8 @@ def app_observed(s: Session, spec: AppSpec) -> None:
             s.queues.earmark(spec.queue, rt.earmark)
         s.recharge(s.app_members.get(spec.key, set()))
     if old.task_groups != spec.task_groups:
-        rt.unchecked.extend(sorted(u for u in s.app_members.get(spec.key, ())
-                                   if s.pods[u].pod.placeholder))
+        rt.unchecked = [*rt.unchecked, *sorted(u for u in s.app_members.get(spec.key, ())
+                                               if s.pods[u].pod.placeholder)]
     changed = (old.queue, old.task_groups, old.policy, old.invalid) != (
         spec.queue,
         spec.task_groups,
@@ -164,6 +166,7 @@ def _forget(s: Session, rt: AppRuntime, reason: DeleteReason, message: str) -> N
     ph.release_all(s, rt, reason, message)
     ph.drop_earmark(s, rt)
     del s.apps[rt.spec.key]
+    s.app_index.remove(rt.spec.key)
     found = s.app_members.get(rt.spec.key, set())
     for uid in found:
         s.pods[uid].pending_reason = None
@@ -195,6 +198,7 @@ def placeholder_observed(s: Session, ps: PodState) -> None:
         rt = s.apps.get(ps.pod.app)
         if rt is not None:
             rt.unchecked.append(ps.uid)
+            s.app_index.touch(rt.spec.key, rt)
 
 
 def real_pod_confirmed(s: Session, ps: PodState) -> None:
@@ -225,8 +229,9 @@ def pod_gone(s: Session, ps: PodState) -> None:
 
 
 def lifecycle(s: Session, now: float) -> None:
-    for key in sorted(s.apps):
-        rt = s.apps[key]
+    """Admission, placeholder checks and timers, and resubmission, app by app in key
+    order: those with something to do (``lifecycle`` in ``s.app_index``), not all."""
+    for rt in s.app_index.walk("lifecycle"):
         if rt.state is AppState.COMPLETED and rt.dirty and _has_pending_real(s, rt):
             move(s, rt, AppEvent.RESUBMIT, "Resubmitted", "new pods arrived for this application")
             rt.reset_run()
@@ -234,6 +239,7 @@ def lifecycle(s: Session, now: float) -> None:
             _admit(s, rt, now)
         if rt.unchecked:
             ph.check_placeholders(s, rt)
+            s.app_index.touch(rt.spec.key, rt)  # (its list emptied)
         _placeholder_timeout(s, rt, now)
         waited = rt.waiting_since
         if rt.state is AppState.WAITING and waited is not None:
@@ -393,8 +399,8 @@ def progress(s: Session, now: float) -> None:
     for (except non-gang apps in a ``stateaware`` queue), or once the queue's
     state-aware timeout has passed.
     """
-    for key in sorted(s.apps):
-        rt = s.apps[key]
+    for rt in s.app_index.walk("progress"):  # dirty or Starting: the others do nothing
+        key = rt.spec.key
         expired = _starting_expired(s, rt, now)
         if (not rt.dirty and not expired) or rt.state.terminal or rt.state is AppState.NEW:
             continue

@@ -83,6 +83,8 @@ def group_observed(s: Session, spec: PodGroupSpec) -> None:
             rt.restored_reservation = (spec.persisted_reservation_expiry,
                                        spec.persisted_reserved_nodes)
         s.groups[spec.key] = rt
+        rt.index = s.group_index
+        s.group_index.add(spec.key, rt)
         s.recharge(s.group_members.get(spec.key, set()))
         _retry_gang(s, spec)
         return
@@ -114,6 +116,7 @@ def group_gone(s: Session, key: GroupKey) -> None:
     rt = s.groups.pop(key, None)
     if rt is None:
         return
+    s.group_index.remove(key)
     _release_assumed(s, rt)
     earmarks.drop_group_earmark(s, rt)
     found = s.group_members.get(key, set())
@@ -153,8 +156,7 @@ def _release_assumed(s: Session, rt: GroupRuntime, *, rollback: bool = False) ->
 
 
 def timeouts(s: Session, now: float) -> None:
-    for key in sorted(s.groups):
-        rt = s.groups[key]
+    for rt in s.group_index.walk("unfinished"):
         start = rt.schedule_start
         if rt.satisfied or rt.timed_out or start is None:
             continue
@@ -463,8 +465,7 @@ def _assume(s: Session, g: GroupRuntime, pending: list[PodState], now: float) ->
 
 def progress(s: Session, now: float) -> None:
     """Derive each changed PodGroup's phase from its members; report an invalid spec."""
-    for key in sorted(s.groups):
-        rt = s.groups[key]
+    for rt in s.group_index.walk("dirty"):
         if not rt.dirty:
             continue
         invalid = rt.spec.invalid

@@ -12,7 +12,7 @@ are given back; a deadlock victim reports when it may be admitted again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from gangsched.core.state.records import AppRuntime, GroupRuntime
 from gangsched.core.values.decisions import (
@@ -35,8 +35,7 @@ if TYPE_CHECKING:
 def emit(s: Session, now: float) -> None:
     """The statuses that changed. One that tells of more than new numbers (see
     :func:`renumbered`) stirs the cycle: a later cycle may act on what changed."""
-    for key in sorted(s.apps):
-        rt = s.apps[key]
+    for rt in s.app_index.walk("dirty"):
         if rt.dirty:
             rt.dirty = False
             status = app_status(s, rt)
@@ -45,8 +44,7 @@ def emit(s: Session, now: float) -> None:
                     s.stir()
                 rt.last_status = status
                 s.out.append(status)
-    for gkey in sorted(s.groups):
-        grt = s.groups[gkey]
+    for grt in s.group_index.walk("dirty"):
         if grt.dirty:
             grt.dirty = False
             gstatus = group_status(s, grt)
@@ -231,11 +229,8 @@ def queue_statuses(s: Session) -> list[SetQueueStatus]:
         total = Resources(asked[queue])
         for level in path if isinstance(path, tuple) else (queue,):
             pending[level] = pending.get(level, Resources.ZERO) + total
-    leaves: dict[tuple[str, AppState], int] = {}
+    leaves = cast(dict[tuple[str, AppState], int], s.app_index.tally("queue_state"))
     """Applications by leaf queue and state: added up each queue's path once each."""
-    for rt in s.apps.values():
-        at = (rt.spec.queue, rt.state)
-        leaves[at] = leaves.get(at, 0) + 1
     apps: dict[str, dict[str, int]] = {}
     for (leaf, state), count in leaves.items():
         path = s.queues.path(leaf)

@@ -48,7 +48,6 @@ from gangsched.core.placement.cluster import ONE_POD, Constraints
 from gangsched.core.state.verdicts import GANG, Fit, Verdicts
 from gangsched.core.values.decisions import BlockingReason, EventType, ObjectRef
 from gangsched.core.values.resources import Resources
-from gangsched.core.values.states import AppState
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -69,10 +68,9 @@ def check(s: Session) -> None:
     """Re-derive the verdict of every waiting gang; mark the changed ones dirty and
     record an Event for each new verdict. Gangs that no longer wait lose theirs."""
     v = s.unsatisfiable
-    apps = [rt for rt in s.apps.values()
-            if rt.spec.gang and rt.state is AppState.ACCEPTED and not rt.reserved
-            and not rt.spec.invalid]
-    groups = [rt for rt in s.groups.values()
+    apps = [rt for rt in s.app_index.members("accepted_gang")
+            if not rt.reserved and not rt.spec.invalid]
+    groups = [rt for rt in s.group_index.members("unfinished")
               if not (rt.satisfied or rt.timed_out or rt.spec.invalid)]
     if not apps and not groups and not v.apps and not v.groups:
         return

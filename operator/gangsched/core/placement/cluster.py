@@ -29,7 +29,11 @@ Placement runs the profile (:mod:`gangsched.core.framework`, plugins from
    adaptive share of a larger one unless ``percentageOfNodesToScore`` is set); every
    filter is exact, only the choice among feasible nodes is sampled;
 4. Score plugins over the feasible nodes found, normalized and weighted; ties go to
-   scan order, where kube-scheduler draws at random (see :func:`select_host`);
+   scan order, where kube-scheduler draws at random (see :func:`select_host`). Nodes
+   that would score alike are scored once, by their first in scan order: of equal usage
+   keys when only the resource scorers score, and of equal usage keys and values of one
+   label when PodTopologySpread adds its scores (its hostnames holding matching pods
+   scored one by one; ``Framework.score_classes``);
 5. Reserve and PreBind plugins (none in the default registry) on the chosen node: a
    refusal fails the placement; PreBind's decisions are kept in ``pre_bound`` and the
    scheduler emits them just before the pod's Binding.
@@ -63,6 +67,7 @@ from gangsched.core.placement.diagnosis import (
 )
 from gangsched.core.placement.domains import DomainIndex
 from gangsched.core.placement.node_book import NodeBook
+from gangsched.core.placement.sample import feasible_nodes_to_find, named_nodes
 from gangsched.core.placement.scan import Found, RunJudge, scan
 from gangsched.core.placement.tally import Judge, Room, Tally, copies
 from gangsched.core.plugins import balancedallocation, noderesources, podtopologyspread
@@ -73,7 +78,7 @@ from gangsched.core.values.resources import PODS, Resources
 from gangsched.core.volumes import claims as resource_claims
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
-           "PodInfo", "static_failure"]
+           "PodInfo", "feasible_nodes_to_find", "static_failure"]
 
 ONE_POD = Resources({PODS: 1})
 
@@ -126,6 +131,17 @@ class Cluster(NodeBook):
         :func:`feasible_nodes_to_find`), at least 1."""
         return max(1, feasible_nodes_to_find(self.percentage_of_nodes_to_score,
                                              len(self.nodes)))
+
+    def _sample_for(self, fwk: Framework, constraints: Constraints) -> int:
+        """:attr:`sample_size` as kube-scheduler takes it for one pod: of the nodes
+        NodeAffinity's PreFilter names, if it names some; one without a score plugin
+        (see :mod:`~gangsched.core.placement.sample`)."""
+        if not fwk.scorers:
+            return 1
+        named = named_nodes(constraints.affinity, self.nodes)
+        if named is None:
+            return self.sample_size
+        return max(1, feasible_nodes_to_find(self.percentage_of_nodes_to_score, named))
 
     def retry_epoch(self, pod: PodInfo) -> int:
         """Changes when what may let ``pod`` fit changes: capacity freed, and for a pod
@@ -314,7 +330,7 @@ class Cluster(NodeBook):
         judge = RunJudge(cycle, info, fwk.scan_but(cycle, FIT_PLUGIN),
                          request, blocked, fwk.scan_costs,
                          fwk.refused(cycle, info) if scoring is Scoring.BINPACK else None)
-        sample = self.sample_size
+        sample = self._sample_for(fwk, constraints)
         by_usage = fwk.usage_scored(info, self)
         if scoring is Scoring.BINPACK:
             found = self._binpack_scan(fwk, cycle, info, nodes, start, sample, judge,
@@ -327,7 +343,15 @@ class Cluster(NodeBook):
             first_fit = found.first_fit
             self._cursor[constraints] = (first_fit + 1) % count if first_fit >= 0 else start
         feasible = found.nodes
-        if len(feasible) > 1 and by_usage:
+        represented = 0
+        if len(feasible) > 1 and not by_usage and found.orders:
+            # Scores follow from usage keys and one label's values but for a few nodes
+            # scored one by one: the first feasible node of each class stands for it.
+            classes = fwk.score_classes(cycle, info, self)
+            if classes is not None:
+                represented = len(feasible)
+                feasible = found.classes(*classes)
+        elif len(feasible) > 1 and by_usage:
             # Scores follow from usage keys alone: a later feasible node of a key would
             # score the same as the first and lose the tie; only the first is scored.
             if found.orders:  # kept with the scan (bin-packing)
@@ -343,6 +367,10 @@ class Cluster(NodeBook):
         else:
             if feasible is found.nodes and found.orders:  # known to scoring (ascending)
                 cycle.orders, cycle.usage_keys = found.orders, found.keys
+            elif represented:
+                cycle.orders = [state.order for state in feasible]
+                cycle.usage_keys = [state.usage_key for state in feasible]
+                cycle.represented = represented
             fwk.pre_score(cycle, info, self, feasible, usage_scored=by_usage)
             chosen = select_host(feasible, fwk.score(cycle, info, feasible))
         return chosen if self._reserve(fwk, cycle, info, chosen) else None
@@ -529,22 +557,6 @@ class Cluster(NodeBook):
             tally = self._tallies[key] = Tally.full(epoch, self._touches,
                                                     self.sorted_nodes(), judge)
         return tally.diagnosis(self.reserved_for if blocked else "")
-
-
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-
-def feasible_nodes_to_find(percentage: int, nodes: int) -> int:
-    """How many feasible nodes a placement looks for among ``nodes`` before it scores
-    them, as kube-scheduler's ``numFeasibleNodesToFind`` (pkg/scheduler/schedule_one.go):
-    every node when there are fewer than 100; else ``percentage`` of them (0: the
-    adaptive 50% less 1% per 125 nodes, at least 5%), and never fewer than 100."""
-    if nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
-        return nodes
-    if percentage <= 0:
-        percentage = max(50 - nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    return max(nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 def select_host(nodes: Sequence[NodeState], totals: Sequence[int]) -> str:

@@ -154,48 +154,161 @@ class Found:
     keys: list[str] = field(default_factory=list)
     """With ``orders``: each node's usage key when it was judged (a node whose usage
     changes since is touched, and judged again)."""
-    firsts: dict[str, NodeState] | None = None
+    firsts: dict[object, NodeState] | None = None
     """The first node of each usage key among ``nodes`` (see :meth:`distinct`), kept
     up to date through small changes; None: to be worked out again."""
-    counts: dict[str, int] | None = None
-    """How many of ``nodes`` have each usage key (kept with ``firsts``)."""
+    counts: Counter[object] | None = None
+    """How many of ``nodes`` are of each class (kept with ``firsts``)."""
+    label: str | None = None
+    """The label key whose value splits the classes of :meth:`distinct` and
+    ``firsts`` (see :meth:`classes`); None: a class is a usage key."""
 
     def distinct(self) -> list[NodeState]:
-        """The first node of each usage key, in order: what scoring needs when only
-        usage keys score (a later node of a key scores the same and loses the tie)."""
+        """The first node of each class, in order: with no :attr:`label`, of each usage
+        key, what scoring needs when only usage keys score (a later node of a key scores
+        the same and loses the tie); with one, of each usage key and value of it."""
         firsts = self.firsts
         if firsts is None:
-            keys, nodes = self.keys, self.nodes
-            self.counts = Counter(keys)
-            # Backwards: the first node of a key is the value left.
-            firsts = self.firsts = dict(zip(reversed(keys), reversed(nodes), strict=True))
+            nodes = self.nodes
+            label = self.label
+            classes: list[str] | list[tuple[str, str | None]] = (
+                self.keys if label is None else
+                list(zip(self.keys, [state.labels.get(label) for state in nodes],
+                         strict=True)))
+            self.counts = Counter(classes)
+            # Backwards: the first node of a class is the value left.
+            firsts = self.firsts = dict(zip(reversed(classes), reversed(nodes), strict=True))
         return sorted(firsts.values(), key=by_order)
 
-    def _removed(self, key: str, order: int, index: int) -> None:
-        """Node ``order`` of usage key ``key`` left ``nodes`` at ``index``."""
+    def classes(self, label: str | None, alone: list[int]) -> list[NodeState]:
+        """The first node of each usage key and value of ``label`` (see
+        :meth:`distinct`) that is not in ``alone``, with the nodes of ``alone`` (orders,
+        ascending) among :attr:`nodes`, in order: what scoring needs when nodes of a
+        class score alike but for the nodes of ``alone``, scored one by one."""
+        if self.label != label:
+            self.label = label
+            self.firsts = self.counts = None
+        chosen = self.distinct()
+        firsts, counts = self.firsts, self.counts
+        at, nodes, keys = self.orders, self.nodes, self.keys
+        held: dict[int, NodeState] = {}
+        for order in alone:
+            i = bisect.bisect_left(at, order)
+            if i < len(at) and at[i] == order:
+                held[i] = nodes[i]
+        if not held or firsts is None or counts is None:
+            return chosen
+        per_class: Counter[object] = Counter(self._class(keys[i], state)
+                                             for i, state in held.items())
+        more: list[NodeState] = list(held.values())
+        for i, state in held.items():
+            cls = self._class(keys[i], state)
+            if firsts[cls] is not state or counts[cls] == per_class[cls]:
+                continue  # its first is another node, or every node of it is alone
+            key, j = keys[i], i
+            while True:  # the class's first node not alone
+                j = keys.index(key, j + 1)
+                if j not in held and self._class(key, nodes[j]) == cls:
+                    more.append(nodes[j])
+                    break
+        return sorted({state.order: state for state in [*chosen, *more]}.values(),
+                      key=by_order)
+
+    def _class(self, key: str, state: NodeState) -> object:
+        """The class of ``state``, judged with usage key ``key``."""
+        label = self.label
+        return key if label is None else (key, state.labels.get(label))
+
+    def _removed(self, key: str, state: NodeState, index: int) -> None:
+        """``state``, judged with usage key ``key``, left ``nodes`` at ``index``."""
         firsts, counts = self.firsts, self.counts
         if firsts is None or counts is None:
             return
-        left = counts[key] - 1
+        cls = self._class(key, state)
+        left = counts[cls] - 1
         if not left:
-            del counts[key]
-            del firsts[key]
+            del counts[cls]
+            del firsts[cls]
             return
-        counts[key] = left
-        if firsts[key].order == order:
-            keys = self.keys
-            at = next(i for i in range(index, len(keys)) if keys[i] == key)
-            firsts[key] = self.nodes[at]
+        counts[cls] = left
+        if firsts[cls] is state:
+            keys, nodes = self.keys, self.nodes
+            at = keys.index(key, index)
+            while self._class(key, nodes[at]) != cls:
+                at = keys.index(key, at + 1)
+            firsts[cls] = nodes[at]
+
+    def _cut(self, cut: int) -> None:
+        """Forget the first ``cut`` nodes (counted out, each class's first found again
+        when it was one of them; worked out afresh when many)."""
+        nodes, keys = self.nodes, self.keys
+        gone = list(zip(keys[:cut], nodes[:cut], strict=True))
+        del nodes[:cut]
+        del self.orders[:cut]
+        del keys[:cut]
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
+            return
+        if cut > RUN:
+            self.firsts = self.counts = None
+            return
+        lost: list[tuple[object, str]] = []
+        for key, state in gone:
+            cls = self._class(key, state)
+            left = counts[cls] - 1
+            if not left:
+                del counts[cls]
+                del firsts[cls]
+                continue
+            counts[cls] = left
+            if firsts[cls] is state:
+                lost.append((cls, key))
+        for cls, key in lost:
+            if cls in counts:
+                at = keys.index(key)
+                while self._class(key, nodes[at]) != cls:
+                    at = keys.index(key, at + 1)
+                firsts[cls] = nodes[at]
+
+    def _dropped(self, keys: list[str], nodes: list[NodeState]) -> None:
+        """``nodes`` (judged with ``keys``) left the end of :attr:`nodes`: counted out
+        (none of them was the first of a class that keeps nodes)."""
+        counts, firsts = self.counts, self.firsts
+        if counts is None or firsts is None:
+            return
+        for key, state in zip(keys, nodes, strict=True):
+            cls = self._class(key, state)
+            left = counts[cls] - 1
+            if left:
+                counts[cls] = left
+            else:
+                del counts[cls]
+                del firsts[cls]
+
+    def _appended(self, passing: list[NodeState]) -> None:
+        """``passing`` were appended (after every node kept, their keys too): counted
+        in, each the first of its class if the class had none."""
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
+            return
+        keys = self.keys[len(self.keys) - len(passing):]
+        label = self.label
+        added: list[str] | list[tuple[str, str | None]] = (
+            keys if label is None else
+            list(zip(keys, [state.labels.get(label) for state in passing], strict=True)))
+        counts.update(added)
+        for cls, state in dict(zip(reversed(added), reversed(passing), strict=True)).items():
+            firsts.setdefault(cls, state)
 
     def _added(self, state: NodeState) -> None:
         firsts, counts = self.firsts, self.counts
         if firsts is None or counts is None:
             return
-        key = state.usage_key
-        counts[key] = counts.get(key, 0) + 1
-        first = firsts.get(key)
+        cls = self._class(state.usage_key, state)
+        counts[cls] = counts.get(cls, 0) + 1
+        first = firsts.get(cls)
         if first is None or first.order > state.order:
-            firsts[key] = state
+            firsts[cls] = state
 
 
 def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJudge,
@@ -257,9 +370,8 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
         if orders:
             where += [state.order for state in passing]
             found.keys += [state.usage_key for state in passing]
-            if found.firsts is not None:
-                for state in passing:
-                    found._added(state)
+            if found.firsts is not None and passing:
+                found._appended(passing)
         at = stop
     found.stop = at
     return found
@@ -352,10 +464,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
     nodes, at, keys = found.nodes, found.orders, found.keys
     cut = bisect.bisect_left(at, low)
     if cut:
-        del nodes[:cut]
-        del at[:cut]
-        del keys[:cut]
-        found.firsts = found.counts = None
+        found._cut(cut)
     if again:
         passing = judge.all(list(again.values()))
         if len(again) > RUN:
@@ -369,11 +478,11 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
             for order in again:
                 i = bisect.bisect_left(at, order)
                 if i < len(at) and at[i] == order:
-                    key = keys[i]
+                    key, gone = keys[i], nodes[i]
                     del nodes[i]
                     del at[i]
                     del keys[i]
-                    found._removed(key, order, i)
+                    found._removed(key, gone, i)
         if len(passing) > RUN:
             merged = sorted([*nodes, *passing], key=by_order)
             nodes[:] = merged
@@ -388,15 +497,7 @@ def carry(kept: Carry, start: int, end: int, sample: int, judge: RunJudge,
                 keys.insert(i, state.usage_key)
                 found._added(state)
     if len(nodes) > sample:
-        counts = found.counts
-        if counts is not None and found.firsts is not None:
-            for key in keys[sample:]:
-                left = counts[key] - 1
-                if left:
-                    counts[key] = left
-                else:
-                    del counts[key]
-                    del found.firsts[key]
+        found._dropped(keys[sample:], nodes[sample:])
         del nodes[sample:]
         del at[sample:]
         del keys[sample:]

@@ -60,14 +60,15 @@ def hold_claims(cluster: Cluster, volumes: VolumeCatalog, uid: PodUID, pod: Pod,
     must not be bound there); None for a pod without claims, or when the profile
     disables DynamicResources."""
     names = pod.volumes.resource_claims + tuple(name for name, _ in pod.volumes.held_claims)
-    if not names or resource_claims.held(volumes, pod.namespace, names, uid):
+    if not names or resource_claims.held(volumes, pod.namespace, names, uid, pod.pod_group):
         return None
     if cluster.framework(Scoring.BINPACK).plugin(DYNAMIC_RESOURCES) is None:
         return None
     state = cluster.nodes.get(node)
     if state is None:
         return f"node {node} is gone"
-    return resource_claims.reserve(volumes, pod.namespace, pod.volumes, uid, state.node)
+    return resource_claims.reserve(volumes, pod.namespace, pod.volumes, uid, state.node,
+                                   pod.pod_group)
 
 
 def writes(volumes: VolumeCatalog, uid: PodUID, pod: Pod) -> tuple[VolumeWrite, ...]:

@@ -34,7 +34,8 @@ class DynamicResources:
         volumes = pod.volumes
         if not volumes.dynamic:
             return fw.SKIP
-        plan, why = claims.prefilter(snapshot.volumes, pod.namespace, volumes, pod.uid)
+        plan, why = claims.prefilter(snapshot.volumes, pod.namespace, volumes, pod.uid,
+                                     pod.owner)
         if why is not None:
             return fw.unresolvable(why)
         state.write(NAME, (snapshot.volumes, plan))

@@ -64,7 +64,6 @@ from gangsched.core.placement.cluster import ONE_POD
 from gangsched.core.state.records import AppRuntime, GroupRuntime, PodState, placement_order
 from gangsched.core.values.decisions import BlockingReason, DeleteReason, EventType, ObjectRef
 from gangsched.core.values.resources import Resources
-from gangsched.core.values.states import AppState
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
@@ -188,15 +187,15 @@ def _earmark(gang: Gang, queue: str) -> Resources:
 def partial_gangs(s: Session) -> list[Gang]:
     """Every gang holding part of its minimum and collecting the rest, in key order."""
     found: list[Gang] = []
-    apps = [key for key, rt in s.apps.items()
-            if rt.spec.gang and rt.state is AppState.ACCEPTED and rt.admitted and not rt.reserved
-            and not rt.placeholders_expired and rt.timer_start is not None]
+    apps = [rt.spec.key for rt in s.app_index.members("accepted_gang")
+            if rt.admitted and not rt.reserved and not rt.placeholders_expired
+            and rt.timer_start is not None]
     for key in sorted(apps):
         gang = _app_gang(s, s.apps[key])
         if gang is not None:
             found.append(gang)
     seen: set[str] = set()
-    groups = [key for key, grt in s.groups.items()
+    groups = [grt.spec.key for grt in s.group_index.members("unfinished")
               if grt.assumed and not grt.satisfied and not grt.timed_out]
     for gkey in sorted(groups):
         if gkey in seen:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from gangsched.core.preemption.preemptors import app_ask
 from gangsched.core.values.model import DEFAULT_QUEUE, QueueSpec
 from gangsched.core.values.resources import PODS, Resources
-from gangsched.core.values.states import AppState
 
 if TYPE_CHECKING:
     from gangsched.core.state.session import Session
@@ -80,9 +79,9 @@ def demand(s: Session, now: float) -> dict[str, Resources]:
     for name in s.queues.names():
         found[name] = s.queues.usage(name)
     counted: set[str] = set()
-    for key in sorted(s.apps):
-        rt = s.apps[key]
-        if rt.spec.gang and rt.state is AppState.ACCEPTED and not rt.reserved:
+    for rt in sorted(s.app_index.members("accepted_gang"), key=lambda rt: rt.spec.key):
+        key = rt.spec.key
+        if not rt.reserved:
             asked_for = app_ask(s, rt)
             if asked_for is not None:
                 add(rt.spec.queue, asked_for)

@@ -8,8 +8,9 @@ specs, and the timestamps persisted in the objects' status.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from gangsched.core.placement.cluster import ONE_POD, Constraints, PodInfo
 from gangsched.core.values.decisions import (
@@ -18,9 +19,12 @@ from gangsched.core.values.decisions import (
     SetAppStatus,
     SetPodGroupStatus,
 )
-from gangsched.core.values.model import AppSpec, Pod, PodGroupSpec, PodUID
+from gangsched.core.values.model import AppKey, AppSpec, GroupKey, Pod, PodGroupSpec, PodUID
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.states import AppState
+
+if TYPE_CHECKING:
+    from gangsched.core.state.index import Index
 
 S = TypeVar("S")
 
@@ -251,6 +255,16 @@ class AppRuntime:
     ask: tuple[AppSpec, int, Resources] | None = None
     """(spec, :attr:`members_version`, what the gang still asks) as ``preemptors.app_ask``
     last counted it, for a gang with no placeholder then."""
+    index: Index[AppKey, AppRuntime] | None = None
+    """The scheduler's index of its applications (:data:`APP_PREDICATES`), told when a
+    field they read is set."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name in _APP_FIELDS:
+            index = getattr(self, "index", None)
+            if index is not None:
+                index.touch(self.spec.key, self)
 
     def reset_run(self) -> None:
         """Forget a finished run, for a Completed or Rejected app submitted again."""
@@ -312,11 +326,66 @@ class GroupRuntime:
     """Bumped whenever a member pod joins, leaves, is observed, charged or released."""
     preemptor: object = None
     """What ``preemptors.for_groups`` last found of the gang this PodGroup leads."""
+    index: Index[GroupKey, GroupRuntime] | None = None
+    """The scheduler's index of its PodGroups (:data:`GROUP_PREDICATES`)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name in _GROUP_FIELDS:
+            index = getattr(self, "index", None)
+            if index is not None:
+                index.touch(self.spec.key, self)
 
     @property
     def ref(self) -> ObjectRef:
         """The PodGroup, for events about it."""
         return ObjectRef("PodGroup", self.spec.namespace, self.spec.name, self.spec.uid)
+
+
+_APP_FIELDS = frozenset({"spec", "state", "dirty", "unchecked", "timer_start",
+                         "waiting_since", "starting_since"})
+"""The fields of an application that :data:`APP_PREDICATES` and :data:`APP_TALLIES` read."""
+
+
+def _lifecycle(rt: AppRuntime) -> bool:
+    """Has ``apps.lifecycle`` anything to do for it (a state to leave, a timer to watch)?"""
+    state = rt.state
+    return (state is AppState.NEW or (state is AppState.COMPLETED and rt.dirty)
+            or bool(rt.unchecked) or (rt.timer_start is not None and not state.terminal)
+            or (state is AppState.WAITING and rt.waiting_since is not None))
+
+
+APP_PREDICATES: dict[str, Callable[[AppRuntime], bool]] = {
+    "lifecycle": _lifecycle,
+    "progress": lambda rt: rt.dirty or (rt.state is AppState.STARTING
+                                        and rt.starting_since is not None),
+    "dirty": lambda rt: rt.dirty,
+    "accepted_gang": lambda rt: rt.spec.gang and rt.state is AppState.ACCEPTED,
+}
+"""What a cycle asks of every application (see :mod:`~gangsched.core.state.index`):
+``lifecycle`` and ``progress``, those the cycle's passes of those names act on (a
+timer included); ``dirty``, those whose status is due; ``accepted_gang``, the gangs
+waiting in ``Accepted`` (admitted or not)."""
+
+APP_TALLIES: dict[str, Callable[[AppRuntime], Hashable]] = {
+    "priority": lambda rt: rt.spec.priority,
+    "queue_state": lambda rt: (rt.spec.queue, rt.state),
+}
+"""Applications counted by priority and by (leaf queue, state)."""
+
+
+_GROUP_FIELDS = frozenset({"spec", "satisfied", "timed_out", "dirty"})
+
+GROUP_PREDICATES: dict[str, Callable[[GroupRuntime], bool]] = {
+    "unfinished": lambda rt: not (rt.satisfied or rt.timed_out),
+    "dirty": lambda rt: rt.dirty,
+}
+"""What a cycle asks of every PodGroup: ``unfinished``, neither satisfied nor timed out
+(those waiting, timed, judged); ``dirty``, those whose phase and status are due."""
+
+GROUP_TALLIES: dict[str, Callable[[GroupRuntime], Hashable]] = {
+    "priority": lambda rt: rt.spec.priority,
+}
 
 
 def placement_order(ps: PodState) -> tuple[int, float, str]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 if TYPE_CHECKING:
     from gangsched.core.placement.cluster import Cluster
     from gangsched.core.state.eviction_plans import Evictions
+    from gangsched.core.state.index import Index
     from gangsched.core.state.node_reservation import NodeReservation
     from gangsched.core.state.outbox import Outbox
     from gangsched.core.state.pendings import PendingShapes
@@ -59,7 +60,10 @@ class Session(Protocol):
     pod_by_name: dict[str, PodUID]
     """Pod ``namespace/name`` -> uid."""
     apps: dict[AppKey, AppRuntime]
+    app_index: Index[AppKey, AppRuntime]
+    """The applications by what each cycle asks of them (see ``state.index``)."""
     groups: dict[GroupKey, GroupRuntime]
+    group_index: Index[GroupKey, GroupRuntime]
     app_members: dict[AppKey, set[PodUID]]
     group_members: dict[GroupKey, set[PodUID]]
     pending: dict[PodUID, None]

@@ -28,6 +28,7 @@ from gangsched.core.values.constraints import (
     Taint,
     Toleration,
 )
+from gangsched.core.values.devices import ConsumerRef
 from gangsched.core.values.placement_terms import NO_PLACEMENT, Placement
 from gangsched.core.values.profile import DEFAULT_PROFILE, ProfileConfig
 from gangsched.core.values.resources import Resources
@@ -349,6 +350,13 @@ class PodGroupSpec:
     """``status.reservedNodes``."""
     topology: TopologyRequest = NO_TOPOLOGY
     """Where the group's members must or should land together."""
+    claims: tuple[str, ...] = ()
+    """The ResourceClaims of the group (the Workload API's PodGroup ``resourceClaims``,
+    by object name: a claim named in the spec, or the one the resourceclaim controller
+    made from a template and listed in the status). A member's claim among them is
+    allocated once for the group and reserved for ``consumer``, not for the pod."""
+    consumer: ConsumerRef | None = None
+    """The PodGroup as a claim's consumer (``status.reservedFor``)."""
 
     @property
     def namespace(self) -> str:

@@ -83,10 +83,21 @@ class ClaimPlan:
     """The allocations of a placeholder's shared claims: its node must reach them."""
 
 
+def group_consumer(catalog: VolumeCatalog, key: str, group: str | None) -> ConsumerRef | None:
+    """The PodGroup ``group`` (a pod's group key) as the consumer of claim ``key`` when
+    the claim is one of that group's (the Workload API's PodGroup ``resourceClaims``);
+    None for a claim the pod consumes itself."""
+    if group is None:
+        return None
+    found = catalog.devices.group_claims.get(key)
+    return found[1] if found is not None and found[0] == group else None
+
+
 def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
-              uid: str = "") -> tuple[ClaimPlan, str | None]:
+              uid: str = "", group: str | None = None) -> tuple[ClaimPlan, str | None]:
     """(the plan, None) or (an empty plan, why the pod fits nowhere). A pod without
-    claims: (empty plan, None)."""
+    claims: (empty plan, None). ``group``: the pod's PodGroup key (its group's claims
+    are reserved for the group, once, not for each pod)."""
     none = ClaimPlan()
     if not volumes.dynamic:
         return none, None
@@ -111,8 +122,10 @@ def prefilter(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes,
         if allocation is None and assumed is not None and assumed.uid != uid:
             allocation = assumed.allocation
         if allocation is not None:
-            if not claim.reserved_by(uid) and _consumers(claim, devices.assumed.values(),
-                                                         key) >= RESERVED_FOR_MAX:
+            consumer = group_consumer(catalog, key, group)
+            if (not claim.reserved_by(uid)
+                    and not (consumer is not None and claim.reserved_by(consumer.uid))
+                    and _consumers(claim, devices.assumed.values(), key) >= RESERVED_FOR_MAX):
                 return none, IN_USE
             allocated.append((claim, allocation))
             continue
@@ -256,12 +269,14 @@ def nodes_failures(catalog: VolumeCatalog, plan: ClaimPlan, nodes: Sequence[Node
 
 
 def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: str,
-            node: Node) -> str | None:
+            node: Node, group: str | None = None) -> str | None:
     """Allocate and assume the claims of pod ``uid`` on ``node``; the reason when they
-    do not fit there (then nothing is assumed)."""
+    do not fit there (then nothing is assumed). A claim of the pod's PodGroup ``group``
+    is assumed for the group; one the group holds already (reserved for it, or assumed
+    for another member) needs nothing more."""
     devices = catalog.devices
     devices.forget_pod(uid)
-    plan, why = prefilter(catalog, namespace, volumes, uid)
+    plan, why = prefilter(catalog, namespace, volumes, uid, group)
     if why is not None:
         return why
     outcome = None
@@ -270,11 +285,14 @@ def reserve(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid: st
         if outcome.allocations is None:
             return outcome.reason
     for claim, _ in plan.allocated:
-        if not claim.reserved_by(uid):
-            devices.assume(Assumed(claim.key, uid, claim.resource_version, None))
+        consumer = group_consumer(catalog, claim.key, group)
+        if claim.reserved_by(uid) or _group_holds(catalog, claim, uid, consumer):
+            continue
+        devices.assume(Assumed(claim.key, uid, claim.resource_version, None, consumer))
     if outcome is not None and outcome.allocations is not None:
         for claim, allocation in zip(plan.to_allocate, outcome.allocations, strict=True):
-            devices.assume(Assumed(claim.key, uid, claim.resource_version, allocation))
+            devices.assume(Assumed(claim.key, uid, claim.resource_version, allocation,
+                                   group_consumer(catalog, claim.key, group)))
     catalog.epoch += 1
     return None
 
@@ -289,8 +307,22 @@ def failure_on(catalog: VolumeCatalog, namespace: str, volumes: PodVolumes, uid:
     return node_failure(catalog, plan, node)
 
 
-def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str) -> bool:
-    """Whether every claim of ``names`` is reserved for pod ``uid`` or assumed for it."""
+def _group_holds(catalog: VolumeCatalog, claim: ResourceClaim, uid: str,
+                 consumer: ConsumerRef | None) -> bool:
+    """Does the PodGroup ``consumer`` hold ``claim`` already: reserved for it (and
+    allocated), or assumed for it by another member?"""
+    if consumer is None:
+        return False
+    found = catalog.devices.assumed.get(claim.key)
+    if found is not None and found.uid != uid and found.consumer == consumer:
+        return True
+    return claim.allocation is not None and claim.reserved_by(consumer.uid)
+
+
+def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str,
+         group: str | None = None) -> bool:
+    """Whether every claim of ``names`` is reserved for pod ``uid`` (or, a claim of its
+    PodGroup ``group``, for the group) or assumed for it."""
     devices = catalog.devices
     for name in names:
         key = claim_key(namespace, name)
@@ -298,6 +330,9 @@ def held(catalog: VolumeCatalog, namespace: str, names: Sequence[str], uid: str)
         if assumed is not None and assumed.uid == uid:
             continue
         claim = catalog.resource_claims.get(key)
+        if claim is not None and _group_holds(catalog, claim, uid,
+                                              group_consumer(catalog, key, group)):
+            continue
         if claim is None or not claim.reserved_by(uid) or claim.allocation is None:
             return False
     return True
@@ -316,12 +351,13 @@ def writes(catalog: VolumeCatalog, uid: str, pod_name: str,
         claim = catalog.resource_claims.get(key)
         if assumed is None or assumed.uid != uid or claim is None:
             continue
+        whom = assumed.consumer or consumer  # a PodGroup's claim: reserved for the group
         if assumed.allocation is not None:
             found.append(AllocateClaim(namespace, name, claim.uid, assumed.resource_version,
-                                       assumed.allocation, consumer))
+                                       assumed.allocation, whom))
         else:
             found.append(ReserveClaim(namespace, name, claim.uid, assumed.resource_version,
-                                      consumer))
+                                      whom))
     return tuple(found)
 
 

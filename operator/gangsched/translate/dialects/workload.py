@@ -31,8 +31,17 @@ What is read:
   required topology: every member in one domain of that node label
   (:class:`~gangsched.core.values.model.TopologyRequest`). ``spec.priority``, else
   ``spec.priorityClassName`` resolved in the PriorityClasses, is the gang's priority.
+  ``spec.resourceClaims`` (feature gate ``DRAWorkloadResourceClaims``, at most 4, each a
+  ``name`` and exactly one of ``resourceClaimName`` and ``resourceClaimTemplateName``)
+  are the group's claims: the one named, or the one the resourceclaim controller made
+  from the template for the group and listed in ``status.resourceClaimStatuses``
+  (:func:`group_claims`). A member whose ``spec.resourceClaims`` entry matches one of
+  them exactly (same name and source) is given that claim by the controller (in its
+  ``status.resourceClaimStatuses``); the claim is allocated once, by the first member
+  placed, and reserved for the PodGroup (``reservedFor``: ``scheduling.k8s.io``
+  ``podgroups``, name and uid), not for each pod, so no later member writes anything.
   Not read: ``podGroupTemplateRef``/``workloadRef`` (the PodGroup carries a copy of its
-  template's policy and constraints, so the Workload is never needed), ``resourceClaims``,
+  template's policy and constraints, so the Workload is never needed),
   ``disruptionMode``, ``preemptionPolicy``. The queue is ``default``.
 * A pod whose PodGroup does not exist yet waits, as kube-scheduler's PreEnqueue, with its
   words (:func:`waiting_message`); a gang with fewer pods than ``minCount`` too
@@ -61,7 +70,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gangsched.core.values import decisions, model
+from gangsched.core.values.devices import ConsumerRef
 from gangsched.translate import conditions, fields, times
+from gangsched.translate import group_claims as group_claims_of
 from gangsched.translate.dialects import WORKLOAD, Claim, PodMeta, foreign_key
 from gangsched.translate.priorities import NO_CLASSES, PriorityClasses
 
@@ -74,6 +85,8 @@ VERSION = "v1alpha2"
 PLURAL = "podgroups"
 POD_FIELD = "spec.schedulingGroup"
 MAX_MIN_COUNT = 2**31 - 1
+MAX_RESOURCE_CLAIMS = 4
+"""``spec.resourceClaims`` of a PodGroup holds at most this many entries."""
 """``minCount`` is an int32."""
 NO_TIMEOUT = model.NO_TIMEOUT
 """The schedule timeout of a native gang: a century, that is none (kube-scheduler
@@ -209,6 +222,7 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
     priority = problems.read(lambda: fields.integer(
         spec.get("priority"), "spec.priority", default=priority), priority)
     namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
+    claims, consumer = group_claims(obj, problems)
     return model.PodGroupSpec(
         key=foreign_key(WORKLOAD, str(namespace or ""), str(name or "")),
         uid=uid if isinstance(uid, str) else "",
@@ -220,7 +234,38 @@ def podgroup_from_k8s(obj: Mapping[str, Any], *,
         creation=times.parse_time(meta.get("creationTimestamp")) or 0.0,
         invalid=problems.message(),
         topology=topology,
+        claims=claims,
+        consumer=consumer,
     )
+
+
+def group_claims(obj: Mapping[str, Any], problems: fields.Problems
+                 ) -> tuple[tuple[str, ...], ConsumerRef | None]:
+    """(the names of the ResourceClaims of PodGroup ``obj``, the PodGroup as their
+    consumer); a template's claim is known once ``status.resourceClaimStatuses`` lists
+    it. No ``spec.resourceClaims``: ((), None). Problems are added with their path."""
+    spec = obj.get("spec")
+    raw = spec.get("resourceClaims") if isinstance(spec, Mapping) else None
+    if raw is None:
+        return (), None
+    path = "spec.resourceClaims"
+    entries = group_claims_of.read(raw, path, problems)
+    if len(entries) > MAX_RESOURCE_CLAIMS:
+        problems.add(f"{path}: Too many: {len(entries)}: must have at most "
+                     f"{MAX_RESOURCE_CLAIMS} items")
+        return (), None
+    status = obj.get("status")
+    made: dict[str, str] = {}
+    for item in (status.get("resourceClaimStatuses") if isinstance(status, Mapping)
+                 else None) or ():
+        if isinstance(item, Mapping) and isinstance(item.get("resourceClaimName"), str):
+            made[str(item.get("name"))] = item["resourceClaimName"]
+    names = tuple(entry.claim or made.get(entry.name, "") for entry in entries)
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    consumer = ConsumerRef(str(meta.get("name") or ""), str(meta.get("uid") or ""),
+                           PLURAL, GROUP)
+    return tuple(n for n in names if n), consumer if entries else None
 
 
 def _wanted(d: decisions.SetPodGroupStatus, kind: str) -> conditions.Wanted | None:

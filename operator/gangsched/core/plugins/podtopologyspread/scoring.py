@@ -74,7 +74,8 @@ class SpreadScoring(SpreadCommon):
             # values among them, a node without the key counting as the value "".
             key = c.topology_key
             if key == HOSTNAME:
-                size = len(labels) if values is None else len(nodes)
+                size = (len(labels) if values is None
+                        else state.represented or len(nodes))
             elif values is not None:
                 seen: set[str | None] = set(values.distinct(key))
                 if None in seen:
@@ -97,6 +98,33 @@ class SpreadScoring(SpreadCommon):
             state.write(NAME + "/sparse",
                         (nodes, self._sparse(state, snapshot, constraints, found, values)))
         return fw.SUCCESS
+
+    def score_classes(self, state: fw.CycleState, pod: PodInfo,
+                      snapshot: fw.Snapshot) -> tuple[str | None, list[int]] | None:
+        """With a hostname constraint and at most one other key, every node of the
+        cluster having each key: a node whose hostname holds no matching pod sums the
+        empty hostname domain's term and its value's of the other key, so nodes of one
+        value score alike; the nodes whose hostname holds matching pods are scored one
+        by one (their orders). PreScore reads the hostname's weight from
+        ``state.represented``, the other key's from the values of the nodes scored:
+        one of each class has every value the feasible nodes have."""
+        constraints = self.constraints_of(pod, WhenUnsatisfiable.SCHEDULE_ANYWAY)
+        every = {c.topology_key for c in constraints}
+        others = every - {HOSTNAME}
+        if not constraints or len(others) > 1:
+            return None
+        if any(self._column(snapshot, key)[1] for key in every):
+            return None  # a node without a key: ignored, or its term is 0.0
+        all_keys = bool(pod.placement.spread) or self.args.defaulting is not Defaulting.SYSTEM
+        keys = tuple(sorted(every)) if all_keys else ()
+        holders = self._holders_of(snapshot, HOSTNAME) if HOSTNAME in every else {}
+        orders: set[int] = set()
+        for c in constraints:
+            if c.topology_key == HOSTNAME:
+                eligible = self._eligible_nodes(snapshot, pod, c, keys or (HOSTNAME,))[0]
+                for host in self._count(snapshot, pod, c, eligible):
+                    orders.update(holders.get(host, ()))
+        return next(iter(others), None), sorted(orders)
 
     def score(self, state: fw.CycleState, pod: PodInfo, node: NodeState) -> int:
         return self.score_nodes(state, pod, (node,))[0]
