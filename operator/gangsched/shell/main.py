@@ -39,9 +39,9 @@ interpreter's lock from the event loop as much as the core's thread does) waits 
 until the binds are done for now too (none queued or under way, none submitted or ended
 for :data:`BINDS_SETTLE` seconds), at most :data:`KOPF_START_LIMIT` seconds from the
 start. Started after 2 s, it took about as much CPU as the event loop in the first
-seconds of binding a backlog of 3,000 pods. kopf only logs in and applies its settings: the runtime's
-own reflectors watch every kind, and the liveness endpoint is served here (from the
-start, when asked for).
+seconds of binding a backlog of 3,000 pods. kopf only logs in and applies its settings:
+the runtime's own reflectors watch every kind, and the liveness endpoint is served here
+(from the start, when asked for).
 """
 
 from __future__ import annotations
