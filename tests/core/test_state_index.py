@@ -143,7 +143,7 @@ def test_the_schedulers_indexes_hold_exactly_what_their_predicates_say() -> None
                 assert [r.spec.key for r in index.members(name)] == [  # type: ignore[attr-defined]
                     k for k, r in records.items() if holds(r)], name  # type: ignore[operator]
             for name, deadline in APP_DEADLINES.items():
-                due, ahead = s.app_index.due(name, s.now)
+                due, ahead = s.app_index.due(name, lambda t: t <= s.now)
                 at = {k: deadline(r) for k, r in s.apps.items() if deadline(r) is not None}
                 assert sorted(due) == sorted(k for k, v in at.items() if v <= s.now)
                 assert ahead == min((v for v in at.values() if v > s.now), default=None)
@@ -174,7 +174,7 @@ def test_due_gives_the_deadlines_come_and_the_earliest_ahead(seed: int) -> None:
             records[key] = Rec(key, rng.randrange(60), index)
             index.add(key, records[key])
         now = float(rng.randrange(60))
-        came, ahead = index.due("at", now)
+        came, ahead = index.due("at", lambda at, now=now: at <= now)
         deadlines = {k: float(r.level) for k, r in records.items() if r.level % 3}
         assert sorted(came) == sorted(k for k, at in deadlines.items() if at <= now), step
         assert ahead == min((at for at in deadlines.values() if at > now), default=None)

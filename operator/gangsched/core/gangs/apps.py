@@ -233,9 +233,7 @@ def lifecycle(s: Session, now: float) -> None:
     order: those with something to do (``lifecycle`` in ``s.app_index``, and those whose
     placeholder timeout has come), not all. The earliest placeholder timeout still ahead
     is the instant asked about (those after it are asked about once it has come)."""
-    due, ahead = s.app_index.due("placeholder_timer", now)
-    if ahead is not None:
-        s.reached(ahead)
+    due, _ = s.app_index.due("placeholder_timer", s.reached)
     for rt in s.app_index.walk("lifecycle", also=due):
         if rt.state is AppState.COMPLETED and rt.dirty and _has_pending_real(s, rt):
             move(s, rt, AppEvent.RESUBMIT, "Resubmitted", "new pods arrived for this application")

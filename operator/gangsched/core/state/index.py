@@ -131,9 +131,10 @@ class Index(Generic[K, R]):
         self.refresh()
         return self.counts[name]
 
-    def due(self, name: str, now: float) -> tuple[list[K], float | None]:
-        """The keys of the records whose deadline ``name`` has come by ``now``, and the
-        earliest deadline still ahead (None when there is none)."""
+    def due(self, name: str, reached: Callable[[float], bool]) -> tuple[list[K], float | None]:
+        """The keys of the records whose deadline ``name`` has come, as ``reached`` (the
+        scheduler's clock) says, and the earliest deadline still ahead (None when there
+        is none): the one instant ahead that ``reached`` is asked about."""
         self.refresh()
         heap, when = self._heaps[name], self._when[name]
         if len(heap) > 2 * len(when) + 64:  # mostly entries of changed deadlines: rebuild
@@ -146,7 +147,7 @@ class Index(Generic[K, R]):
             if when.get(key) != at or key in came:  # changed since, or met already
                 heapq.heappop(heap)
                 continue
-            if at > now:
+            if not reached(at):
                 ahead = at
                 break
             heapq.heappop(heap)
