@@ -59,7 +59,7 @@ class Domain:
     touched, and judged again)."""
     firsts: dict[str, NodeState] | None = None
     """The first node of each usage key (None: to be worked out again)."""
-    counts: dict[str, int] | None = None
+    counts: Counter[str] | None = None
     """How many nodes have each usage key (kept with ``firsts``)."""
 
     def distinct(self) -> dict[str, NodeState]:
@@ -138,9 +138,14 @@ class Domain:
         self.orders += [state.order for state in passing]
         self.nodes += passing
         self.keys += [state.usage_key for state in passing]
-        if self.firsts is not None:
-            for state in passing:
-                self._came(state)
+        firsts, counts = self.firsts, self.counts
+        if firsts is not None and counts is not None and passing:
+            # After every node kept: a key's first is among them only if it had none.
+            added = self.keys[len(self.keys) - len(passing):]
+            counts.update(added)
+            for key, state in dict(zip(reversed(added), reversed(passing),
+                                       strict=True)).items():
+                firsts.setdefault(key, state)
         self.stop = orders[end] if end < len(orders) else PAST
 
 
