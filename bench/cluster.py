@@ -399,6 +399,17 @@ class FakeCluster(Cluster):
     def server_cpu(self) -> float | None:
         return self.server.cpu() if self.server is not None else None
 
+    async def make_nodes(self, count: int) -> None:
+        """``count`` Ready, schedulable nodes like :func:`node_body`'s, made in the fake's
+        own process (``POST /debug/nodes``: the first through admission, its ``not-ready``
+        taint removed, the others copies of it): what :func:`create_nodes` makes over
+        HTTP, three requests a node, in a fraction of the time at 65,000 nodes."""
+        timeout = aiohttp.ClientTimeout(total=None)
+        async with aiohttp.ClientSession(timeout=timeout) as session, session.post(
+                self.url + "/debug/nodes", params={"count": str(count), "prefix": "bench-node-"},
+                json=node_body(0)) as resp:
+            resp.raise_for_status()
+
 
 class RealCluster(Cluster):
     fake = False
@@ -1077,7 +1088,10 @@ async def run_one(sched: Scheduler, cluster: Cluster, w: Workload, args: argpars
         async with BenchClient(await load_connection(cluster.kubeconfig),
                                max_connections=args.concurrency) as client:
             t0 = time.monotonic()
-            await create_nodes(client, w, args.concurrency)
+            if isinstance(cluster, FakeCluster):
+                await cluster.make_nodes(w.nodes)  # in the fake's process: 65,000 in seconds
+            else:
+                await create_nodes(client, w, args.concurrency)
             print(f"  [{run}] {w.nodes} nodes in {time.monotonic() - t0:.1f}s",
                   flush=True)
             if not cluster.fake and args.heartbeat > 0:

@@ -2,6 +2,7 @@
 
     python3 bench/core_memory.py                     # 5,000, 20,000 and 65,000 nodes
     python3 bench/core_memory.py --nodes 5000 20000 --pods-per-node 2
+    python3 bench/core_memory.py --mix               # the placement mix's pods
 
 Not a test: it prints a table. For each cluster size, in a fresh interpreter (so that
 one size's heap does not count in the next), with :mod:`tracemalloc` counting every
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import gc
 import multiprocessing
 import sys
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 import core
 from gangsched.core.scheduler import Scheduler
 from gangsched.core.values.model import QueueSpec, SchedulerConfig, SortPolicy
+from gangsched.core.values.volume_specs import NO_VOLUMES
 from gangsched.sim.world import World
 
 SIZES = (5000, 20_000, 65_000)
@@ -57,8 +60,10 @@ def _held() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
-def measure(nodes: int, pods: int) -> Footprint:
-    """One size, in this interpreter (see the module docstring)."""
+def measure(nodes: int, pods: int, mix: bool = False) -> Footprint:
+    """One size, in this interpreter (see the module docstring); ``mix``: the placement
+    mix of ``bench/core.py`` (labels, anti-affinity, spread, default spread; its volumes
+    and claims are left out)."""
     started = time.perf_counter()
     tracemalloc.start()
     base = _held()
@@ -67,14 +72,14 @@ def measure(nodes: int, pods: int) -> Footprint:
     for node in core.cluster(nodes):
         world.add_node(node)
     with_nodes = _held()
-    workload = core.build(nodes, pods)
+    workload = core.build(nodes, pods, mix=mix)
     workload.nodes.clear()  # built again by build(): the world holds the first ones
     for app in workload.apps:
         world.add_app(app)
     for group in workload.groups:
         world.add_group(group)
     for pod in workload.pods:
-        world.add_pod(pod)
+        world.add_pod(dataclasses.replace(pod, volumes=NO_VOLUMES) if pod.volumes.any else pod)
     real = {pod.uid for pod in workload.pods}
     del workload
     pending = _held()
@@ -99,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="cluster sizes (5000 20000 65000)")
     parser.add_argument("--pods-per-node", type=float, default=1.0,
                         help="pending pods per node (1)")
+    parser.add_argument("--mix", action="store_true",
+                        help="the placement mix's pods (bench/core.py), without volumes")
     args = parser.parse_args(argv)
     print("Bytes held (tracemalloc) per node and per pod, each size in a fresh interpreter:")
     print(f"{'nodes':>8} {'pods':>8} {'per node':>10} {'per pending pod':>16} "
@@ -107,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Footprint] = []
     for nodes in args.nodes:
         with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-            row = pool.submit(measure, nodes, int(nodes * args.pods_per_node)).result()
+            row = pool.submit(measure, nodes, int(nodes * args.pods_per_node),
+                              args.mix).result()
         rows.append(row)
         print(f"{row.nodes:>8} {row.pods:>8} {row.per_node:>10,.0f} "
               f"{row.per_pending_pod:>16,.0f} {row.per_placed_pod:>15,.0f} "

@@ -166,3 +166,19 @@ def test_placeholders_yet_to_come_count_their_task_groups_devices() -> None:
     (group,) = status.task_groups
     assert group.blocking.reason == topology.REASON
     assert "cannot allocate all claims" in group.blocking.message
+
+
+def test_members_sharing_one_claim_allocate_it_once() -> None:
+    """Both members name one claim of 2 GPUs: the first allocates it, the second only
+    has to reach that allocation (the same node), as kube-scheduler shares an assumed
+    claim. Counting it twice would ask for 4 GPUs, which no rack has."""
+    s = cluster({"a1": 2, "b0": 2})
+    spec = dataclasses.replace(make_podgroup("job", 2), topology=RACK_ONE)
+    s.observe(PodGroupObserved(spec))
+    shared = claim("shared", request("req-0", "class-a", 2))
+    s.observe(VolumeObserved(shared))
+    for i in range(2):
+        s.observe(PodObserved(with_volumes(make_pod(f"w{i}", pod_group="job", cpu=1),
+                                           resource_claims=(shared.name,))))
+    bound = bound_nodes(s.cycle(now=10.0))
+    assert bound == {"w0": "a1", "w1": "a1"}

@@ -93,6 +93,7 @@ class WatchHandlers(Dispatch):
     priority_classes: dict[str, JSON]
     priorities: PriorityClasses
     gang_members: dict[str, dict[str, Pod]]
+    member_of: dict[str, str]
     owners_asked: set[str]
 
     def _guarded(self, handle: Callable[[str, JSON], None],
@@ -151,8 +152,7 @@ class WatchHandlers(Dispatch):
         self.pod_locks.pop(uid, None)
         self.scheduled.forget(uid)
         self.pod_translations.forget(uid)
-        for members in self.gang_members.values():
-            members.pop(uid, None)
+        self._leave_gang(uid)
         self.metrics.pod_gone(uid, self.clock())
         self.submit(PodGone(uid))
 
@@ -330,16 +330,26 @@ class WatchHandlers(Dispatch):
 
     def _member_seen(self, pod: Pod) -> None:
         """Keep the real members of each gang (they own a gang made from pods); one that
-        holds on and does not own its gang yet is made an owner."""
+        holds on and does not own its gang yet is made an owner. A pod is a member of
+        one gang at most: one it left (its gang changed) forgets it. Found through
+        :attr:`member_of`, not by walking every gang: this runs for every pod event."""
         gang = (f"Application/{pod.app}" if pod.app is not None
                 else f"PodGroup/{pod.pod_group}" if pod.pod_group is not None else None)
-        for key, members in self.gang_members.items():
-            if key != gang:
-                members.pop(pod.uid, None)
+        if self.member_of.get(pod.uid, gang) != gang:
+            self._leave_gang(pod.uid)
         if gang is None or pod.placeholder or not pod.ours:
             return
         self.gang_members.setdefault(gang, {})[pod.uid] = pod
+        self.member_of[pod.uid] = gang
         self._own(gang)
+
+    def _leave_gang(self, uid: str) -> None:
+        """The pod is no member of the gang it was in (if any) any more."""
+        gang = self.member_of.pop(uid, None)
+        members = {} if gang is None else self.gang_members.get(gang, {})
+        members.pop(uid, None)
+        if gang is not None and not members:
+            self.gang_members.pop(gang, None)
 
     def _own(self, gang: str) -> None:
         """Make every member of ``gang`` that does not own it yet an owner, when it was

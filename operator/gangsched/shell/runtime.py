@@ -130,6 +130,8 @@ class Runtime(WatchHandlers):
         self.gang_members: dict[str, dict[str, Pod]] = {}
         """Real members by gang key (``Application/ns/name``, ``PodGroup/ns/name``) and
         uid: each owns its gang when the gang was made from pods."""
+        self.member_of: dict[str, str] = {}
+        """The gang key each pod of :attr:`gang_members` is kept under, by uid."""
         self.owners_asked: set[str] = set()
         """Gang keys whose owners' patch is under way."""
         self.dialect_conflicts: dict[str, str] = {}

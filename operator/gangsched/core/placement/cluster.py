@@ -67,6 +67,7 @@ from gangsched.core.placement.diagnosis import (
 )
 from gangsched.core.placement.domains import DomainIndex
 from gangsched.core.placement.node_book import NodeBook
+from gangsched.core.placement.sample import feasible_nodes_to_find, named_nodes
 from gangsched.core.placement.scan import Found, RunJudge, scan
 from gangsched.core.placement.tally import Judge, Room, Tally, copies
 from gangsched.core.plugins import balancedallocation, noderesources, podtopologyspread
@@ -77,7 +78,7 @@ from gangsched.core.values.resources import PODS, Resources
 from gangsched.core.volumes import claims as resource_claims
 
 __all__ = ["NO_CONSTRAINTS", "ONE_POD", "Cluster", "Constraints", "Diagnosis", "NodeState",
-           "PodInfo", "static_failure"]
+           "PodInfo", "feasible_nodes_to_find", "static_failure"]
 
 ONE_POD = Resources({PODS: 1})
 
@@ -130,6 +131,17 @@ class Cluster(NodeBook):
         :func:`feasible_nodes_to_find`), at least 1."""
         return max(1, feasible_nodes_to_find(self.percentage_of_nodes_to_score,
                                              len(self.nodes)))
+
+    def _sample_for(self, fwk: Framework, constraints: Constraints) -> int:
+        """:attr:`sample_size` as kube-scheduler takes it for one pod: of the nodes
+        NodeAffinity's PreFilter names, if it names some; one without a score plugin
+        (see :mod:`~gangsched.core.placement.sample`)."""
+        if not fwk.scorers:
+            return 1
+        named = named_nodes(constraints.affinity, self.nodes)
+        if named is None:
+            return self.sample_size
+        return max(1, feasible_nodes_to_find(self.percentage_of_nodes_to_score, named))
 
     def retry_epoch(self, pod: PodInfo) -> int:
         """Changes when what may let ``pod`` fit changes: capacity freed, and for a pod
@@ -318,7 +330,7 @@ class Cluster(NodeBook):
         judge = RunJudge(cycle, info, fwk.scan_but(cycle, FIT_PLUGIN),
                          request, blocked, fwk.scan_costs,
                          fwk.refused(cycle, info) if scoring is Scoring.BINPACK else None)
-        sample = self.sample_size
+        sample = self._sample_for(fwk, constraints)
         by_usage = fwk.usage_scored(info, self)
         if scoring is Scoring.BINPACK:
             found = self._binpack_scan(fwk, cycle, info, nodes, start, sample, judge,
@@ -545,22 +557,6 @@ class Cluster(NodeBook):
             tally = self._tallies[key] = Tally.full(epoch, self._touches,
                                                     self.sorted_nodes(), judge)
         return tally.diagnosis(self.reserved_for if blocked else "")
-
-
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-
-def feasible_nodes_to_find(percentage: int, nodes: int) -> int:
-    """How many feasible nodes a placement looks for among ``nodes`` before it scores
-    them, as kube-scheduler's ``numFeasibleNodesToFind`` (pkg/scheduler/schedule_one.go):
-    every node when there are fewer than 100; else ``percentage`` of them (0: the
-    adaptive 50% less 1% per 125 nodes, at least 5%), and never fewer than 100."""
-    if nodes < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
-        return nodes
-    if percentage <= 0:
-        percentage = max(50 - nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    return max(nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 def select_host(nodes: Sequence[NodeState], totals: Sequence[int]) -> str:

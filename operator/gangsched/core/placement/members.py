@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from gangsched.core.framework.podinfo import PodInfo
     from gangsched.core.framework.runner import Framework
     from gangsched.core.placement.cluster import Cluster
-    from gangsched.core.values.devices import DeviceID
+    from gangsched.core.values.devices import AllocationResult, DeviceID
     from gangsched.core.values.resources import Resources
 
 
@@ -47,22 +47,27 @@ class Trial:
     """Tentative charges of a simulation, undone in reverse."""
 
     cluster: Cluster
-    done: list[tuple[NodeState, str, bool, tuple[DeviceID, ...]]] = field(
-        default_factory=list)
+    done: list[tuple[NodeState, str, bool, Claimed]] = field(default_factory=list)
     taken: dict[DeviceID, str] = field(default_factory=dict)
     """Devices the members charged so far took (DRA): taken for the members after them,
     as the devices of the cluster's claims are (:func:`claimed`)."""
+    allocated: dict[str, AllocationResult] = field(default_factory=dict)
+    """The claims those members allocated, by key: a later member sharing one of them
+    only has to reach its allocation, as a pod sharing an assumed claim does."""
 
     def charge(self, state: NodeState, info: PodInfo, uid: str, indexed: bool,
-               devices: tuple[DeviceID, ...] = ()) -> None:
+               devices: Claimed | None = None) -> None:
         state.add(uid, info.request)
         if info.placement.ports:
             state.ports[uid] = info.placement.ports
         if indexed:
             self.cluster.pod_index.add(PlacedPod(uid, info.namespace, info.labels,
                                                  info.placement, state.node.name))
-        for device in devices:
+        devices = devices or NOTHING_CLAIMED
+        for device in devices.devices:
             self.taken[device] = uid
+        for key, allocation in devices.allocations:
+            self.allocated[key] = allocation
         self.done.append((state, uid, indexed, devices))
 
     def undo(self, mark: int = 0) -> None:
@@ -72,37 +77,66 @@ class Trial:
             state.ports.pop(uid, None)
             if indexed:
                 self.cluster.pod_index.remove(uid)
-            for device in devices:
+            for device in devices.devices:
                 self.taken.pop(device, None)
+            for key, _ in devices.allocations:
+                self.allocated.pop(key, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What a member's claims take on a node: the devices, and the claims allocated
+    (by key) that the members after it may share."""
+
+    devices: tuple[DeviceID, ...] = ()
+    allocations: tuple[tuple[str, AllocationResult], ...] = ()
+
+
+NOTHING_CLAIMED = Claimed()
 
 
 def claimed(cluster: Cluster, trial: Trial, info: PodInfo, uid: str,
-            state: NodeState) -> tuple[DeviceID, ...] | None:
-    """The devices member ``info`` (as pod ``uid``) takes when its claims are allocated
-    on ``state``'s node now, the devices the members charged before it took counted as
-    taken (the allocator's answer, as DynamicResources' Filter and Reserve give it);
-    None when they cannot be allocated there. A member without claims takes none."""
+            state: NodeState) -> Claimed | None:
+    """What member ``info`` (as pod ``uid``) takes when its claims are allocated on
+    ``state``'s node now, the devices the members charged before it took counted as
+    taken and the claims they allocated as allocated (the allocator's answer, as
+    DynamicResources' Filter and Reserve give it); None when they cannot be allocated
+    there. A member without claims takes nothing. A member yet to come (no uid) stands
+    for a pod with claims of its own: what it is shaped after allocated is not shared
+    with it."""
     volumes = info.volumes
     if not volumes.dynamic:
-        return ()
+        return NOTHING_CLAIMED
     catalog = cluster.volumes
-    plan, why = claims.prefilter(catalog, info.namespace, volumes, uid)
+    plan, why = claims.prefilter(catalog, info.namespace, volumes, uid, info.owner)
     if why is not None:
         return None
+    shared = trial.allocated if info.uid else {}
+    reach = [a for _, a in plan.allocated] + list(plan.reach)
+    to_allocate = []
+    for claim in plan.to_allocate:
+        found = shared.get(claim.key)
+        if found is None:
+            to_allocate.append(claim)
+        else:
+            reach.append(found)
     node = state.node
-    for allocation in [a for _, a in plan.allocated] + list(plan.reach):
+    for allocation in reach:
         selector = allocation.node_selector
         if selector is not None and not matches_affinity(selector, node.labels, node.name):
             return None
-    if not plan.to_allocate:
-        return ()
+    if not to_allocate:
+        return NOTHING_CLAIMED
     devices = catalog.devices
     taken = ChainMap(trial.taken, devices.taken) if trial.taken else None
-    outcome = Allocator(devices, taken=taken).allocate(node, plan.to_allocate)
+    outcome = Allocator(devices, taken=taken).allocate(node, to_allocate)
     if outcome.allocations is None:
         return None
-    return tuple(result.device_id for allocation in outcome.allocations
-                 for result in allocation.devices if not result.admin_access)
+    return Claimed(tuple(result.device_id for allocation in outcome.allocations
+                         for result in allocation.devices if not result.admin_access),
+                   tuple((claim.key, allocation) for claim, allocation
+                         in zip(to_allocate, outcome.allocations, strict=True))
+                   if info.uid else ())
 
 
 @dataclass(slots=True)
@@ -117,6 +151,14 @@ class Skip:
     alike: tuple[object, ...] | None = None
     start: int = 0
     window: Window | None = None
+    shared: tuple[PodInfo, fw.CycleState] | None = None
+    """The last member placed through the window and its cycle state, when the next
+    one equal to it but for its name and uid may reuse that state (:func:`_twin`)."""
+    best: dict[tuple[str, ...], int] = field(default_factory=dict)
+    """For members twins of one another, scored by usage keys alone: which of the
+    nodes found won, by the usage keys of those nodes in order. Their scores follow
+    from the keys alone, so the same keys in the same order give the same winner:
+    identical nodes filled one after another are scored once, not once per member."""
 
 
 class Window:
@@ -189,6 +231,11 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
     ``(node,)``, or why none of ``nodes`` takes it (kube-scheduler's reason counts).
     ``skip``: kept from the previous member over the same ``nodes`` in one simulation
     (see :class:`Skip`), brought up to date here."""
+    if skip is not None and skip.shared is not None and skip.window is not None:
+        last, kept = skip.shared
+        if skip.window.nodes is nodes and _twin(last, info):
+            return _place_windowed(cluster, fwk, trial, info, position, kept, skip.window,
+                                   skip.best)
     if not fwk.pre_enqueue(info).ok:
         return "it is gated"
     cycle, status = fwk.pre_filter(info, cluster)
@@ -208,11 +255,14 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         if window is None or shared != skip.alike or window.nodes is not nodes:
             window = skip.window = Window(nodes, request, allowed, blocked, sample)
         skip.alike = shared
+        skip.shared = (None if info.volumes.any or cluster.neighbour_bound(info)
+                       else (info, cycle))
+        skip.best = {}
         return _place_windowed(cluster, fwk, trial, info, position, cycle, window,
-                               allowed, blocked)
+                               skip.best if skip.shared is not None else None)
     fits = request.fits_in
     uid = info.uid or f"topology-member-{position}"
-    devices = bool(trial.taken) and info.volumes.dynamic
+    devices = bool(trial.taken or trial.allocated) and info.volumes.dynamic
     """Devices taken in the simulation may change where the member's claims fit (the
     filters saw only the cluster's)."""
     feasible: list[NodeState] = []
@@ -222,7 +272,7 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         alike = None if extra else (request, info.constraints, info.owner, False)
         if alike is not None and alike == skip.alike:
             start = skip.start
-        skip.alike, skip.start, skip.window = alike, len(nodes), None
+        skip.alike, skip.start, skip.window, skip.shared = alike, len(nodes), None, None
     for index, state in enumerate(islice(nodes, start, None), start):
         name = state.node.name
         if name not in allowed or not fits(state.free):
@@ -256,28 +306,49 @@ def place_one(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
         fwk.pre_score(cycle, info, cluster, feasible)
         best = select_host(feasible, fwk.score(cycle, info, feasible))
     state = cluster.nodes[best]
-    taken = claimed(cluster, trial, info, uid, state) if info.volumes.dynamic else ()
-    trial.charge(state, info, uid, cluster.neighbour_bound(info), taken or ())
+    taken = claimed(cluster, trial, info, uid, state) if info.volumes.dynamic else None
+    trial.charge(state, info, uid, cluster.neighbour_bound(info), taken)
     return (best,)
+
+
+def _twin(last: PodInfo, info: PodInfo) -> bool:
+    """Is ``info`` ``last`` but for its name and uid? Then its PreFilter would give what
+    ``last``'s gave, in a simulation where ``last`` (with no volumes, and no pod whose
+    fit depends on where it is) only charged a node: PreFilter reads the pod and the
+    pods placed, not the nodes' usage, and the members' usage keys alone tell their
+    scores apart."""
+    return (info.request == last.request and info.constraints == last.constraints
+            and info.placement == last.placement and info.namespace == last.namespace
+            and info.owner == last.owner and info.labels == last.labels
+            and info.volumes == last.volumes)
 
 
 def _place_windowed(cluster: Cluster, fwk: Framework, trial: Trial, info: PodInfo,
                     position: int, cycle: fw.CycleState, window: Window,
-                    allowed: frozenset[str], blocked: frozenset[str] | None
-                    ) -> tuple[str] | str:
+                    best: dict[tuple[str, ...], int] | None) -> tuple[str] | str:
     """:func:`place_one` for a member scored by usage keys alone, the nodes found
-    read from ``window`` (brought up to date with the member's charge)."""
+    read from ``window`` (brought up to date with the member's charge); ``best``: the
+    winners kept for its twins (see :attr:`Skip.best`)."""
     firsts = window.firsts()
     if not firsts:
-        return why_none(cluster, fwk, cycle, info, window.nodes, allowed, blocked)
+        return why_none(cluster, fwk, cycle, info, window.nodes, window.allowed,
+                        window.blocked)
     nodes = window.nodes
     if len(firsts) == 1:
         at = firsts[0]
     else:
-        feasible = [nodes[at] for at in firsts]
-        fwk.pre_score(cycle, info, cluster, feasible)
-        totals = fwk.score(cycle, info, feasible)
-        at = firsts[totals.index(max(totals))]  # select_host: the first of the best
+        keys = tuple(nodes[at].usage_key for at in firsts) if best is not None else ()
+        won = best.get(keys) if best is not None else None
+        if won is None:
+            feasible = [nodes[at] for at in firsts]
+            fwk.pre_score(cycle, info, cluster, feasible, usage_scored=True)
+            totals = fwk.score(cycle, info, feasible)
+            won = totals.index(max(totals))  # select_host: the first of the best
+            if best is not None:
+                if len(best) >= 4096:
+                    best.clear()
+                best[keys] = won
+        at = firsts[won]
     state = nodes[at]
     before = state.usage_key
     uid = info.uid or f"topology-member-{position}"

@@ -157,7 +157,7 @@ class Found:
     firsts: dict[object, NodeState] | None = None
     """The first node of each usage key among ``nodes`` (see :meth:`distinct`), kept
     up to date through small changes; None: to be worked out again."""
-    counts: dict[object, int] | None = None
+    counts: Counter[object] | None = None
     """How many of ``nodes`` are of each class (kept with ``firsts``)."""
     label: str | None = None
     """The label key whose value splits the classes of :meth:`distinct` and
@@ -171,8 +171,8 @@ class Found:
         if firsts is None:
             nodes = self.nodes
             label = self.label
-            classes: list[object] = (
-                list(self.keys) if label is None else
+            classes: list[str] | list[tuple[str, str | None]] = (
+                self.keys if label is None else
                 list(zip(self.keys, [state.labels.get(label) for state in nodes],
                          strict=True)))
             self.counts = Counter(classes)
@@ -285,6 +285,21 @@ class Found:
                 del counts[cls]
                 del firsts[cls]
 
+    def _appended(self, passing: list[NodeState]) -> None:
+        """``passing`` were appended (after every node kept, their keys too): counted
+        in, each the first of its class if the class had none."""
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
+            return
+        keys = self.keys[len(self.keys) - len(passing):]
+        label = self.label
+        added: list[str] | list[tuple[str, str | None]] = (
+            keys if label is None else
+            list(zip(keys, [state.labels.get(label) for state in passing], strict=True)))
+        counts.update(added)
+        for cls, state in dict(zip(reversed(added), reversed(passing), strict=True)).items():
+            firsts.setdefault(cls, state)
+
     def _added(self, state: NodeState) -> None:
         firsts, counts = self.firsts, self.counts
         if firsts is None or counts is None:
@@ -355,9 +370,8 @@ def scan(nodes: list[NodeState], start: int, end: int, sample: int, judge: RunJu
         if orders:
             where += [state.order for state in passing]
             found.keys += [state.usage_key for state in passing]
-            if found.firsts is not None:
-                for state in passing:
-                    found._added(state)
+            if found.firsts is not None and passing:
+                found._appended(passing)
         at = stop
     found.stop = at
     return found

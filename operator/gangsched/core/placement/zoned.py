@@ -29,6 +29,7 @@ value by value, not the whole sample.
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from itertools import chain, repeat
@@ -56,29 +57,76 @@ class Domain:
     keys: list[str] = field(default_factory=list)
     """Each node's usage key when it was judged (a node whose usage changes since is
     touched, and judged again)."""
+    firsts: dict[str, NodeState] | None = None
+    """The first node of each usage key (None: to be worked out again)."""
+    counts: Counter[str] | None = None
+    """How many nodes have each usage key (kept with ``firsts``)."""
+
+    def distinct(self) -> dict[str, NodeState]:
+        """The first node of each usage key, kept through small changes."""
+        firsts = self.firsts
+        if firsts is None or self.counts is None:
+            self.counts = Counter(self.keys)
+            # Backwards: the first node of a key is the value left.
+            firsts = self.firsts = dict(zip(reversed(self.keys), reversed(self.nodes),
+                                            strict=True))
+        return firsts
 
     def cut(self, low: int) -> None:
         """Forget what lies before order ``low``."""
         at = bisect.bisect_left(self.orders, low)
         if at:
+            gone = list(zip(self.keys[:at], self.nodes[:at], strict=True))
             del self.orders[:at]
             del self.nodes[:at]
             del self.keys[:at]
+            if at > RUN:
+                self.firsts = self.counts = None
+            for key, state in gone if self.firsts is not None else ():
+                self._gone(key, state, 0)
         if self.stop < low:
             self.stop = low
 
     def drop(self, order: int) -> None:
         at = bisect.bisect_left(self.orders, order)
         if at < len(self.orders) and self.orders[at] == order:
+            key, state = self.keys[at], self.nodes[at]
             del self.orders[at]
             del self.nodes[at]
             del self.keys[at]
+            self._gone(key, state, at)
+
+    def _gone(self, key: str, state: NodeState, at: int) -> None:
+        """``state`` (judged with ``key``) left the lists at ``at``: counted out, and
+        its key's first found again from there when it was that."""
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
+            return
+        left = counts[key] - 1
+        if not left:
+            del counts[key]
+            del firsts[key]
+        else:
+            counts[key] = left
+            if firsts[key] is state:
+                firsts[key] = self.nodes[self.keys.index(key, at)]
 
     def put(self, state: NodeState) -> None:
         at = bisect.bisect_left(self.orders, state.order)
         self.orders.insert(at, state.order)
         self.nodes.insert(at, state)
         self.keys.insert(at, state.usage_key)
+        self._came(state)
+
+    def _came(self, state: NodeState) -> None:
+        firsts, counts = self.firsts, self.counts
+        if firsts is None or counts is None:
+            return
+        key = state.usage_key
+        counts[key] = counts.get(key, 0) + 1
+        first = firsts.get(key)
+        if first is None or first.order > state.order:
+            firsts[key] = state
 
     def extend(self, where: tuple[list[int], list[NodeState]], size: int,
                judge: RunJudge) -> None:
@@ -90,6 +138,14 @@ class Domain:
         self.orders += [state.order for state in passing]
         self.nodes += passing
         self.keys += [state.usage_key for state in passing]
+        firsts, counts = self.firsts, self.counts
+        if firsts is not None and counts is not None and passing:
+            # After every node kept: a key's first is among them only if it had none.
+            added = self.keys[len(self.keys) - len(passing):]
+            counts.update(added)
+            for key, state in dict(zip(reversed(added), reversed(passing),
+                                       strict=True)).items():
+                firsts.setdefault(key, state)
         self.stop = orders[end] if end < len(orders) else PAST
 
 
@@ -199,20 +255,19 @@ def select(kept: ZonedCarry, nodes: list[NodeState], sample: int, judge: RunJudg
             else:
                 low = middle + 1
         bound = low + 1
-    cuts = [bisect.bisect_left(domain.orders, bound) for domain, _ in admitted]
     stop = bisect.bisect_left(nodes, bound, key=by_order)
     if distinct:
         firsts: dict[str, NodeState] = {}
-        for (domain, _), cut in zip(admitted, cuts, strict=True):
-            # Backwards: the first node of a key is the value left.
-            own = dict(zip(reversed(domain.keys[:cut]), reversed(domain.nodes[:cut]),
-                           strict=True))
-            for usage, state in own.items():
-                known = firsts.get(usage)
-                if known is None or known.order > state.order:
-                    firsts[usage] = state
+        for domain, _ in admitted:
+            # A key's first node in the domain is below the bound if any of it is.
+            for usage, state in domain.distinct().items():
+                if state.order < bound:
+                    known = firsts.get(usage)
+                    if known is None or known.order > state.order:
+                        firsts[usage] = state
         chosen = sorted(firsts.values(), key=by_order)
     else:
+        cuts = [bisect.bisect_left(domain.orders, bound) for domain, _ in admitted]
         chosen = sorted(chain.from_iterable(
             domain.nodes[:cut] for (domain, _), cut in zip(admitted, cuts, strict=True)),
             key=by_order)
