@@ -12,6 +12,7 @@ import pytest
 from builders import make_app, make_group, make_node, make_pod, make_podgroup
 from gangsched.core.state.index import Index
 from gangsched.core.state.records import (
+    APP_DEADLINES,
     APP_PREDICATES,
     APP_TALLIES,
     GROUP_PREDICATES,
@@ -141,9 +142,39 @@ def test_the_schedulers_indexes_hold_exactly_what_their_predicates_say() -> None
             for name, holds in predicates.items():
                 assert [r.spec.key for r in index.members(name)] == [  # type: ignore[attr-defined]
                     k for k, r in records.items() if holds(r)], name  # type: ignore[operator]
+            for name, deadline in APP_DEADLINES.items():
+                due, ahead = s.app_index.due(name, lambda t: t <= s.now)
+                at = {k: deadline(r) for k, r in s.apps.items() if deadline(r) is not None}
+                assert sorted(due) == sorted(k for k, v in at.items() if v <= s.now)
+                assert ahead == min((v for v in at.values() if v > s.now), default=None)
             for name, tally in tallies.items():
                 counts: dict[object, int] = {}
                 for r in records.values():
                     value = tally(r)  # type: ignore[operator]
                     counts[value] = counts.get(value, 0) + 1
                 assert index.tally(name) == counts, name
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_due_gives_the_deadlines_come_and_the_earliest_ahead(seed: int) -> None:
+    """Deadlines set, moved, dropped and records removed at random: ``due`` says which
+    have come and the earliest still ahead, as a look at every record does."""
+    rng = random.Random(seed)
+    index: Index[str, Rec] = Index({}, deadlines={
+        "at": lambda r: float(r.level) if r.level % 3 else None})
+    records: dict[str, Rec] = {}
+    for step in range(300):
+        key = f"r{rng.randrange(30):02d}"
+        if key in records and rng.random() < 0.2:
+            del records[key]
+            index.remove(key)
+        elif key in records:
+            records[key].set(rng.randrange(60))
+        else:
+            records[key] = Rec(key, rng.randrange(60), index)
+            index.add(key, records[key])
+        now = float(rng.randrange(60))
+        came, ahead = index.due("at", lambda at, now=now: at <= now)
+        deadlines = {k: float(r.level) for k, r in records.items() if r.level % 3}
+        assert sorted(came) == sorted(k for k, at in deadlines.items() if at <= now), step
+        assert ahead == min((at for at in deadlines.values() if at > now), default=None)

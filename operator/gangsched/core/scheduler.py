@@ -59,6 +59,7 @@ from gangsched.core.state.outbox import Outbox
 from gangsched.core.state.pendings import FOR_ROOM, PendingShapes, Shape
 from gangsched.core.state.queues import QueueTree
 from gangsched.core.state.records import (
+    APP_DEADLINES,
     APP_PREDICATES,
     APP_TALLIES,
     GROUP_PREDICATES,
@@ -148,7 +149,8 @@ class Scheduler:
         self.pods: dict[PodUID, PodState] = {}
         self.pod_by_name: dict[str, PodUID] = {}
         self.apps: dict[AppKey, AppRuntime] = {}
-        self.app_index: Index[AppKey, AppRuntime] = Index(APP_PREDICATES, APP_TALLIES)
+        self.app_index: Index[AppKey, AppRuntime] = Index(APP_PREDICATES, APP_TALLIES,
+                                                           APP_DEADLINES)
         """The applications by what each cycle asks of them (kept as they change)."""
         self.groups: dict[GroupKey, GroupRuntime] = {}
         self.group_index: Index[GroupKey, GroupRuntime] = Index(GROUP_PREDICATES, GROUP_TALLIES)

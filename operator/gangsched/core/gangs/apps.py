@@ -230,8 +230,11 @@ def pod_gone(s: Session, ps: PodState) -> None:
 
 def lifecycle(s: Session, now: float) -> None:
     """Admission, placeholder checks and timers, and resubmission, app by app in key
-    order: those with something to do (``lifecycle`` in ``s.app_index``), not all."""
-    for rt in s.app_index.walk("lifecycle"):
+    order: those with something to do (``lifecycle`` in ``s.app_index``, and those whose
+    placeholder timeout has come), not all. The earliest placeholder timeout still ahead
+    is the instant asked about (those after it are asked about once it has come)."""
+    due, _ = s.app_index.due("placeholder_timer", s.reached)
+    for rt in s.app_index.walk("lifecycle", also=due):
         if rt.state is AppState.COMPLETED and rt.dirty and _has_pending_real(s, rt):
             move(s, rt, AppEvent.RESUBMIT, "Resubmitted", "new pods arrived for this application")
             rt.reset_run()

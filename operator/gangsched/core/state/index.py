@@ -24,8 +24,9 @@ in place, a list appended to, is reported by whoever changes it: :meth:`Index.to
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=str)
@@ -35,13 +36,19 @@ R = TypeVar("R")
 class Index(Generic[K, R]):
     """Keys of records per predicate, and counts of records per tally value."""
 
-    __slots__ = ("_counted", "_order", "_predicates", "_records", "_seq", "_tallies",
-                 "_touched", "counts", "sets")
+    __slots__ = ("_counted", "_deadlines", "_heaps", "_order", "_predicates", "_records",
+                 "_seq", "_tallies", "_touched", "_when", "counts", "sets")
 
     def __init__(self, predicates: Mapping[str, Callable[[R], bool]],
-                 tallies: Mapping[str, Callable[[R], Hashable]] | None = None) -> None:
+                 tallies: Mapping[str, Callable[[R], Hashable]] | None = None,
+                 deadlines: Mapping[str, Callable[[R], float | None]] | None = None) -> None:
         self._predicates = dict(predicates)
         self._tallies = dict(tallies or {})
+        self._deadlines = dict(deadlines or {})
+        self._when: dict[str, dict[K, float]] = {name: {} for name in self._deadlines}
+        """Per deadline, each record's instant (records without one left out)."""
+        self._heaps: dict[str, list[tuple[float, K]]] = {name: [] for name in self._deadlines}
+        """The same, earliest first (entries no longer in :attr:`_when` are dropped as met)."""
         self.sets: dict[str, set[K]] = {name: set() for name in self._predicates}
         """Per predicate, the keys of the records it holds for (read after :meth:`refresh`)."""
         self.counts: dict[str, dict[Hashable, int]] = {name: {} for name in self._tallies}
@@ -68,6 +75,8 @@ class Index(Generic[K, R]):
         self._touched.pop(key, None)
         for keys in self.sets.values():
             keys.discard(key)
+        for when in self._when.values():
+            when.pop(key, None)
         counted = self._counted.pop(key, None)
         if counted is not None:
             for (name, _), value in zip(self._tallies.items(), counted, strict=True):
@@ -90,6 +99,14 @@ class Index(Generic[K, R]):
                     self.sets[name].add(key)
                 else:
                     self.sets[name].discard(key)
+            for name, deadline in self._deadlines.items():
+                at = deadline(record)
+                when = self._when[name]
+                if at is None:
+                    when.pop(key, None)
+                elif when.get(key) != at:
+                    when[key] = at
+                    heapq.heappush(self._heaps[name], (at, key))
             if self._tallies:
                 values = tuple(tally(record) for tally in self._tallies.values())
                 old = self._counted.get(key)
@@ -114,13 +131,39 @@ class Index(Generic[K, R]):
         self.refresh()
         return self.counts[name]
 
-    def walk(self, name: str) -> Iterator[R]:
-        """The records ``name`` holds for, in key order, as a sorted walk over every
-        record that acts on those alone meets them (see the module docstring). A record
-        met may have ceased to hold since (a superset is met, never fewer)."""
+    def due(self, name: str, reached: Callable[[float], bool]) -> tuple[list[K], float | None]:
+        """The keys of the records whose deadline ``name`` has come, as ``reached`` (the
+        scheduler's clock) says, and the earliest deadline still ahead (None when there
+        is none): the one instant ahead that ``reached`` is asked about."""
+        self.refresh()
+        heap, when = self._heaps[name], self._when[name]
+        if len(heap) > 2 * len(when) + 64:  # mostly entries of changed deadlines: rebuild
+            heap[:] = [(at, key) for key, at in when.items()]
+            heapq.heapify(heap)
+        came: dict[K, float] = {}
+        ahead = None
+        while heap:
+            at, key = heap[0]
+            if when.get(key) != at or key in came:  # changed since, or met already
+                heapq.heappop(heap)
+                continue
+            if not reached(at):
+                ahead = at
+                break
+            heapq.heappop(heap)
+            came[key] = at
+        for key, at in came.items():  # theirs until the records say otherwise
+            heapq.heappush(heap, (at, key))
+        return list(came), ahead
+
+    def walk(self, name: str, also: Iterable[K] = ()) -> Iterator[R]:
+        """The records ``name`` holds for (and those of ``also``), in key order, as a
+        sorted walk over every record that acts on those alone meets them (see the
+        module docstring). A record met may have ceased to hold since (a superset is
+        met, never fewer)."""
         self.refresh()
         keys = self.sets[name]
-        todo = sorted(keys)
+        todo = sorted(keys.union(also))
         queued = set(todo)
         i = 0
         while i < len(todo):

@@ -348,11 +348,19 @@ _APP_FIELDS = frozenset({"spec", "state", "dirty", "unchecked", "timer_start",
 
 
 def _lifecycle(rt: AppRuntime) -> bool:
-    """Has ``apps.lifecycle`` anything to do for it (a state to leave, a timer to watch)?"""
+    """Has ``apps.lifecycle`` anything to do for it but its placeholder timer (a state
+    to leave, placeholders to check, the waiting timeout)?"""
     state = rt.state
     return (state is AppState.NEW or (state is AppState.COMPLETED and rt.dirty)
-            or bool(rt.unchecked) or (rt.timer_start is not None and not state.terminal)
+            or bool(rt.unchecked)
             or (state is AppState.WAITING and rt.waiting_since is not None))
+
+
+def _placeholder_deadline(rt: AppRuntime) -> float | None:
+    """When its placeholder timeout expires, while that timer runs."""
+    if rt.timer_start is None or rt.state.terminal:
+        return None
+    return rt.timer_start + rt.spec.policy.placeholder_timeout
 
 
 APP_PREDICATES: dict[str, Callable[[AppRuntime], bool]] = {
@@ -363,15 +371,21 @@ APP_PREDICATES: dict[str, Callable[[AppRuntime], bool]] = {
     "accepted_gang": lambda rt: rt.spec.gang and rt.state is AppState.ACCEPTED,
 }
 """What a cycle asks of every application (see :mod:`~gangsched.core.state.index`):
-``lifecycle`` and ``progress``, those the cycle's passes of those names act on (a
-timer included); ``dirty``, those whose status is due; ``accepted_gang``, the gangs
-waiting in ``Accepted`` (admitted or not)."""
+``lifecycle`` and ``progress``, those the cycle's passes of those names act on (the
+starting timer included; the placeholder timer is in :data:`APP_DEADLINES`);
+``dirty``, those whose status is due; ``accepted_gang``, the gangs waiting in
+``Accepted`` (admitted or not)."""
 
 APP_TALLIES: dict[str, Callable[[AppRuntime], Hashable]] = {
     "priority": lambda rt: rt.spec.priority,
     "queue_state": lambda rt: (rt.spec.queue, rt.state),
 }
 """Applications counted by priority and by (leaf queue, state)."""
+
+APP_DEADLINES: dict[str, Callable[[AppRuntime], float | None]] = {
+    "placeholder_timer": _placeholder_deadline,
+}
+"""Applications by the instant their placeholder timeout expires."""
 
 
 _GROUP_FIELDS = frozenset({"spec", "satisfied", "timed_out", "dirty"})
