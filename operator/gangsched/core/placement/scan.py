@@ -139,6 +139,19 @@ class RunJudge:
         return passing
 
 
+def _count_out(cls: object, counts: dict[object, int],
+               firsts: dict[object, NodeState]) -> bool:
+    """One node of class ``cls`` fewer; False when it was the class's last (the class is
+    forgotten)."""
+    left = counts[cls] - 1
+    if not left:
+        del counts[cls]
+        del firsts[cls]
+        return False
+    counts[cls] = left
+    return True
+
+
 @dataclass(slots=True)
 class Found:
     """What a scan found: the feasible nodes in scan order (at most ``sample``), their
@@ -219,24 +232,23 @@ class Found:
         label = self.label
         return key if label is None else (key, state.labels.get(label))
 
+    def _first_of(self, cls: object, key: str, start: int) -> NodeState:
+        """The first node of class ``cls`` (whose usage key is ``key``) from ``start``
+        on; there is one."""
+        keys, nodes = self.keys, self.nodes
+        at = keys.index(key, start)
+        while self._class(key, nodes[at]) != cls:
+            at = keys.index(key, at + 1)
+        return nodes[at]
+
     def _removed(self, key: str, state: NodeState, index: int) -> None:
         """``state``, judged with usage key ``key``, left ``nodes`` at ``index``."""
         firsts, counts = self.firsts, self.counts
         if firsts is None or counts is None:
             return
         cls = self._class(key, state)
-        left = counts[cls] - 1
-        if not left:
-            del counts[cls]
-            del firsts[cls]
-            return
-        counts[cls] = left
-        if firsts[cls] is state:
-            keys, nodes = self.keys, self.nodes
-            at = keys.index(key, index)
-            while self._class(key, nodes[at]) != cls:
-                at = keys.index(key, at + 1)
-            firsts[cls] = nodes[at]
+        if _count_out(cls, counts, firsts) and firsts[cls] is state:
+            firsts[cls] = self._first_of(cls, key, index)
 
     def _cut(self, cut: int) -> None:
         """Forget the first ``cut`` nodes (counted out, each class's first found again
@@ -255,20 +267,11 @@ class Found:
         lost: list[tuple[object, str]] = []
         for key, state in gone:
             cls = self._class(key, state)
-            left = counts[cls] - 1
-            if not left:
-                del counts[cls]
-                del firsts[cls]
-                continue
-            counts[cls] = left
-            if firsts[cls] is state:
+            if _count_out(cls, counts, firsts) and firsts[cls] is state:
                 lost.append((cls, key))
         for cls, key in lost:
             if cls in counts:
-                at = keys.index(key)
-                while self._class(key, nodes[at]) != cls:
-                    at = keys.index(key, at + 1)
-                firsts[cls] = nodes[at]
+                firsts[cls] = self._first_of(cls, key, 0)
 
     def _dropped(self, keys: list[str], nodes: list[NodeState]) -> None:
         """``nodes`` (judged with ``keys``) left the end of :attr:`nodes`: counted out
@@ -277,13 +280,7 @@ class Found:
         if counts is None or firsts is None:
             return
         for key, state in zip(keys, nodes, strict=True):
-            cls = self._class(key, state)
-            left = counts[cls] - 1
-            if left:
-                counts[cls] = left
-            else:
-                del counts[cls]
-                del firsts[cls]
+            _count_out(self._class(key, state), counts, firsts)
 
     def _appended(self, passing: list[NodeState]) -> None:
         """``passing`` were appended (after every node kept, their keys too): counted
